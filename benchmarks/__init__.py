@@ -1,0 +1,1 @@
+"""End-to-end latency benchmarks for llmclient and the reference server they run against."""

@@ -1,0 +1,1 @@
+"""The reference inference server: an OpenAI-compatible ASGI app over a pluggable engine."""
