@@ -1,0 +1,158 @@
+"""Choose the output format by content and encode within the byte budget."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from PIL import Image
+
+from ._errors import ImageBudgetError
+from ._targets import Target
+
+__all__ = [
+    "GRAPHIC_MAX_COLORS",
+    "Encoded",
+    "choose_formats",
+    "encode_within_budget",
+    "is_graphic",
+    "quality_steps",
+]
+
+# Screenshots, diagrams and line art use few distinct colours (UI palettes, anti-aliased
+# text adds a few hundred shades); a camera photo has tens of thousands even at 1 MP.
+GRAPHIC_MAX_COLORS = 4096
+# A graphic stays PNG (lossless, no ringing around text) unless PNG costs more than this
+# many times the JPEG bytes: then it is photo-like after all (e.g. a screenshot of a photo).
+PNG_OVER_JPEG_LIMIT = 3.0
+# Quality floor and the shrink step used when the budget is not met.
+MIN_QUALITY = 40
+SHRINK_STEP = 0.75
+MIN_SIDE = 16
+HIGH_QUALITY = 90
+
+MIME = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp"}
+
+
+@dataclass(frozen=True)
+class Encoded:
+    data: bytes
+    format: str
+    quality: int | None
+    size: tuple[int, int]
+
+
+def is_graphic(colors: int | None) -> bool:
+    """``colors`` is the distinct-colour count, or None when it exceeded GRAPHIC_MAX_COLORS."""
+    return colors is not None and colors <= GRAPHIC_MAX_COLORS
+
+
+def choose_formats(graphic: bool, has_alpha: bool, target: Target, webp: bool) -> list[str]:
+    """Candidate formats, best first, among those the target accepts.
+
+    Alpha rules out JPEG; graphics prefer lossless PNG; photos JPEG, with WebP as a
+    contender when the caller allows it (smaller at equal quality, slower to encode).
+    """
+    accepted = target.formats
+    if has_alpha or graphic:
+        order = ["PNG", "WEBP"] if has_alpha else ["PNG", "JPEG", "WEBP"]
+    else:
+        order = ["JPEG", "WEBP"] if webp else ["JPEG"]
+        order += [f for f in ("PNG", "WEBP") if f not in order]
+    return [f for f in order if f in accepted]
+
+
+def quality_steps(quality: int) -> list[int]:
+    """The quality ladder tried when over budget: the requested one, then down by 10s."""
+    steps = [quality]
+    q = (quality // 10) * 10
+    while q >= MIN_QUALITY:
+        if q < quality:
+            steps.append(q)
+        q -= 10
+    return steps
+
+
+def shrink_sizes(width: int, height: int) -> Iterator[tuple[int, int]]:
+    """Ever smaller sizes (by SHRINK_STEP) down to MIN_SIDE on the short edge."""
+    w, h = width, height
+    while True:
+        w, h = round(w * SHRINK_STEP), round(h * SHRINK_STEP)
+        if min(w, h) < MIN_SIDE:
+            return
+        yield w, h
+
+
+def encode(img: Image.Image, fmt: str, quality: int, icc: bytes | None) -> bytes:
+    buf = io.BytesIO()
+    # Nothing from the source travels unless passed here: no EXIF, XMP, comments.
+    params: dict[str, object] = {}
+    if icc:
+        params["icc_profile"] = icc
+    if fmt == "JPEG":
+        # The image is already at the size the model sees, so chroma detail is visible to it:
+        # keep full-resolution chroma (4:4:4) at high quality, 4:2:0 once bytes matter more.
+        subsampling = 0 if quality >= HIGH_QUALITY else 2
+        img.save(buf, "JPEG", quality=quality, subsampling=subsampling, **params)
+    elif fmt == "WEBP":
+        img.save(buf, "WEBP", quality=quality, method=4, **params)
+    elif fmt == "PNG":
+        img.save(buf, "PNG", compress_level=6, **params)
+    else:
+        raise ValueError(f"cannot encode {fmt}")
+    return buf.getvalue()
+
+
+def _best_at_size(
+    img: Image.Image, formats: list[str], graphic: bool, quality: int, icc: bytes | None,
+    webp: bool,
+) -> Encoded:
+    first = formats[0]
+    if first == "PNG":
+        png = Encoded(encode(img, "PNG", quality, icc), "PNG", None, img.size)
+        lossy = next((f for f in formats[1:] if f in ("JPEG", "WEBP")), None)
+        if lossy is None or (img.mode in ("RGBA", "LA") and lossy == "JPEG"):
+            return png
+        alt = Encoded(encode(img, lossy, quality, icc), lossy, quality, img.size)
+        return png if len(png.data) <= PNG_OVER_JPEG_LIMIT * len(alt.data) else alt
+    best = Encoded(encode(img, first, quality, icc), first, quality, img.size)
+    if first == "JPEG" and webp and "WEBP" in formats:
+        alt = Encoded(encode(img, "WEBP", quality, icc), "WEBP", quality, img.size)
+        if len(alt.data) < len(best.data):
+            best = alt
+    return best
+
+
+def encode_within_budget(
+    img: Image.Image, target: Target, formats: list[str], graphic: bool, quality: int,
+    icc: bytes | None, webp: bool,
+) -> Encoded:
+    """Encode; when over ``target.max_bytes`` lower the quality, then the size."""
+    if not formats:
+        raise ImageBudgetError(f"target {target.name!r} accepts none of the usable formats")
+    best = _best_at_size(img, formats, graphic, quality, icc, webp)
+    budget = target.max_bytes
+    if budget is None or len(best.data) <= budget:
+        return best
+    lossy = [f for f in formats if f in ("JPEG", "WEBP")]
+    if img.mode in ("RGBA", "LA"):
+        lossy = [f for f in lossy if f == "WEBP"]
+    candidate = img
+    sizes = [img.size, *shrink_sizes(*img.size)]
+    for size in sizes:
+        if size != candidate.size:
+            candidate = img.resize(size, Image.Resampling.LANCZOS)
+        if not lossy:
+            data = encode(candidate, formats[0], quality, icc)
+            if len(data) <= budget:
+                return Encoded(data, formats[0], None, size)
+            continue
+        for q in quality_steps(quality):
+            data = encode(candidate, lossy[0], q, icc)
+            if len(data) <= budget:
+                return Encoded(data, lossy[0], q, size)
+    raise ImageBudgetError(
+        f"cannot fit {img.width}x{img.height} image in {budget:,} bytes for target "
+        f"{target.name!r}, even at quality {MIN_QUALITY} and {MIN_SIDE} px"
+    )
