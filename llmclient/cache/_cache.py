@@ -1,0 +1,381 @@
+"""ResponseCache: the layer the client drives (plan -> lookup -> store), with single-flight.
+
+Every backend failure and every unreadable entry becomes a logged, counted miss: a cache
+must never turn a working call into a failing one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from ._backends import Backend, open_backend
+from ._entry import (
+    CachedEntry,
+    EntryError,
+    decode_entry,
+    encode_entry,
+    replay_chunks,
+    replay_response,
+    stream_finished,
+)
+from ._key import cache_key, endpoint_for, validate_namespace
+from ._policy import Decision, cache_policy
+from ._replay import AsyncReplayStream, ReplayStream
+from ._singleflight import AsyncFlight, AsyncSingleFlight, Flight, SingleFlight
+from ._stats import CacheStats
+
+__all__ = ["CacheHandle", "CachePlan", "ResponseCache", "open_cache"]
+
+logger = logging.getLogger("llmclient.cache")
+
+
+class CachePlan(NamedTuple):
+    """What the cache does for one call, decided before anything is sent (hot path: a tuple)."""
+
+    key: str
+    endpoint: str
+    read: bool  # False for refresh: skip the read, still store
+    ttl: float | None
+    stream: bool
+    include_usage: bool
+    decision: Decision
+
+
+class ResponseCache:
+    """A response cache over one backend.
+
+    ``ResponseCache("memory" | "sqlite:///path" | "redis://..." | backend, ttl=None,
+    namespace=None)``. ``ttl`` is the default lifetime in seconds (None: until evicted);
+    ``namespace`` is the default key space, overridable per call with CacheOptions.
+    """
+
+    def __init__(self, backend: str | Backend | None = "memory", *, ttl: float | None = None,
+                 namespace: str | None = None) -> None:
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ResponseCache ttl must be positive seconds or None, got {ttl!r}")
+        self.backend: Any = open_backend(backend)
+        self.default_ttl = ttl
+        self.namespace = validate_namespace(namespace) if namespace else None
+        stats = getattr(self.backend, "stats", None)
+        self._stats: CacheStats = stats if isinstance(stats, CacheStats) else CacheStats()
+        self.flights: SingleFlight[CachedEntry] = SingleFlight()
+        self.aflights: AsyncSingleFlight[CachedEntry] = AsyncSingleFlight()
+
+    # -- decisions (pure) ----------------------------------------------------------------
+
+    def plan_for(self, *, base_url: str, path: str, body: Mapping[str, Any] | None, scope: str,
+                 options: Any = None, stream: bool | None = None,
+                 query: Mapping[str, Any] | None = None) -> CachePlan | None:
+        """The plan for one request, or None when the cache is bypassed."""
+        endpoint = endpoint_for(path)
+        if endpoint is None or body is None:
+            return None
+        decision = cache_policy(body, options, endpoint)
+        if not decision.write:
+            return None
+        key = cache_key(base_url=base_url, path=path, body=body, scope=scope,
+                        namespace=decision.namespace or self.namespace, query=query)
+        is_stream = bool(body.get("stream")) if stream is None else stream
+        stream_options = body.get("stream_options") or {}
+        return CachePlan(
+            key=key,
+            endpoint=endpoint,
+            read=decision.read,
+            ttl=decision.ttl if decision.ttl is not None else self.default_ttl,
+            stream=is_stream,
+            include_usage=bool(stream_options.get("include_usage")),
+            decision=decision,
+        )
+
+    def plan(self, call: Any) -> CachePlan | None:
+        """The plan for an ``llmclient._call.Call``."""
+        return self.plan_for(base_url=call.base_url, path=call.path, body=call.body,
+                             scope=call.scope, options=call.options.cache, stream=call.stream,
+                             query=call.query)
+
+    def key_for(self, call: Any = None, **request: Any) -> str | None:
+        """The key for a Call (or for ``base_url=, path=, body=, scope=, options=``), or None."""
+        plan = self.plan(call) if call is not None else self.plan_for(**request)
+        return plan.key if plan is not None else None
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _decode(self, key: str, data: bytes | None) -> CachedEntry | None:
+        if data is None:
+            self._stats.add("misses")
+            return None
+        try:
+            entry = decode_entry(data)
+        except EntryError as exc:
+            logger.warning("llmclient.cache: unreadable entry %s treated as a miss: %s", key, exc)
+            self._stats.add("errors")
+            self._stats.add("misses")
+            self._forget(key)
+            return None
+        self._stats.add("hits")
+        return entry
+
+    def _backend_failed(self, op: str, key: str, exc: BaseException) -> None:
+        logger.warning("llmclient.cache: %s %s on %s failed: %r", op, key,
+                       getattr(self.backend, "name", type(self.backend).__name__), exc)
+        self._stats.add("errors")
+
+    def _forget(self, key: str) -> None:
+        try:
+            self.backend.delete(key)
+        except Exception as exc:
+            self._backend_failed("delete", key, exc)
+
+    def get(self, key: str) -> CachedEntry | None:
+        try:
+            data = self.backend.get(key)
+        except Exception as exc:
+            self._backend_failed("get", key, exc)
+            data = None
+        return self._decode(key, data)
+
+    async def aget(self, key: str) -> CachedEntry | None:
+        aget = getattr(self.backend, "aget", None)
+        try:
+            data = await aget(key) if aget is not None else self.backend.get(key)
+        except Exception as exc:
+            self._backend_failed("get", key, exc)
+            data = None
+        return self._decode(key, data)
+
+    def lookup(self, plan: CachePlan | None) -> CachedEntry | None:
+        return self.get(plan.key) if plan is not None and plan.read else None
+
+    async def alookup(self, plan: CachePlan | None) -> CachedEntry | None:
+        return await self.aget(plan.key) if plan is not None and plan.read else None
+
+    # -- writes --------------------------------------------------------------------------
+
+    def put(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
+        data = encode_entry(entry)
+        try:
+            self.backend.set(key, data, ttl if ttl is not None else self.default_ttl)
+        except Exception as exc:
+            self._backend_failed("set", key, exc)
+            return False
+        self._stats.add("stores")
+        self._stats.add("bytes", len(data))
+        return True
+
+    async def aput(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
+        data = encode_entry(entry)
+        aset = getattr(self.backend, "aset", None)
+        ttl = ttl if ttl is not None else self.default_ttl
+        try:
+            if aset is not None:
+                await aset(key, data, ttl)
+            else:
+                self.backend.set(key, data, ttl)
+        except Exception as exc:
+            self._backend_failed("set", key, exc)
+            return False
+        self._stats.add("stores")
+        self._stats.add("bytes", len(data))
+        return True
+
+    @staticmethod
+    def entry_for_response(plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
+        """An entry for a complete non-stream answer; None for an error body."""
+        if "error" in response or (plan.endpoint != "embeddings" and not response.get("choices")):
+            return None
+        return CachedEntry.from_response(plan.endpoint, response)
+
+    @staticmethod
+    def entry_for_stream(plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
+        """An entry for a stream that finished with a finish_reason; None if cut or cancelled."""
+        collected = [dict(c) for c in chunks]
+        if not stream_finished(collected):
+            return None
+        return CachedEntry.from_chunks(plan.endpoint, collected)
+
+    def store_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
+        entry = self.entry_for_response(plan, response)
+        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
+
+    def store_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
+        entry = self.entry_for_stream(plan, chunks)
+        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
+
+    async def astore_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
+        entry = self.entry_for_response(plan, response)
+        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
+
+    async def astore_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
+        entry = self.entry_for_stream(plan, chunks)
+        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
+
+    # -- the client's entry point --------------------------------------------------------
+
+    def begin(self, call: Any) -> CacheHandle | None:
+        """Plan, look up and (for non-stream calls) join or lead; sets ``call.record.cache``."""
+        _start_clock(call)
+        plan = self.plan(call)
+        if plan is None:
+            return None
+        handle = CacheHandle(self, call, plan)
+        handle.entry = self.lookup(plan)
+        if handle.entry is not None:
+            call.record.cache = "hit"
+            handle._owned = True
+            return handle
+        call.record.cache = "miss"
+        if not plan.stream:
+            flight = self.flights.begin(plan.key)
+            if flight.leader:
+                handle._flight = flight
+            else:
+                ok, entry = flight.wait(_wait_timeout(call))
+                if ok and entry is not None:
+                    self.note_join()
+                    handle.entry, call.record.cache = entry, "join"
+        return handle
+
+    async def abegin(self, call: Any) -> CacheHandle | None:
+        _start_clock(call)
+        plan = self.plan(call)
+        if plan is None:
+            return None
+        handle = CacheHandle(self, call, plan)
+        handle.entry = await self.alookup(plan)
+        if handle.entry is not None:
+            call.record.cache = "hit"
+            handle._owned = True
+            return handle
+        call.record.cache = "miss"
+        if not plan.stream:
+            flight = self.aflights.begin(plan.key)
+            if flight.leader:
+                handle._flight = flight
+            else:
+                ok, entry = await flight.wait(_wait_timeout(call))
+                if ok and entry is not None:
+                    self.note_join()
+                    handle.entry, call.record.cache = entry, "join"
+        return handle
+
+    # -- housekeeping --------------------------------------------------------------------
+
+    def note_join(self) -> None:
+        """Count a call answered by joining an identical in-flight call."""
+        self._stats.add("joins")
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for this cache's backend: hits, misses, stores, bytes, evictions, errors, joins."""
+        return {"backend": getattr(self.backend, "name", type(self.backend).__name__),
+                **self._stats.snapshot()}
+
+    def clear(self) -> None:
+        self.backend.clear()
+
+    def close(self) -> None:
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
+
+    async def aclose(self) -> None:
+        aclose = getattr(self.backend, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        else:
+            self.close()
+
+
+def open_cache(setting: Any) -> ResponseCache | None:
+    """The client's ``cache=`` argument as a ResponseCache: None/False -> no cache,
+    True -> in memory, a spec string or backend -> a ResponseCache over it."""
+    if setting is None or setting is False:
+        return None
+    if isinstance(setting, ResponseCache):
+        return setting
+    return ResponseCache("memory" if setting is True else setting)
+
+
+def _start_clock(call: Any) -> None:
+    # A hit never reaches the transport (which starts the call's clock on send), so the
+    # lookup starts it; a miss restarts it at send time.
+    start = getattr(call.record, "start", None)
+    if start is not None:
+        start()
+
+
+def _wait_timeout(call: Any) -> float | None:
+    # A waiter gives up on the leader after the call's own read timeout and goes upstream.
+    timeout = getattr(call, "timeout", None)
+    return getattr(timeout, "read", None) if timeout is not None else None
+
+
+class CacheHandle:
+    """One call's journey through the cache, as the client drives it.
+
+    ``ResponseCache.begin(call)`` looks up (hit), joins an identical in-flight call (join) or
+    makes this call the leader (miss); the client then either replays ``entry`` or sends the
+    request and calls ``store_response``/``on_stream_complete``; ``release()`` in a
+    ``finally`` frees waiters if the leader never stored (error, cancellation).
+    Streamed calls neither lead nor join: a waiter would have to wait for the whole stream.
+    """
+
+    def __init__(self, cache: ResponseCache, call: Any, plan: CachePlan) -> None:
+        self.cache, self.call, self.plan = cache, call, plan
+        self.entry: CachedEntry | None = None
+        self._owned = False  # True when entry was decoded for this call (not shared)
+        self._flight: Flight[CachedEntry] | AsyncFlight[CachedEntry] | None = None
+
+    # the hit path
+    def response(self) -> dict[str, Any]:
+        """The answer for a non-stream call; stamps the call's total time (lookup + replay)."""
+        entry = self.entry
+        assert entry is not None
+        if self._owned and entry.response is not None:
+            # Decoded from bytes for this call alone: no copy needed (the caller may mutate it).
+            self._owned = False
+            value = entry.response
+        else:
+            value = replay_response(entry)
+        finish = getattr(self.call.record, "finish", None)
+        if finish is not None:
+            finish()
+        return value
+
+    def chunks(self) -> list[dict[str, Any]]:
+        assert self.entry is not None
+        return replay_chunks(self.entry, self.plan.include_usage)
+
+    def replay_stream(self, make: Any) -> ReplayStream[Any]:
+        return ReplayStream(self.call, self.chunks(), make)
+
+    def areplay_stream(self, make: Any) -> AsyncReplayStream[Any]:
+        return AsyncReplayStream(self.call, self.chunks(), make)
+
+    # the miss path
+    def store_response(self, value: Mapping[str, Any]) -> None:
+        self._resolve(self.cache.store_response(self.plan, value))
+
+    async def astore_response(self, value: Mapping[str, Any]) -> None:
+        self._resolve(await self.cache.astore_response(self.plan, value))
+
+    def on_stream_complete(self, call: Any, chunks: list[dict[str, Any]]) -> None:
+        """``Stream(on_complete=...)`` callback: store a stream that ended with a finish_reason.
+
+        Runs synchronously for AsyncStream too (the callback is sync); for Redis that is one
+        loopback round trip after the last chunk.
+        """
+        self.cache.store_stream(self.plan, chunks)
+
+    def _resolve(self, entry: CachedEntry | None) -> None:
+        flight, self._flight = self._flight, None
+        if flight is not None:
+            if entry is not None:
+                flight.resolve(entry)
+            else:
+                flight.fail()
+
+    def release(self) -> None:
+        """Free waiters if this leader did not store (call in a ``finally``)."""
+        self._resolve(None)
