@@ -1,0 +1,395 @@
+"""Bytes on the wire and client CPU per body: stdlib json vs orjson vs protobuf (+ zstd).
+
+    python -m benchmarks.wire_bytes [--quick] [--json]
+
+Four payloads, built deterministically (seeded) in the OpenAI shapes: a short chat, a 10-turn
+conversation (~16 KB request), a 64-chunk stream (SSE JSON chunks vs protobuf frames) and a
+batch of 16 embeddings of 1536 dimensions (float32 values; JSON spells each as its shortest
+float32 decimal, as the OpenAI API does). For each: request and response bytes, client encode
+time of the request and decode time of the response (median of repeated batches, microseconds,
+through the same codec objects the client uses). The targets of issue 8 are checked in the last
+lines; nothing here is hard-coded, every figure is measured on this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import struct
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from llmclient._codec import JSON_CODEC
+from llmclient._compression import MIN_COMPRESS_BYTES, compress
+from llmclient._protobuf import (
+    PROTOBUF_CODEC,
+    PROTOBUF_CONTENT_TYPE,
+    StreamEncoder,
+    encode_response,
+)
+
+_WORDS = [
+    "the", "model", "answer", "request", "latency", "token", "stream", "server", "client",
+    "cache", "image", "network", "python", "protobuf", "encode", "decode", "bytes", "faster",
+    "second", "a", "of", "to", "and", "in", "is", "it", "that", "for", "on", "with", "as",
+    "was", "at", "by", "this", "be", "from", "or", "have", "an", "they", "which", "one", "you",
+    "were", "her", "all", "she", "there", "would", "their", "we", "him", "been", "has", "when",
+    "who", "will", "more", "no", "if", "out", "so", "said", "what", "up", "its", "about",
+    "into", "than",
+]
+
+
+def _text(rng: random.Random, words: int) -> str:
+    out = " ".join(rng.choice(_WORDS) for _ in range(words))
+    return out[0].upper() + out[1:] + "."
+
+
+def short_chat(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    req = {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "What is the capital of France?"},
+        ],
+        "temperature": 0.2,
+        "max_tokens": 64,
+    }
+    return req, _completion(rng, 40)
+
+
+def ten_turn(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": _text(rng, 60)}]
+    for _ in range(10):
+        messages.append({"role": "user", "content": _text(rng, 80)})
+        messages.append({"role": "assistant", "content": _text(rng, 200)})
+    messages.append({"role": "user", "content": _text(rng, 40)})
+    req = {"model": "gpt-4o", "messages": messages, "temperature": 0.7, "max_tokens": 512}
+    return req, _completion(rng, 200)
+
+
+def _completion(rng: random.Random, words: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-AbC123xyz789DEF456ghi",
+        "object": "chat.completion",
+        "created": 1764633600,
+        "model": "gpt-4o-2024-08-06",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": _text(rng, words), "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 400, "completion_tokens": words, "total_tokens": 400 + words},
+        "system_fingerprint": "fp_50cad350e4",
+    }
+
+
+def stream_chunks(rng: random.Random, n: int = 64) -> list[dict[str, Any]]:
+    head = {
+        "id": "chatcmpl-AbC123xyz789DEF456ghi",
+        "object": "chat.completion.chunk",
+        "created": 1764633600,
+        "model": "gpt-4o-2024-08-06",
+        "system_fingerprint": "fp_50cad350e4",
+    }
+    chunks = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                    "logprobs": None, "finish_reason": None}]}]
+    for _ in range(n - 2):
+        delta = {"content": " " + rng.choice(_WORDS)}
+        chunks.append({**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                            "finish_reason": None}]})
+    chunks.append({**head, "choices": [{"index": 0, "delta": {}, "logprobs": None,
+                                        "finish_reason": "stop"}]})
+    return chunks
+
+
+def _f32_shortest(x: float) -> float:
+    """The shortest decimal that reads back as the same float32 (what the API prints)."""
+    f = struct.unpack("f", struct.pack("f", x))[0]
+    for digits in range(6, 10):
+        s = float(f"{f:.{digits}g}")
+        if struct.pack("f", s) == struct.pack("f", f):
+            return s
+    return f
+
+
+def embeddings(rng: random.Random, n: int = 16, dim: int = 1536) -> tuple[dict[str, Any], dict[str, Any]]:
+    req = {"model": "text-embedding-3-small", "input": [_text(rng, 12) for _ in range(n)],
+           "encoding_format": "float"}
+    sigma = dim**-0.5
+    data = [{"object": "embedding", "index": i,
+             "embedding": [_f32_shortest(rng.gauss(0.0, sigma)) for _ in range(dim)]}
+            for i in range(n)]
+    resp = {"object": "list", "data": data, "model": "text-embedding-3-small",
+            "usage": {"prompt_tokens": 12 * n, "total_tokens": 12 * n}}
+    return req, resp
+
+
+# ------------------------------------------------------------------------------- timing
+
+
+_cpu = time.process_time
+
+
+def _batch(fn: Callable[[], object]) -> int:
+    """Calls per timed batch: >= 2 ms, so timer resolution does not matter."""
+    fn()
+    n = 1
+    while True:
+        start = _cpu()
+        for _ in range(n):
+            fn()
+        if _cpu() - start >= 0.002:
+            return n
+        n *= 2
+
+
+def _medians(fns: dict[str, Callable[[], object]], budget_s: float) -> dict[str, float]:
+    """Median microseconds per call of each function, measured interleaved (round-robin).
+
+    Time is this process's CPU time (CLOCK_PROCESS_CPUTIME_ID), not wall time: on a shared
+    machine the time we spend descheduled is not ours. Each round times one batch of every
+    function, so cache and frequency effects from other load hit all of them alike.
+    """
+    batches = {name: _batch(fn) for name, fn in fns.items()}
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    deadline = time.perf_counter() + budget_s * len(fns)
+    rounds = 0
+    while rounds < 5 or (time.perf_counter() < deadline and rounds < 200):
+        for name, fn in fns.items():
+            n = batches[name]
+            start = _cpu()
+            for _ in range(n):
+                fn()
+            samples[name].append((_cpu() - start) / n * 1e6)
+        rounds += 1
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def _sse(chunks: list[dict[str, Any]], dumps: Callable[[Any], bytes]) -> bytes:
+    return b"".join(b"data: " + dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def _stdlib_dumps(v: Any) -> bytes:
+    return json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _stdlib_sse_decode(body: bytes) -> list[Any]:
+    out = []
+    for event in body.split(b"\n\n"):
+        if event.startswith(b"data: ") and event != b"data: [DONE]":
+            out.append(json.loads(event[6:]))
+    return out
+
+
+def _row(name: str, req: int | None, resp: int | None, enc: float | None, dec: float | None) -> dict[str, Any]:
+    return {"wire": name, "request_bytes": req, "response_bytes": resp,
+            "encode_us": enc, "decode_us": dec}
+
+
+def _scenario(path: str, req: dict[str, Any], resp: dict[str, Any], budget_s: float) -> list[dict[str, Any]]:
+    sj, oj = _stdlib_dumps(req), orjson.dumps(req)
+    pb = PROTOBUF_CODEC.encode(path, req)
+    sresp, oresp, presp = _stdlib_dumps(resp), orjson.dumps(resp), encode_response(resp)
+
+    def enc_stdlib() -> object:
+        return _stdlib_dumps(req)
+
+    def dec_stdlib() -> object:
+        return json.loads(sresp)
+
+    def enc_orjson() -> object:
+        return JSON_CODEC.encode(path, req)
+
+    def dec_orjson() -> object:
+        return JSON_CODEC.decode(path, oresp, "application/json")
+
+    def enc_pb() -> object:
+        return PROTOBUF_CODEC.encode(path, req)
+
+    def dec_pb() -> object:
+        return PROTOBUF_CODEC.decode(path, presp, PROTOBUF_CONTENT_TYPE)
+
+    fns: dict[str, Callable[[], object]] = {
+        "enc_stdlib": enc_stdlib, "dec_stdlib": dec_stdlib, "enc_orjson": enc_orjson,
+        "dec_orjson": dec_orjson, "enc_pb": enc_pb, "dec_pb": dec_pb,
+    }
+    for coding in ("zstd", "gzip"):
+        def enc_oz(c: str = coding) -> object:
+            return compress(orjson.dumps(req), c)
+
+        def enc_pz(c: str = coding) -> object:
+            return compress(PROTOBUF_CODEC.encode(path, req), c)
+
+        fns[f"enc_orjson+{coding}"], fns[f"enc_protobuf+{coding}"] = enc_oz, enc_pz
+    t = _medians(fns, budget_s)
+    rows = [
+        _row("stdlib json", len(sj), len(sresp), t["enc_stdlib"], t["dec_stdlib"]),
+        _row("orjson", len(oj), len(oresp), t["enc_orjson"], t["dec_orjson"]),
+        _row("protobuf", len(pb), len(presp), t["enc_pb"], t["dec_pb"]),
+    ]
+    for coding in ("zstd", "gzip"):
+        rows.append(_row(f"orjson+{coding}", len(compress(oj, coding)), len(compress(oresp, coding)),
+                         t[f"enc_orjson+{coding}"], None))
+        rows.append(_row(f"protobuf+{coding}", len(compress(pb, coding)), len(compress(presp, coding)),
+                         t[f"enc_protobuf+{coding}"], None))
+    return rows
+
+
+def measure(budget_s: float) -> dict[str, list[dict[str, Any]]]:
+    rng = random.Random(8)
+    results: dict[str, list[dict[str, Any]]] = {}
+    results["short_chat"] = _scenario("/v1/chat/completions", *short_chat(rng), budget_s)
+    results["ten_turn"] = _scenario("/v1/chat/completions", *ten_turn(rng), budget_s)
+    results["embeddings_16x1536"] = _scenario("/v1/embeddings", *embeddings(rng), budget_s)
+    chunks = stream_chunks(rng)
+    s_sse, o_sse = _sse(chunks, _stdlib_dumps), _sse(chunks, orjson.dumps)
+    enc = StreamEncoder()
+    frames = b"".join(enc.encode(c) for c in chunks) + enc.done()
+
+    def stdlib_stream() -> object:
+        return _stdlib_sse_decode(s_sse)
+
+    def pb_stream() -> object:
+        d = PROTOBUF_CODEC.stream_decoder(PROTOBUF_CONTENT_TYPE)
+        out = d.feed(frames)
+        d.close()
+        return out
+
+    def sse_stream() -> object:
+        d = JSON_CODEC.stream_decoder("text/event-stream")
+        out = d.feed(o_sse)
+        d.close()
+        return out
+
+    def pb_stream_encode() -> object:
+        e = StreamEncoder()
+        return [e.encode(c) for c in chunks]
+
+    t = _medians({"stdlib": stdlib_stream, "orjson": sse_stream, "pb_enc": pb_stream_encode,
+                  "pb": pb_stream}, budget_s)
+    results["stream_64_chunks"] = [
+        _row("stdlib json (SSE)", None, len(s_sse), None, t["stdlib"]),
+        _row("orjson (SSE)", None, len(o_sse), None, t["orjson"]),
+        _row("protobuf frames", None, len(frames), t["pb_enc"], t["pb"]),
+    ]
+    return results
+
+
+def json_format_comparison(budget_s: float) -> dict[str, float]:
+    """The hand-written mapping against google.protobuf.json_format on the 10-turn request."""
+    from google.protobuf import json_format
+
+    from llmclient.proto import llmclient_pb2 as pb
+
+    path = "/v1/chat/completions"
+    req, _ = ten_turn(random.Random(8))
+    body = PROTOBUF_CODEC.encode(path, req)
+    message = json_format.ParseDict(req, pb.ChatCompletionRequest()).SerializeToString()
+
+    def hand_encode() -> object:
+        return PROTOBUF_CODEC.encode(path, req)
+
+    def hand_decode() -> object:
+        return PROTOBUF_CODEC.decode(path, body, PROTOBUF_CONTENT_TYPE)
+
+    def jf_encode() -> object:
+        return json_format.ParseDict(req, pb.ChatCompletionRequest()).SerializeToString()
+
+    def jf_decode() -> object:
+        msg = pb.ChatCompletionRequest.FromString(message)
+        return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+    return _medians({"hand_encode_us": hand_encode, "json_format_encode_us": jf_encode,
+                     "hand_decode_us": hand_decode, "json_format_decode_us": jf_decode}, budget_s)
+
+
+def crossover(budget_s: float) -> list[dict[str, Any]]:
+    """zstd and gzip on conversation text of growing size: bytes saved and CPU spent."""
+    rng = random.Random(3)
+    rows = []
+    for size in (128, 256, 512, 1024, 2048, 4096, 16384, 65536):
+        body = orjson.dumps({"messages": [{"role": "user", "content": _text(rng, size // 5)}]})[:size]
+        row: dict[str, Any] = {"bytes": len(body)}
+        for coding in ("zstd", "gzip"):
+            row[f"{coding}_bytes"] = len(compress(body, coding))
+            def run(b: bytes = body, c: str = coding) -> object:
+                return compress(b, c)
+
+            row[f"{coding}_us"] = round(_medians({"run": run}, budget_s)["run"], 1)
+        rows.append(row)
+    return rows
+
+
+def _fmt(v: float | int | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.1f}" if isinstance(v, float) else str(v)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="short timing budget (noisier)")
+    ap.add_argument("--json", action="store_true", help="print results as JSON")
+    args = ap.parse_args(argv)
+    budget = 0.02 if args.quick else 0.2
+    results: dict[str, Any] = dict(measure(budget))
+    results["json_format"] = json_format_comparison(budget)
+    results["crossover"] = crossover(budget)
+    results["targets"] = targets(results)
+    if args.json:
+        print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
+        return 0
+    for name, rows in results.items():
+        if name in ("json_format", "crossover", "targets"):
+            continue
+        print(f"\n{name}\n  {'wire':<20}{'req B':>9}{'resp B':>9}{'enc us':>9}{'dec us':>9}")
+        for r in rows:
+            print(f"  {r['wire']:<20}{_fmt(r['request_bytes']):>9}{_fmt(r['response_bytes']):>9}"
+                  f"{_fmt(r['encode_us']):>9}{_fmt(r['decode_us']):>9}")
+    print("\njson_format vs hand mapping (10-turn request, us):",
+          {k: round(v, 1) for k, v in results["json_format"].items()})
+    print(f"\ncompression crossover (threshold in use: {MIN_COMPRESS_BYTES} B):")
+    for row in results["crossover"]:
+        print("  ", row)
+    print("\ntargets:")
+    for line in results["targets"]:
+        print("  ", line)
+    return 0
+
+
+def targets(results: dict[str, Any]) -> list[str]:
+    def get(scn: str, wire: str) -> dict[str, Any]:
+        row: dict[str, Any] = next(r for r in results[scn] if r["wire"] == wire)
+        return row
+
+    out = []
+    s = get("stream_64_chunks", "protobuf frames")["response_bytes"] / get("stream_64_chunks", "orjson (SSE)")["response_bytes"]
+    out.append(f"stream bytes protobuf/SSE JSON = {s:.3f}x (target <= 0.25x): {'ok' if s <= 0.25 else 'MISSED'}")
+    e = get("embeddings_16x1536", "protobuf")["response_bytes"] / get("embeddings_16x1536", "orjson")["response_bytes"]
+    out.append(f"embeddings bytes protobuf/JSON = {e:.3f}x (target <= 0.3x): {'ok' if e <= 0.3 else 'MISSED'}")
+    ez = get("embeddings_16x1536", "protobuf+zstd")["response_bytes"] / get("embeddings_16x1536", "orjson")["response_bytes"]
+    out.append(f"embeddings bytes protobuf+zstd/JSON = {ez:.3f}x (target <= 0.3x): {'ok' if ez <= 0.3 else 'MISSED'}")
+    pz = get("ten_turn", "protobuf+zstd")
+    t = pz["request_bytes"] / get("ten_turn", "orjson")["request_bytes"]
+    ok = t <= 0.45 and pz["encode_us"] <= 100
+    out.append(f"10-turn request protobuf+zstd/JSON = {t:.3f}x in {pz['encode_us']:.1f} us "
+               f"(target <= 0.45x, <= 100 us): {'ok' if ok else 'MISSED'}")
+    for scn in ("short_chat", "ten_turn", "embeddings_16x1536"):
+        p, o = get(scn, "protobuf")["decode_us"], get(scn, "orjson")["decode_us"]
+        out.append(f"{scn} decode protobuf {p:.1f} us vs orjson {o:.1f} us: {'ok' if p <= o else 'SLOWER'}")
+    p, o = get("stream_64_chunks", "protobuf frames")["decode_us"], get("stream_64_chunks", "orjson (SSE)")["decode_us"]
+    out.append(f"stream decode protobuf {p:.1f} us vs orjson SSE {o:.1f} us: {'ok' if p <= o else 'SLOWER'}")
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
