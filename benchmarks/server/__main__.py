@@ -1,0 +1,104 @@
+"""``python -m benchmarks.server``: run the reference server.
+
+Prints ``CA <path>`` (with ``--tls`` and a generated certificate) and then exactly one
+``READY http(s)://HOST:PORT`` line on stdout once listening; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+from ._http import configure_logging
+from .app import App, AppConfig
+from .engine import ENGINES, Engine, create_engine
+from .faults import FaultInjector, FaultSpecError, parse_fault_list
+from .serve import ServeOptions, serve
+from .tls import TlsSetupError, generate_certs
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.server", description=__doc__)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    p.add_argument("--tls", action="store_true", help="HTTPS (ALPN h2 + http/1.1)")
+    p.add_argument("--cert", type=Path, help="server certificate chain (PEM); generated if absent")
+    p.add_argument("--key", type=Path, help="server private key (PEM)")
+    p.add_argument("--cert-dir", type=Path, help="where generated certificates go (default: a temp dir)")
+    p.add_argument("--http1-only", action="store_true", help="speak HTTP/1.1 only")
+    p.add_argument("--profile", default="h100-8b", help="engine profile name or JSON path")
+    p.add_argument("--engine", default="sim",
+                   help="sim | torch | module:factory (a callable taking the profile name)")
+    p.add_argument("--cold-start-s", type=float,
+                   help="sim engine: override the profile's model load time (seconds)")
+    p.add_argument("--faults", default="", help="run-wide faults, e.g. 'status=503;prob=0.05'")
+    p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault RNG")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer <key>' on /v1 routes")
+    p.add_argument("--server", default="granian", choices=("granian", "hypercorn"))
+    p.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"),
+                   help="event loop; auto = uvloop when installed (less CPU per request)")
+    p.add_argument("--log-level", default="INFO")
+    return p
+
+
+def make_engine(kind: str, profile: str, cold_start_s: float | None = None) -> Engine:
+    """``sim``/``torch`` via :func:`engine.create_engine`; ``module:factory`` plugs in any
+    callable taking the profile name and returning an Engine."""
+    if kind in ENGINES:
+        try:
+            kwargs = {"cold_start_s": cold_start_s} if cold_start_s is not None else {}
+            return create_engine(kind, profile, **kwargs)
+        except (ImportError, ValueError, OSError) as exc:
+            raise SystemExit(f"--engine {kind} --profile {profile}: {exc}") from None
+    module, sep, attr = kind.partition(":")
+    if not sep:
+        raise SystemExit(f"--engine must be one of {', '.join(ENGINES)} or module:factory, got {kind!r}")
+    engine: Engine = getattr(importlib.import_module(module), attr)(profile)
+    return engine
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    configure_logging(getattr(logging, args.log_level.upper(), logging.INFO))
+    try:
+        faults = FaultInjector(parse_fault_list(args.faults), seed=args.fault_seed)
+    except FaultSpecError as exc:
+        raise SystemExit(f"--faults: {exc}") from None
+    cert, key = args.cert, args.key
+    if args.tls and (cert is None) != (key is None):
+        raise SystemExit("--cert and --key go together")
+    if args.tls and cert is None:
+        directory = args.cert_dir or Path(tempfile.mkdtemp(prefix="llmclient-ref-tls-"))
+        try:
+            paths = generate_certs(directory)
+        except TlsSetupError as exc:
+            raise SystemExit(str(exc)) from None
+        cert, key = paths.cert, paths.key
+        sys.stdout.write(f"CA {paths.ca}\n")
+    engine = make_engine(args.engine, args.profile, args.cold_start_s)
+    app = App(engine, AppConfig(faults=faults, api_key=args.api_key))
+    opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
+                        cert if args.tls else None, key if args.tls else None)
+    _install_loop(args.loop)
+    asyncio.run(serve(app, opts))
+
+
+def _install_loop(kind: str) -> None:
+    if kind == "asyncio":
+        return
+    try:
+        import uvloop
+    except ImportError:
+        if kind == "uvloop":
+            raise SystemExit("--loop uvloop needs uvloop: pip install uvloop") from None
+        return
+    uvloop.install()
+
+
+if __name__ == "__main__":
+    main()

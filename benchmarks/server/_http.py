@@ -1,0 +1,134 @@
+"""Raw ASGI helpers: bodies, responses, OpenAI-shaped errors, Server-Timing, request context.
+
+No web framework: each request costs a dict lookup for routing and a handful of awaits, since
+the server's own CPU per request is noise in every client benchmark.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import math
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "REQUEST_ID",
+    "TRACEPARENT",
+    "Receive",
+    "Scope",
+    "Send",
+    "configure_logging",
+    "error_body",
+    "header",
+    "read_body",
+    "send_bytes",
+    "server_timing",
+]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+TRACEPARENT: contextvars.ContextVar[str] = contextvars.ContextVar("traceparent", default="-")
+
+# OpenAI's error "type" per status (API reference, "Error codes"); 4xx are the caller's fault.
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    404: "invalid_request_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    502: "server_error",
+    503: "server_error",
+    504: "server_error",
+}
+# Server-Timing metric order (W3C Server Timing): the stages of one request.
+TIMING_ORDER = ("queue", "prefill", "decode", "image", "serialize", "total")
+
+
+class BodyTooLarge(ValueError):
+    pass
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of a request header (names are lower-case in ASGI)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ConnectionResetError("client disconnected while sending the body")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"request body exceeds {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def error_body(status: int, message: str, param: str | None = None,
+               code: str | None = None, type_: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
+    kind = type_ or ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def server_timing(timings: dict[str, float]) -> str:
+    """``queue;dur=1.2, prefill;dur=3.4`` (W3C Server Timing, ``dur`` in milliseconds)."""
+    keys = [k for k in TIMING_ORDER if k in timings] + sorted(set(timings) - set(TIMING_ORDER))
+    return ", ".join(f"{k};dur={_ms(timings[k])}" for k in keys)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".") if math.isfinite(value) else "0"
+
+
+async def send_bytes(send: Send, status: int, body: bytes, content_type: str,
+                     headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", content_type.encode()),
+                    (b"content-length", str(len(body)).encode()), *headers],
+    })
+    await send({"type": "http.response.body", "body": body})
+
+
+def json_bytes(obj: dict[str, Any]) -> bytes:
+    return orjson.dumps(obj)
+
+
+class _ContextFilter(logging.Filter):
+    """Stamps every log record with the current request's id and incoming traceparent."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = REQUEST_ID.get()
+        record.traceparent = TRACEPARENT.get()
+        return True
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    handler = logging.StreamHandler()  # stderr: stdout carries only the READY line
+    handler.addFilter(_ContextFilter())
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s request_id=%(request_id)s "
+        "traceparent=%(traceparent)s %(message)s"))
+    root = logging.getLogger("benchmarks.server")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False

@@ -1,0 +1,77 @@
+"""Incremental detokenization with stop sequences (pure).
+
+Holds back just enough text that a stop sequence split across engine steps is still caught
+before any of it reaches the client, as OpenAI's API promises ("the returned text will not
+contain the stop sequence").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .tokenizer import Detokenizer
+
+__all__ = ["TextStream", "tool_arguments"]
+
+
+class TextStream:
+    def __init__(self, stops: tuple[str, ...]) -> None:
+        self._detok = Detokenizer()
+        self._stops = stops
+        self._hold = max((len(s) for s in stops), default=1) - 1
+        self._pending = ""
+        self.stopped = False
+
+    def feed(self, ids: Iterable[int]) -> str:
+        """Text safe to emit now; sets ``stopped`` once a stop sequence appears."""
+        if self.stopped:
+            return ""
+        self._pending += self._detok.feed(ids)
+        if self._stops:
+            cut = min((i for i in (self._pending.find(s) for s in self._stops) if i >= 0), default=-1)
+            if cut >= 0:
+                self.stopped = True
+                out, self._pending = self._pending[:cut], ""
+                return out
+        if self._hold <= 0:
+            out, self._pending = self._pending, ""
+            return out
+        out, self._pending = self._pending[: -self._hold], self._pending[-self._hold:]
+        return out
+
+    def flush(self) -> str:
+        out, self._pending = ("" if self.stopped else self._pending), ""
+        return out
+
+
+def tool_arguments(schema: dict[str, Any], words: list[str]) -> Any:
+    """Deterministic arguments matching a JSON Schema, drawing strings from ``words``."""
+    pool = iter(words * 8 if words else ["value"] * 8)
+    return _value(schema, pool, 0)
+
+
+def _value(schema: dict[str, Any], pool: Any, depth: int) -> Any:
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "object":
+        props = schema.get("properties") or {}
+        if depth > 4 or not isinstance(props, dict):
+            return {}
+        return {k: _value(v if isinstance(v, dict) else {}, pool, depth + 1) for k, v in props.items()}
+    if kind == "array":
+        items = schema.get("items")
+        return [_value(items if isinstance(items, dict) else {}, pool, depth + 1)]
+    if kind == "null":
+        return None
+    word = next(pool, "value")  # scalars draw one word each, in schema order
+    if kind == "integer":
+        return len(word)
+    if kind == "number":
+        return len(word) + 0.5
+    if kind == "boolean":
+        return len(word) % 2 == 0
+    return word

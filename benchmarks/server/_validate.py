@@ -1,0 +1,313 @@
+"""Request validation: JSON dicts in, typed parameters out, or an error naming the field.
+
+Pure. Follows OpenAI's API reference for which fields exist and their ranges; unknown fields
+are ignored (as vLLM does) so that newer clients keep working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "ChatParams",
+    "CompletionParams",
+    "EmbeddingParams",
+    "ImagePart",
+    "InvalidRequest",
+    "ToolChoice",
+    "parse_chat",
+    "parse_completion",
+    "parse_embedding",
+]
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+MAX_N = 128
+MAX_STOP = 4
+MAX_EMBED_DIMS = 8192
+DEFAULT_EMBED_DIMS = 1536  # text-embedding-3-small's default size
+
+
+class InvalidRequest(ValueError):
+    """A 4xx the client caused; ``param`` names the offending field (OpenAI error shape)."""
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None,
+                 status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    url: str
+    detail: str
+    where: str  # "messages[0].content[1]", for error messages
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    name: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChatParams:
+    model: str
+    prompt_text: str
+    images: tuple[ImagePart, ...]
+    max_tokens: int | None
+    n: int
+    temperature: float
+    seed: int | None
+    stop: tuple[str, ...]
+    stream: bool
+    include_usage: bool
+    tool: ToolChoice | None
+    tool_required: bool
+
+
+@dataclass(frozen=True)
+class CompletionParams:
+    model: str
+    prompts: tuple[str | tuple[int, ...], ...]
+    max_tokens: int
+    n: int
+    temperature: float
+    seed: int | None
+    stop: tuple[str, ...]
+    stream: bool
+    include_usage: bool
+    echo: bool
+
+
+@dataclass(frozen=True)
+class EmbeddingParams:
+    model: str
+    inputs: tuple[str | tuple[int, ...], ...]
+    encoding_format: str
+    dimensions: int
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _model(body: dict[str, Any]) -> str:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("'model' is required and must be a non-empty string", "model")
+    return model
+
+
+def _int_field(body: dict[str, Any], name: str, default: int | None, lo: int, hi: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not _is_int(value):
+        raise InvalidRequest(f"'{name}' must be an integer, got {type(value).__name__}", name)
+    if not lo <= value <= hi:
+        raise InvalidRequest(f"'{name}' must be between {lo} and {hi}, got {value}", name)
+    return int(value)
+
+
+def _max_tokens(body: dict[str, Any], context_window: int) -> int | None:
+    for name in ("max_completion_tokens", "max_tokens"):
+        if body.get(name) is not None:
+            return _int_field(body, name, None, 1, context_window)
+    return None
+
+
+def _temperature(body: dict[str, Any]) -> float:
+    value = body.get("temperature")
+    if value is None:
+        return 1.0
+    if not _is_num(value) or not 0 <= value <= 2:
+        raise InvalidRequest(f"'temperature' must be a number between 0 and 2, got {value!r}",
+                             "temperature")
+    return float(value)
+
+
+def _seed(body: dict[str, Any]) -> int | None:
+    value = body.get("seed")
+    if value is not None and not _is_int(value):
+        raise InvalidRequest(f"'seed' must be an integer, got {type(value).__name__}", "seed")
+    return value
+
+
+def _stop(body: dict[str, Any]) -> tuple[str, ...]:
+    value = body.get("stop")
+    if value is None:
+        return ()
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise InvalidRequest("'stop' must be a non-empty string or a list of them", "stop")
+    if len(stops) > MAX_STOP:
+        raise InvalidRequest(f"'stop' takes at most {MAX_STOP} sequences", "stop")
+    return tuple(stops)
+
+
+def _stream(body: dict[str, Any]) -> tuple[bool, bool]:
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise InvalidRequest("'stream' must be a boolean", "stream")
+    options = body.get("stream_options")
+    if options is None:
+        return bool(stream), False
+    if not stream:
+        raise InvalidRequest("'stream_options' is only allowed when 'stream' is true",
+                             "stream_options")
+    if not isinstance(options, dict):
+        raise InvalidRequest("'stream_options' must be an object", "stream_options")
+    include = options.get("include_usage", False)
+    if not isinstance(include, bool):
+        raise InvalidRequest("'stream_options.include_usage' must be a boolean",
+                             "stream_options.include_usage")
+    return True, include
+
+
+def _part_text(part: Any, where: str, images: list[ImagePart]) -> str:
+    if not isinstance(part, dict):
+        raise InvalidRequest(f"'{where}' must be an object", where)
+    kind = part.get("type")
+    if kind == "text":
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise InvalidRequest(f"'{where}.text' must be a string", f"{where}.text")
+        return text
+    if kind == "image_url":
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else None
+        if not isinstance(url, str):
+            raise InvalidRequest(f"'{where}.image_url.url' must be a string",
+                                 f"{where}.image_url.url")
+        detail = image.get("detail") or "auto"  # type: ignore[union-attr]
+        if detail not in ("auto", "low", "high"):
+            raise InvalidRequest(f"'{where}.image_url.detail' must be auto, low or high",
+                                 f"{where}.image_url.detail")
+        images.append(ImagePart(url, detail, where))
+        return ""
+    raise InvalidRequest(f"'{where}.type' {kind!r} is not supported (text, image_url)",
+                         f"{where}.type")
+
+
+def _message_text(msg: Any, i: int, images: list[ImagePart]) -> str:
+    where = f"messages[{i}]"
+    if not isinstance(msg, dict):
+        raise InvalidRequest(f"'{where}' must be an object", where)
+    role = msg.get("role")
+    if role not in ROLES:
+        raise InvalidRequest(f"'{where}.role' must be one of {sorted(ROLES)}, got {role!r}",
+                             f"{where}.role")
+    content = msg.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = " ".join(_part_text(p, f"{where}.content[{j}]", images) for j, p in enumerate(content))
+    elif content is None and (role == "assistant" and msg.get("tool_calls")):
+        text = orjson.dumps(msg["tool_calls"]).decode()
+    else:
+        raise InvalidRequest(f"'{where}.content' must be a string or a list of parts",
+                             f"{where}.content")
+    return f"{role}: {text}\n"
+
+
+def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str]:
+    """The forced tool (if tool_choice forces one), whether it was 'required', prompt text."""
+    tools = body.get("tools")
+    choice = body.get("tool_choice")
+    if tools is None:
+        if choice not in (None, "none", "auto"):
+            raise InvalidRequest("'tool_choice' needs 'tools'", "tool_choice")
+        return None, False, ""
+    if not isinstance(tools, list) or not tools:
+        raise InvalidRequest("'tools' must be a non-empty list", "tools")
+    by_name: dict[str, dict[str, Any]] = {}
+    for i, tool in enumerate(tools):
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest(f"'tools[{i}].function.name' must be a string",
+                                 f"tools[{i}].function.name")
+        params = fn.get("parameters") or {}  # type: ignore[union-attr]
+        if not isinstance(params, dict):
+            raise InvalidRequest(f"'tools[{i}].function.parameters' must be an object",
+                                 f"tools[{i}].function.parameters")
+        by_name[name] = params
+    text = "tools: " + orjson.dumps(tools).decode() + "\n"
+    if choice in (None, "none", "auto"):
+        return None, False, text
+    if choice == "required":
+        name = next(iter(by_name))
+        return ToolChoice(name, by_name[name]), True, text
+    fn = choice.get("function") if isinstance(choice, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if name not in by_name:
+        raise InvalidRequest("'tool_choice' must be none, auto, required or name a function in "
+                             "'tools'", "tool_choice")
+    return ToolChoice(name, by_name[name]), False, text
+
+
+def parse_chat(body: dict[str, Any], context_window: int) -> ChatParams:
+    model = _model(body)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("'messages' must be a non-empty list", "messages")
+    images: list[ImagePart] = []
+    text = "".join(_message_text(m, i, images) for i, m in enumerate(messages))
+    tool, required, tool_text = _tools(body)
+    stream, include_usage = _stream(body)
+    return ChatParams(
+        model=model, prompt_text=tool_text + text, images=tuple(images),
+        max_tokens=_max_tokens(body, context_window), n=_int_field(body, "n", 1, 1, MAX_N) or 1,
+        temperature=_temperature(body), seed=_seed(body), stop=_stop(body), stream=stream,
+        include_usage=include_usage, tool=tool, tool_required=required,
+    )
+
+
+def _inputs(value: Any, name: str) -> tuple[str | tuple[int, ...], ...]:
+    """str | list[str] | list[int] | list[list[int]], as OpenAI accepts for prompt/input."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and value:
+        if all(isinstance(v, str) for v in value):
+            return tuple(value)
+        if all(_is_int(v) and v >= 0 for v in value):
+            return (tuple(value),)
+        if all(isinstance(v, list) and v and all(_is_int(t) and t >= 0 for t in v) for v in value):
+            return tuple(tuple(v) for v in value)
+    raise InvalidRequest(f"'{name}' must be a string, a list of strings or token ids", name)
+
+
+def parse_completion(body: dict[str, Any], context_window: int) -> CompletionParams:
+    model = _model(body)
+    prompts = _inputs(body.get("prompt"), "prompt")
+    stream, include_usage = _stream(body)
+    echo = body.get("echo", False)
+    if not isinstance(echo, bool):
+        raise InvalidRequest("'echo' must be a boolean", "echo")
+    return CompletionParams(
+        model=model, prompts=prompts,
+        # OpenAI's legacy completions default max_tokens to 16 (API reference).
+        max_tokens=_int_field(body, "max_tokens", 16, 1, context_window) or 16,
+        n=_int_field(body, "n", 1, 1, MAX_N) or 1, temperature=_temperature(body),
+        seed=_seed(body), stop=_stop(body), stream=stream, include_usage=include_usage, echo=echo,
+    )
+
+
+def parse_embedding(body: dict[str, Any]) -> EmbeddingParams:
+    model = _model(body)
+    inputs = _inputs(body.get("input"), "input")
+    fmt = body.get("encoding_format") or "float"
+    if fmt not in ("float", "base64"):
+        raise InvalidRequest("'encoding_format' must be float or base64", "encoding_format")
+    dims = _int_field(body, "dimensions", DEFAULT_EMBED_DIMS, 1, MAX_EMBED_DIMS)
+    return EmbeddingParams(model, inputs, fmt, dims or DEFAULT_EMBED_DIMS)

@@ -1,0 +1,729 @@
+"""The OpenAI-compatible ASGI app over an :class:`~benchmarks.server.engine.base.Engine`.
+
+One code path whichever HTTP server (granian or hypercorn) runs it. Routes:
+``/health``, ``/metrics``, ``/v1/models[/{id}]``, ``/v1/chat/completions``,
+``/v1/completions``, ``/v1/embeddings``. Every response carries ``Server-Timing``
+(queue, prefill, decode, image, serialize, total; ms) and ``x-request-id``; streams end with a
+``: server-timing ...`` SSE comment before ``data: [DONE]`` since their headers are long gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import logging
+import time
+import uuid
+from array import array
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from . import wire
+from ._http import (
+    REQUEST_ID,
+    TRACEPARENT,
+    BodyTooLarge,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    header,
+    read_body,
+    send_bytes,
+    server_timing,
+)
+from ._textstream import TextStream, tool_arguments
+from ._validate import (
+    ChatParams,
+    CompletionParams,
+    ImagePart,
+    InvalidRequest,
+    ToolChoice,
+    parse_chat,
+    parse_completion,
+    parse_embedding,
+)
+from .engine.base import (
+    ContextLengthError,
+    Engine,
+    EngineError,
+    EngineNotReady,
+    EngineOOM,
+    EngineOverloaded,
+    EngineRequest,
+    RequestTiming,
+    TokenEvent,
+)
+from .faults import FaultInjector, FaultSpec, FaultSpecError
+from .metrics import CONTENT_TYPE as METRICS_TYPE
+from .metrics import HttpCounters, render_metrics, sample_gpu
+from .tokenizer import encode, tokenize
+from .vision import ImageError, decode_data_url, process_image
+
+__all__ = ["App", "AppConfig"]
+
+log = logging.getLogger("benchmarks.server.app")
+
+# Model ids served besides the engine's own: common OpenAI names, so clients and benchmarks
+# written for OpenAI run unchanged. Anything else answers 404 model_not_found.
+DEFAULT_ALIASES = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "gpt-4.1", "ref-llm")
+EMBEDDING_MODELS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
+                    "text-embedding-ada-002": 1536}
+CREATED = 1_700_000_000  # fixed "created" of the model list: responses stay byte-stable
+
+
+class _Abort(Exception):
+    """Raised inside the app to abort the response (fault ``reset``): the server resets the
+    HTTP/2 stream (RST_STREAM) or closes the HTTP/1.1 connection mid-body."""
+
+
+@dataclass
+class AppConfig:
+    faults: FaultInjector = field(default_factory=FaultInjector)
+    api_key: str | None = None
+    max_body_bytes: int = 32 * 1024 * 1024
+    models: tuple[str, ...] = DEFAULT_ALIASES
+
+
+@dataclass
+class _Req:
+    """Per-request state."""
+
+    request_id: str
+    accept: str | None
+    fault: FaultSpec | None
+    t0: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def add_engine_timing(self, t: RequestTiming | None) -> None:
+        if t is None:
+            return
+        # n choices run in parallel: the request waited as long as its slowest choice.
+        for key, value in (("queue", t.queue_ms), ("prefill", t.prefill_ms), ("decode", t.decode_ms)):
+            self.timings[key] = max(self.timings.get(key, 0.0), value)
+
+    def header_value(self) -> bytes:
+        self.timings["total"] = (time.perf_counter() - self.t0) * 1000
+        return server_timing(self.timings).encode()
+
+
+class App:
+    """The ASGI application. ``engine`` is started by the ASGI lifespan startup."""
+
+    def __init__(self, engine: Engine, config: AppConfig | None = None) -> None:
+        self.engine = engine
+        self.config = config or AppConfig()
+        name = getattr(engine, "model", None) or getattr(getattr(engine, "profile", None), "model", None)
+        self.chat_models = tuple(dict.fromkeys([*([name] if isinstance(name, str) else []),
+                                                *self.config.models]))
+        self.counters = HttpCounters()
+        self._start_task: asyncio.Task[None] | None = None
+        self._routes: dict[tuple[str, str], Callable[..., Any]] = {
+            ("GET", "/health"): self._health,
+            ("GET", "/metrics"): self._metrics,
+            ("GET", "/v1/models"): self._models,
+            ("POST", "/v1/chat/completions"): self._chat,
+            ("POST", "/v1/completions"): self._completions,
+            ("POST", "/v1/embeddings"): self._embeddings,
+        }
+
+    # -- ASGI entry --------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                # Load in the background so the port answers (/health 503) during cold start.
+                self._start_task = asyncio.ensure_future(self._start_engine())
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.engine.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _start_engine(self) -> None:
+        try:
+            await self.engine.start()
+            log.info("engine %s ready on %s", self.engine.name, self.engine.device)
+        except Exception:
+            log.exception("engine failed to start")
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        rid = header(scope, b"x-request-id") or uuid.uuid4().hex
+        REQUEST_ID.set(rid)
+        TRACEPARENT.set(header(scope, b"traceparent") or "-")
+        req = _Req(rid, header(scope, b"accept"), None, time.perf_counter())
+        status_box = [0]
+
+        async def counting_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status_box[0] = message["status"]
+                message["headers"] = [*message["headers"], (b"x-request-id", rid.encode()),
+                                      *wire.ADVERTISED_HEADERS]
+                if not any(k == b"server-timing" for k, _ in message["headers"]):
+                    message["headers"].append((b"server-timing", req.header_value()))
+            await send(message)
+
+        self.counters.in_flight += 1
+        try:
+            await self._dispatch(scope, receive, counting_send, req)
+        except _Abort:
+            log.info("fault: reset")
+            raise
+        except (ConnectionError, OSError, asyncio.CancelledError):
+            raise  # the client went away; nothing to answer
+        except Exception:
+            log.exception("unhandled error")  # the traceback stays in the server log
+            if not status_box[0]:
+                await self._error(counting_send, req, 500, "internal server error")
+        finally:
+            self.counters.in_flight -= 1
+            self.counters.record(status_box[0] or 499)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send, req: _Req) -> None:
+        method, path = scope["method"], scope["path"]
+        handler = self._routes.get((method, path))
+        if handler is None and method == "GET" and path.startswith("/v1/models/"):
+            await self._model(send, req, path[len("/v1/models/"):])
+            return
+        if handler is None:
+            known = any(p == path for _, p in self._routes)
+            status = 405 if known else 404
+            await self._error(send, req, status, f"{method} {path} is not a route of this server")
+            return
+        if path.startswith("/v1/") and not self._authorized(scope):
+            await self._error(send, req, 401, "Incorrect API key provided.", code="invalid_api_key")
+            return
+        if method == "GET":
+            await handler(send, req)
+            return
+        await self._post(handler, scope, receive, send, req)
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self.config.api_key is None:
+            return True
+        return header(scope, b"authorization") == f"Bearer {self.config.api_key}"
+
+    async def _post(self, handler: Callable[..., Any], scope: Scope, receive: Receive,
+                    send: Send, req: _Req) -> None:
+        try:
+            req.fault = self.config.faults.decide(header(scope, b"x-fault"))
+            body = wire.decode_request(await read_body(receive, self.config.max_body_bytes),
+                                       header(scope, b"content-type"),
+                                       header(scope, b"content-encoding"))
+        except FaultSpecError as exc:
+            await self._error(send, req, 400, f"x-fault header: {exc}", param="x-fault")
+            return
+        except BodyTooLarge as exc:
+            await self._error(send, req, 413, str(exc))
+            return
+        except wire.UnsupportedMediaType as exc:
+            await self._error(send, req, 415, str(exc))
+            return
+        except wire.WireDecodeError as exc:
+            await self._error(send, req, 400, str(exc))
+            return
+        # A client that goes away (timeout, hedge loser, Ctrl-C) must free its batch slot now,
+        # as a real server's abort does, not after generating an answer nobody reads.
+        watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, asyncio.current_task()))
+        try:
+            fault = req.fault
+            if fault is not None and await self._early_fault(send, req, fault):
+                return
+            await handler(send, req, body)
+        except InvalidRequest as exc:
+            await self._error(send, req, exc.status, exc.message, exc.param, exc.code)
+        except EngineError as exc:
+            await self._engine_error(send, req, exc)
+        finally:
+            watcher.cancel()
+
+    async def _early_fault(self, send: Send, req: _Req, fault: FaultSpec) -> bool:
+        """Faults that act before the engine runs; True when the response is finished."""
+        if fault.stall_ms:
+            await asyncio.sleep(fault.stall_ms / 1000)
+        if fault.status is not None:
+            headers = []
+            if fault.status == 429:
+                headers.append((b"retry-after", _retry_after(fault.retry_after_s)))
+            msg = f"injected fault: status {fault.status}"
+            await self._error(send, req, fault.status, msg, code="injected_fault", headers=headers)
+            return True
+        if fault.oom:
+            await self._engine_error(send, req, EngineOOM("CUDA out of memory (injected fault)"))
+            return True
+        return False
+
+    # -- responses -----------------------------------------------------------------------
+    async def _error(self, send: Send, req: _Req, status: int, message: str,
+                     param: str | None = None, code: str | None = None,
+                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        body = orjson.dumps(error_body(status, message, param, code))
+        await send_bytes(send, status, body, wire.JSON_TYPE, headers or ())
+
+    async def _engine_error(self, send: Send, req: _Req, exc: EngineError) -> None:
+        if isinstance(exc, EngineOverloaded):
+            await self._error(send, req, 429, str(exc), code="rate_limit_exceeded",
+                              headers=[(b"retry-after", _retry_after(exc.retry_after_s))])
+        elif isinstance(exc, ContextLengthError):
+            await self._error(send, req, 400, str(exc), "messages", "context_length_exceeded")
+        elif isinstance(exc, EngineOOM):
+            await self._error(send, req, 503, f"the engine ran out of memory: {exc}",
+                              code="engine_out_of_memory")
+        elif isinstance(exc, EngineNotReady):
+            await self._error(send, req, 503, f"the model is still loading: {exc}",
+                              code="model_loading", headers=[(b"retry-after", b"1")])
+        else:
+            log.error("engine error: %s", exc)
+            await self._error(send, req, 500, f"engine error: {exc}", code="engine_error")
+
+    async def _json(self, send: Send, req: _Req, obj: dict[str, Any], status: int = 200) -> None:
+        t = time.perf_counter()
+        body, content_type = wire.encode_response(obj, req.accept)
+        req.timings["serialize"] = (time.perf_counter() - t) * 1000
+        fault = req.fault
+        if fault is not None and (fault.cut_after is not None or fault.malformed_sse or fault.reset):
+            await self._faulty_body(send, req, body, content_type, fault)
+            return
+        await send_bytes(send, status, body, content_type)
+
+    async def _faulty_body(self, send: Send, req: _Req, body: bytes, content_type: str,
+                           fault: FaultSpec) -> None:
+        # No content-length: the body really ends early rather than failing length checks.
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", content_type.encode())]})
+        if fault.reset:
+            raise _Abort("injected reset")
+        cut = fault.cut_after if fault.cut_after is not None else len(body) // 2
+        await send({"type": "http.response.body", "body": body[:cut]})
+
+    # -- GET routes ----------------------------------------------------------------------
+    async def _health(self, send: Send, req: _Req) -> None:
+        ready = self.engine.ready
+        body = {"status": "ok" if ready else "loading", "engine": self.engine.name,
+                "device": self.engine.device}
+        await send_bytes(send, 200 if ready else 503, orjson.dumps(body), wire.JSON_TYPE)
+
+    async def _metrics(self, send: Send, req: _Req) -> None:
+        gpus = await asyncio.to_thread(sample_gpu)
+        text = render_metrics(self.engine.stats(), self.counters, gpus, self.engine.ready)
+        await send_bytes(send, 200, text.encode(), METRICS_TYPE)
+
+    def _model_card(self, model_id: str) -> dict[str, Any]:
+        return {"id": model_id, "object": "model", "created": CREATED,
+                "owned_by": "llmclient-reference"}
+
+    async def _models(self, send: Send, req: _Req) -> None:
+        ids = [*self.chat_models, *EMBEDDING_MODELS]
+        await self._json(send, req, {"object": "list", "data": [self._model_card(m) for m in ids]})
+
+    async def _model(self, send: Send, req: _Req, model_id: str) -> None:
+        if model_id not in self.chat_models and model_id not in EMBEDDING_MODELS:
+            await self._error(send, req, 404, _no_model(model_id), "model", "model_not_found")
+            return
+        await self._json(send, req, self._model_card(model_id))
+
+    def _check_model(self, model: str, embedding: bool = False) -> None:
+        if model not in (EMBEDDING_MODELS if embedding else self.chat_models):
+            raise InvalidRequest(_no_model(model), "model", "model_not_found", status=404)
+
+    # -- generation ----------------------------------------------------------------------
+    async def _images(self, req: _Req, parts: tuple[ImagePart, ...]) -> tuple[int, str]:
+        if not parts:
+            return 0, ""
+        t = time.perf_counter()
+        tokens, digests = 0, hashlib.blake2b(digest_size=16)
+        for part in parts:
+            try:
+                result = await asyncio.to_thread(_decode_image, part.url, part.detail)
+            except ImageError as exc:
+                raise InvalidRequest(f"{part.where}: {exc}", f"{part.where}.image_url",
+                                     "invalid_image") from None
+            tokens += result[0]
+            digests.update(result[1].encode())
+        req.timings["image"] = (time.perf_counter() - t) * 1000
+        return tokens, digests.hexdigest()
+
+    def _engine_requests(self, req: _Req, prompt_ids: tuple[int, ...], image_tokens: int,
+                         digest: str, max_tokens: int | None, n: int, temperature: float,
+                         seed: int | None, first_index: int = 0) -> list[EngineRequest]:
+        window = self.engine.context_window
+        prompt_tokens = len(prompt_ids) + image_tokens
+        if prompt_tokens >= window:
+            raise InvalidRequest(
+                f"This model's maximum context length is {window} tokens; the prompt has "
+                f"{prompt_tokens} tokens.", "messages", "context_length_exceeded")
+        if max_tokens is not None and prompt_tokens + max_tokens > window:
+            raise InvalidRequest(
+                f"This model's maximum context length is {window} tokens; {prompt_tokens} in the "
+                f"prompt plus max_tokens {max_tokens} exceed it.", "max_tokens",
+                "context_length_exceeded")
+        limit = max_tokens if max_tokens is not None else window - prompt_tokens
+        return [EngineRequest(f"{req.request_id}-{first_index + i}", prompt_ids, limit,
+                              image_tokens=image_tokens, image_digest=digest,
+                              temperature=temperature, seed=seed, n_index=i)
+                for i in range(n)]
+
+    async def _chat(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
+        p = parse_chat(body, self.engine.context_window)
+        self._check_model(p.model)
+        image_tokens, digest = await self._images(req, p.images)
+        prompt_ids = tuple(encode(p.prompt_text))
+        ereqs = self._engine_requests(req, prompt_ids, image_tokens, digest, p.max_tokens, p.n,
+                                      p.temperature, p.seed)
+        head = {"id": f"chatcmpl-{req.request_id}", "object": "chat.completion",
+                "created": int(time.time()), "model": p.model,
+                "system_fingerprint": f"fp_{self.engine.name}"}
+        if p.stream:
+            await self._stream(send, req, ereqs, head, p, chat=True)
+            return
+        results = await self._run_all(req, ereqs, p.stop)
+        choices = [_chat_choice(i, text, finish, p, req.request_id)
+                   for i, (text, finish, _) in enumerate(results)]
+        usage = _usage(ereqs, results)
+        await self._json(send, req, {**head, "choices": choices, "usage": usage})
+
+    async def _completions(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
+        p = parse_completion(body, self.engine.context_window)
+        self._check_model(p.model)
+        ereqs: list[EngineRequest] = []
+        for prompt in p.prompts:
+            ids = tuple(encode(prompt)) if isinstance(prompt, str) else prompt
+            ereqs += self._engine_requests(req, ids, 0, "", p.max_tokens, p.n, p.temperature,
+                                           p.seed, first_index=len(ereqs))
+        head = {"id": f"cmpl-{req.request_id}", "object": "text_completion",
+                "created": int(time.time()), "model": p.model,
+                "system_fingerprint": f"fp_{self.engine.name}"}
+        if p.stream:
+            await self._stream(send, req, ereqs, head, p, chat=False)
+            return
+        results = await self._run_all(req, ereqs, p.stop)
+        choices = []
+        for i, (text, finish, _) in enumerate(results):
+            prefix = _prompt_text(p.prompts[i // p.n]) if p.echo else ""
+            choices.append({"index": i, "text": prefix + text, "logprobs": None,
+                            "finish_reason": finish})
+        await self._json(send, req, {**head, "choices": choices, "usage": _usage(ereqs, results)})
+
+    async def _embeddings(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
+        p = parse_embedding(body)
+        self._check_model(p.model, embedding=True)
+        dims = p.dimensions if body.get("dimensions") is not None else EMBEDDING_MODELS[p.model]
+        data, tokens = [], 0
+        for i, item in enumerate(p.inputs):
+            ids = encode(item) if isinstance(item, str) else list(item)
+            tokens += len(ids)
+            vec = _embed(ids, dims)
+            value: Any = (base64.b64encode(vec.tobytes()).decode() if p.encoding_format == "base64"
+                          else vec.tolist())
+            data.append({"object": "embedding", "index": i, "embedding": value})
+        await self._json(send, req, {"object": "list", "data": data, "model": p.model,
+                                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+    async def _run_one(self, req: _Req, ereq: EngineRequest,
+                       stops: tuple[str, ...]) -> tuple[str, str, RequestTiming | None]:
+        text = TextStream(stops)
+        parts: list[str] = []
+        finish, timing, generated = "length", None, 0
+        events = self.engine.submit(ereq)
+        paced = _paced(events, req.fault)
+        try:
+            async for ev in paced:
+                parts.append(text.feed(ev.token_ids))
+                generated += len(ev.token_ids)
+                if text.stopped:
+                    finish, timing = "stop", RequestTiming(completion_tokens=generated)
+                    break
+                if ev.finish_reason is not None:
+                    finish, timing = ev.finish_reason, ev.timing
+                    parts.append(text.flush())
+                    break
+        finally:
+            await _close(paced)
+            await _close(events)
+        req.add_engine_timing(timing)
+        return "".join(parts), finish, timing
+
+    async def _run_all(self, req: _Req, ereqs: list[EngineRequest],
+                       stops: tuple[str, ...]) -> list[tuple[str, str, RequestTiming | None]]:
+        if len(ereqs) == 1:
+            return [await self._run_one(req, ereqs[0], stops)]
+        return list(await asyncio.gather(*(self._run_one(req, e, stops) for e in ereqs)))
+
+    async def _stream(self, send: Send, req: _Req, ereqs: list[EngineRequest],
+                      head: dict[str, Any], p: ChatParams | CompletionParams, chat: bool) -> None:
+        fault = req.fault
+        writer = wire.stream_writer(req.accept)
+        head = {**head, "object": "chat.completion.chunk" if chat else "text_completion"}
+        # Submit before sending headers so admission errors (429, 503) are real statuses.
+        iters = [self.engine.submit(e) for e in ereqs]
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", writer.content_type.encode()), (b"cache-control", b"no-cache")]})
+            if fault is not None and fault.reset:
+                raise _Abort("injected reset")
+            sent = 0
+
+            async def emit(chunk: dict[str, Any]) -> None:
+                nonlocal sent
+                if fault is not None and fault.cut_after is not None and sent >= fault.cut_after:
+                    raise _Cut
+                data = writer.chunk({**head, **chunk})
+                if fault is not None and fault.malformed_sse and sent == 1:
+                    data = data[: len(data) // 2] + b"\n\n"
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+                sent += 1
+
+            results = await self._stream_choices(req, iters, p, chat, emit)
+            if p.include_usage:
+                await emit({"choices": [], "usage": _usage(ereqs, results)})
+            trailer = writer.comment(b"server-timing " + req.header_value())
+            await send({"type": "http.response.body", "body": trailer + writer.done(),
+                        "more_body": False})
+        except _Cut:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            for it in iters:
+                await _close(it)
+
+    async def _stream_choices(self, req: _Req, iters: list[AsyncIterator[TokenEvent]],
+                              p: ChatParams | CompletionParams, chat: bool,
+                              emit: Callable[[dict[str, Any]], Any]) -> list[tuple[str, str, RequestTiming | None]]:
+        texts = [TextStream(p.stop) for _ in iters]
+        words: list[list[int]] = [[] for _ in iters]
+        results: list[tuple[str, str, RequestTiming | None]] = [("", "length", None)] * len(iters)
+        tool = p.tool if isinstance(p, ChatParams) else None
+        if chat:
+            for i in range(len(iters)):
+                await emit({"choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
+                                         "logprobs": None, "finish_reason": None}]})
+        merged = _merge([_paced(it, req.fault) for it in iters])
+        try:
+            await self._relay(req, merged, texts, words, results, tool, chat, emit)
+        finally:
+            await merged.aclose()  # type: ignore[attr-defined]
+        return results
+
+    async def _relay(self, req: _Req, merged: AsyncIterator[tuple[int, TokenEvent]],
+                     texts: list[TextStream], words: list[list[int]],
+                     results: list[tuple[str, str, RequestTiming | None]], tool: ToolChoice | None,
+                     chat: bool, emit: Callable[[dict[str, Any]], Any]) -> None:
+        async for i, ev in merged:
+            if results[i][2] is not None or texts[i].stopped:
+                continue
+            delta = texts[i].feed(ev.token_ids)
+            words[i] += ev.token_ids
+            finish: str | None = "stop" if texts[i].stopped else ev.finish_reason
+            if finish is not None:
+                delta += texts[i].flush()
+                req.add_engine_timing(ev.timing)
+                # Stopped by a stop sequence: the engine's own timing never comes (we close
+                # the request early); usage still counts the tokens generated so far.
+                results[i] = ("", finish, ev.timing or RequestTiming(completion_tokens=len(words[i])))
+            if delta and tool is None:
+                await emit(_stream_choice(i, delta, None, chat))
+            if finish is not None:
+                if tool is not None:
+                    await emit(_tool_delta(i, tool, words[i], req.request_id))
+                    finish = "tool_calls"
+                await emit(_stream_choice(i, "", finish, chat))
+                if all(r[2] is not None for r in results):
+                    return  # every choice is done (some by a stop sequence): free the engine
+
+
+class _Cut(Exception):
+    """Fault ``cut_after``: end the stream here, without finish_reason or [DONE]."""
+
+
+# -- pure helpers ------------------------------------------------------------------------
+def _retry_after(seconds: float) -> bytes:
+    # Retry-After takes whole seconds (RFC 9110 §10.2.3); never 0 for a real wait.
+    return str(max(1, round(seconds)) if seconds > 0 else 0).encode()
+
+
+def _no_model(model: str) -> str:
+    return f"The model `{model}` does not exist or you do not have access to it."
+
+
+def _decode_image(url: str, detail: str) -> tuple[int, str]:
+    result = process_image(decode_data_url(url), detail)
+    return result.tokens, result.digest
+
+
+def _prompt_text(prompt: str | tuple[int, ...]) -> str:
+    from .tokenizer import decode
+    return prompt if isinstance(prompt, str) else decode(prompt)
+
+
+def _usage(ereqs: list[EngineRequest], results: list[tuple[str, str, RequestTiming | None]]) -> dict[str, Any]:
+    # Prompt tokens count once per distinct prompt (OpenAI bills n choices one prompt).
+    seen: dict[tuple[int, ...], tuple[int, int]] = {}
+    completion = 0
+    for ereq, (_, _, timing) in zip(ereqs, results, strict=True):
+        prompt = len(ereq.prompt_token_ids) + ereq.image_tokens
+        cached = timing.cached_prompt_tokens if timing else 0
+        seen.setdefault(ereq.prompt_token_ids, (prompt, cached))
+        completion += timing.completion_tokens if timing else 0
+    prompt_tokens = sum(p for p, _ in seen.values())
+    cached_tokens = sum(c for _, c in seen.values())
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+
+
+def _tool_call(name: str, text_words: list[str], request_id: str, index: int,
+               p_schema: dict[str, Any]) -> dict[str, Any]:
+    args = orjson.dumps(tool_arguments(p_schema, text_words)).decode()
+    call_id = "call_" + hashlib.blake2b(f"{request_id}-{index}".encode(), digest_size=8).hexdigest()
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _chat_choice(i: int, text: str, finish: str, p: ChatParams, request_id: str) -> dict[str, Any]:
+    if p.tool is not None:
+        words = [w for w in tokenize(text) if w.isalnum()]
+        call = _tool_call(p.tool.name, words, request_id, i, p.tool.parameters)
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return {"index": i, "message": message, "logprobs": None, "finish_reason": "tool_calls"}
+    return {"index": i, "message": {"role": "assistant", "content": text, "refusal": None},
+            "logprobs": None, "finish_reason": finish}
+
+
+def _stream_choice(i: int, delta: str, finish: str | None, chat: bool) -> dict[str, Any]:
+    if chat:
+        d = {"content": delta} if delta else {}
+        return {"choices": [{"index": i, "delta": d, "logprobs": None, "finish_reason": finish}]}
+    return {"choices": [{"index": i, "text": delta, "logprobs": None, "finish_reason": finish}]}
+
+
+def _tool_delta(i: int, tool: ToolChoice, ids: list[int], request_id: str) -> dict[str, Any]:
+    from .tokenizer import decode
+    words = [w for w in tokenize(decode(ids)) if w.isalnum()]
+    call = _tool_call(tool.name, words, request_id, i, tool.parameters)
+    return {"choices": [{"index": i, "delta": {"tool_calls": [{"index": 0, **call}]},
+                         "logprobs": None, "finish_reason": None}]}
+
+
+def _embed(ids: list[int], dims: int) -> array[float]:
+    """Feature hashing of the tokens into ``dims`` signed buckets, L2-normalised: deterministic,
+    and texts sharing words get similar vectors (as real embeddings do)."""
+    vec = [0.0] * dims
+    for tid in ids:
+        h = int.from_bytes(hashlib.blake2b(tid.to_bytes(8, "little"), digest_size=8).digest(), "little")
+        for k in range(4):
+            bucket = (h >> (16 * k)) % dims
+            vec[bucket] += 1.0 if (h >> (60 - k)) & 1 else -1.0
+    norm = sum(v * v for v in vec) ** 0.5 or 1.0
+    return array("f", (v / norm for v in vec))
+
+
+async def _paced(events: AsyncIterator[TokenEvent], fault: FaultSpec | None) -> AsyncIterator[TokenEvent]:
+    """Apply ``slow_ms`` and ``straggler`` to an engine's event stream."""
+    if fault is None or (not fault.slow_ms and fault.straggler <= 1):
+        async for ev in events:
+            yield ev
+    elif fault.straggler <= 1:
+        async for ev in events:
+            await asyncio.sleep(fault.slow_ms / 1000)
+            yield ev
+    else:
+        async for ev in _stretched(events, fault.straggler, fault.slow_ms / 1000):
+            yield ev
+
+
+async def _stretched(events: AsyncIterator[TokenEvent], k: float, slow_s: float) -> AsyncIterator[TokenEvent]:
+    """Release each event at ``start + k * (its arrival - start)``: the request takes k times its
+    engine time. Arrivals are stamped by a pump task, since the engine keeps stepping (and
+    queueing events) while we hold them back."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    queue: asyncio.Queue[tuple[float, TokenEvent | BaseException | None]] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for ev in events:
+                queue.put_nowait((loop.time(), ev))
+            queue.put_nowait((loop.time(), None))
+        except Exception as exc:
+            queue.put_nowait((loop.time(), exc))
+
+    task = asyncio.ensure_future(pump())
+    extra = 0.0
+    try:
+        while True:
+            at, item = await queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            extra += slow_s
+            delay = start + k * (at - start) + extra - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            yield item
+    finally:
+        await _cancel(task)
+
+
+async def _cancel(*tasks: asyncio.Future[Any]) -> None:
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
+
+
+async def _merge(iters: list[AsyncIterator[TokenEvent]]) -> AsyncIterator[tuple[int, TokenEvent]]:
+    """Interleave several event streams as events arrive (the ``n`` choices of one request)."""
+    if len(iters) == 1:
+        async for ev in iters[0]:
+            yield 0, ev
+        return
+    queue: asyncio.Queue[tuple[int, TokenEvent | BaseException | None]] = asyncio.Queue()
+
+    async def pump(i: int, it: AsyncIterator[TokenEvent]) -> None:
+        try:
+            async for ev in it:
+                await queue.put((i, ev))
+            await queue.put((i, None))
+        except BaseException as exc:
+            await queue.put((i, exc))
+
+    tasks = [asyncio.ensure_future(pump(i, it)) for i, it in enumerate(iters)]
+    try:
+        live = len(iters)
+        while live:
+            i, item = await queue.get()
+            if item is None:
+                live -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield i, item
+    finally:
+        await _cancel(*tasks)
+
+
+async def _cancel_on_disconnect(receive: Receive, task: asyncio.Task[Any] | None) -> None:
+    message = await receive()
+    if message["type"] == "http.disconnect" and task is not None:
+        log.info("client disconnected; cancelling the request")
+        task.cancel()
+
+
+async def _close(it: AsyncIterator[TokenEvent]) -> None:
+    aclose = getattr(it, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            log.debug("closing an engine stream failed", exc_info=True)

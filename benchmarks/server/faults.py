@@ -1,0 +1,134 @@
+"""Fault injection: parse a fault spec and decide, per request, which fault (if any) applies.
+
+Pure: no sockets, no sleeps. The app (``benchmarks.server.app``) acts on the decision.
+
+Spec grammar (one fault)::
+
+    fault  := item (";" item)*
+    item   := "status=" CODE | "retry_after=" SECONDS | "oom" | "stall_ms=" N | "cut_after=" N
+            | "malformed_sse" | "slow_ms=" N | "straggler=" K | "reset" | "prob=" P
+
+A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
+in order with a seeded RNG (reproducible); the first that fires applies. A request's
+``x-fault`` header holds one fault and takes precedence over the run-wide list.
+
+Meaning:
+  status=429|500|502|503|504  answer with that status in OpenAI's error shape
+                              (429 carries ``Retry-After: retry_after``, default 1 s)
+  oom                         the engine's out-of-memory failure (503, type server_error)
+  stall_ms=N                  wait N ms before the first byte
+  cut_after=N                 streams: end the body after N chunks, without finish_reason or
+                              ``[DONE]``; non-streamed: end the body after N bytes
+  malformed_sse               streams: one chunk whose JSON is cut short; non-streamed: a JSON
+                              body cut short
+  slow_ms=N                   wait N ms before every chunk (non-streamed: every engine step)
+  straggler=K                 the request takes K times its engine time (K >= 1)
+  reset                       abort the stream/connection after the response headers
+  prob=P                      the fault fires with probability P (default 1)
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+__all__ = ["FaultInjector", "FaultSpec", "FaultSpecError", "parse_fault", "parse_fault_list"]
+
+FAULT_STATUSES = frozenset({429, 500, 502, 503, 504})
+_INT_KEYS = ("stall_ms", "cut_after", "slow_ms")
+_FLAGS = ("oom", "malformed_sse", "reset")
+
+
+class FaultSpecError(ValueError):
+    """A fault spec that cannot be parsed; the message names the bad item."""
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    status: int | None = None
+    retry_after_s: float = 1.0
+    oom: bool = False
+    stall_ms: int = 0
+    cut_after: int | None = None
+    malformed_sse: bool = False
+    slow_ms: int = 0
+    straggler: float = 1.0
+    reset: bool = False
+    prob: float = 1.0
+
+
+def _number(key: str, raw: str, *, integer: bool) -> float:
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise FaultSpecError(f"fault item {key}={raw!r}: expected {kind}") from None
+    if value < 0:
+        raise FaultSpecError(f"fault item {key}={raw!r}: must not be negative")
+    return value
+
+
+def _parse_item(item: str, fields: dict[str, object]) -> None:
+    key, sep, raw = (part.strip() for part in item.partition("="))
+    if not sep:
+        if key not in _FLAGS:
+            raise FaultSpecError(f"unknown fault item {item!r}")
+        fields[key] = True
+    elif key == "status":
+        status = int(_number(key, raw, integer=True))
+        if status not in FAULT_STATUSES:
+            raise FaultSpecError(f"fault status {status} not one of {sorted(FAULT_STATUSES)}")
+        fields["status"] = status
+    elif key == "retry_after":
+        fields["retry_after_s"] = _number(key, raw, integer=False)
+    elif key in _INT_KEYS:
+        fields[key] = int(_number(key, raw, integer=True))
+    elif key == "straggler":
+        k = _number(key, raw, integer=False)
+        if k < 1:
+            raise FaultSpecError(f"fault item straggler={raw!r}: must be >= 1")
+        fields[key] = k
+    elif key == "prob":
+        p = _number(key, raw, integer=False)
+        if p > 1:
+            raise FaultSpecError(f"fault item prob={raw!r}: must be in [0, 1]")
+        fields[key] = p
+    else:
+        raise FaultSpecError(f"unknown fault item {item!r}")
+
+
+def parse_fault(spec: str) -> FaultSpec:
+    """Parse one fault (``;``-separated items)."""
+    items = [item for item in spec.split(";") if item.strip()]
+    if not items:
+        raise FaultSpecError("empty fault spec")
+    fields: dict[str, object] = {}
+    for item in items:
+        _parse_item(item, fields)
+    return FaultSpec(**fields)  # type: ignore[arg-type]
+
+
+def parse_fault_list(spec: str) -> tuple[FaultSpec, ...]:
+    """Parse a run-wide list of faults (``,``-separated)."""
+    return tuple(parse_fault(part) for part in spec.split(",") if part.strip())
+
+
+class FaultInjector:
+    """Decides the fault for each request; seeded so a run's faults are reproducible."""
+
+    def __init__(self, run_faults: tuple[FaultSpec, ...] = (), seed: int = 0) -> None:
+        self.run_faults = run_faults
+        self._rng = random.Random(seed)
+
+    def _fires(self, fault: FaultSpec) -> bool:
+        return fault.prob >= 1.0 or self._rng.random() < fault.prob
+
+    def decide(self, header: str | None) -> FaultSpec | None:
+        """The fault for one request. Raises FaultSpecError for a malformed header."""
+        if header:
+            fault = parse_fault(header)
+            return fault if self._fires(fault) else None
+        for fault in self.run_faults:
+            if self._fires(fault):
+                return fault
+        return None

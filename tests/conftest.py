@@ -1,0 +1,108 @@
+"""Shared fixtures: the reference server as a real subprocess (docs/CONTRACTS.md).
+
+``ref_server`` (HTTP/1.1 + h2c), ``ref_server_tls`` (HTTPS, ALPN h2; ``.ca_path`` is the CA to
+trust) and ``ref_server_h1`` (HTTP/1.1 only), each started once per session with
+``python -m benchmarks.server --port 0 --profile zero`` and killed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+START_TIMEOUT_S = 60.0
+
+
+@dataclass
+class RefServer:
+    url: str                      # origin, e.g. "http://127.0.0.1:41234"
+    port: int
+    ca_path: str | None = None    # CA bundle for the TLS server
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    log_path: Path | None = None  # the server's stderr (logs), for debugging a failure
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+
+def _read_ready(proc: subprocess.Popen[bytes], log_path: Path) -> tuple[str, str | None]:
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline, buf, ca = time.monotonic() + START_TIMEOUT_S, b"", None
+    while time.monotonic() < deadline:
+        if not sel.select(timeout=0.2):
+            if proc.poll() is not None:
+                break
+            continue
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            text = line.decode().strip()
+            if text.startswith("CA "):
+                ca = text[3:]
+            elif text.startswith("READY "):
+                return text[6:], ca
+    proc.kill()
+    raise RuntimeError(f"reference server did not start; its log:\n{log_path.read_text()[-4000:]}")
+
+
+def start_ref_server(*extra: str, profile: str = "zero") -> RefServer:
+    """Start ``python -m benchmarks.server`` on a free port; the caller must ``stop_ref_server``."""
+    log_path = Path(tempfile.mkstemp(prefix="ref-server-", suffix=".log")[1])
+    cmd = [sys.executable, "-m", "benchmarks.server", "--host", "127.0.0.1", "--port", "0",
+           "--profile", profile, *extra]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=log)
+    url, ca = _read_ready(proc, log_path)
+    return RefServer(url, int(url.rsplit(":", 1)[1]), ca, proc, log_path)
+
+
+def stop_ref_server(server: RefServer) -> None:
+    proc = server.process
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def ref_server() -> Iterator[RefServer]:
+    server = start_ref_server()
+    yield server
+    stop_ref_server(server)
+
+
+@pytest.fixture(scope="session")
+def ref_server_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefServer]:
+    cert_dir = tmp_path_factory.mktemp("ref-server-tls")
+    server = start_ref_server("--tls", "--cert-dir", str(cert_dir))
+    yield server
+    stop_ref_server(server)
+
+
+@pytest.fixture(scope="session")
+def ref_server_h1() -> Iterator[RefServer]:
+    server = start_ref_server("--http1-only")
+    yield server
+    stop_ref_server(server)

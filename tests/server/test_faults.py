@@ -1,0 +1,192 @@
+"""Fault injection: the spec parser and the seeded decision (pure), then each fault live."""
+
+from __future__ import annotations
+
+import httpx
+import orjson
+import pytest
+
+from benchmarks.server.faults import (
+    FaultInjector,
+    FaultSpec,
+    FaultSpecError,
+    parse_fault,
+    parse_fault_list,
+)
+
+BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 6,
+        "seed": 1}
+STREAM = {**BODY, "stream": True}
+
+
+def test_parse_every_item():
+    f = parse_fault("status=429;retry_after=2.5;stall_ms=10;cut_after=3;slow_ms=5;straggler=4;prob=0.5")
+    assert f == FaultSpec(status=429, retry_after_s=2.5, stall_ms=10, cut_after=3, slow_ms=5,
+                          straggler=4.0, prob=0.5)
+    assert parse_fault("oom; reset ;malformed_sse") == FaultSpec(oom=True, reset=True, malformed_sse=True)
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("status=418", "418"), ("stall_ms=abc", "stall_ms"), ("prob=1.5", "prob"), ("bogus", "bogus"),
+    ("straggler=0.5", "straggler"), ("", "empty"), ("slow_ms=-1", "slow_ms"),
+])
+def test_parse_errors_name_the_item(spec, needle):
+    with pytest.raises(FaultSpecError, match=needle):
+        parse_fault(spec)
+
+
+def test_run_wide_faults_are_seeded_and_reproducible():
+    faults = parse_fault_list("status=503;prob=0.3,straggler=10;prob=0.2")
+
+    def run(seed: int) -> list[FaultSpec | None]:
+        inj = FaultInjector(faults, seed=seed)
+        return [inj.decide(None) for _ in range(200)]
+
+    first = run(42)
+    assert first == run(42)
+    assert first != run(43)
+    statuses = [f.status for f in first if f is not None]
+    stragglers = [f.straggler for f in first if f is not None and f.status is None]
+    assert 30 < statuses.count(503) < 90    # about 30 % of 200
+    assert 10 < len(stragglers) < 60        # about 20 % of the remaining 70 %
+
+
+def test_header_overrides_run_wide_faults():
+    inj = FaultInjector(parse_fault_list("status=500"), seed=0)
+    assert inj.decide("stall_ms=5") == FaultSpec(stall_ms=5)
+    assert inj.decide("status=502;prob=0") is None
+    assert inj.decide(None) == FaultSpec(status=500)
+
+
+def _post(server, fault: str, body=BODY, **kw) -> httpx.Response:
+    return httpx.post(server.base_url + "/chat/completions", json=body, headers={"x-fault": fault}, **kw)
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_status_faults(ref_server, status):
+    r = _post(ref_server, f"status={status};retry_after=3")
+    assert r.status_code == status
+    assert r.json()["error"]["code"] == "injected_fault"
+    assert (r.headers.get("retry-after") == "3") == (status == 429)
+
+
+def test_oom_fault_is_a_503_server_error(ref_server):
+    r = _post(ref_server, "oom")
+    assert r.status_code == 503
+    assert r.json()["error"]["type"] == "server_error"
+    assert "out of memory" in r.json()["error"]["message"]
+
+
+def _timing(value: str) -> dict[str, float]:
+    out = {}
+    for item in value.split(","):
+        name, _, dur = item.strip().partition(";dur=")
+        out[name] = float(dur)
+    return out
+
+
+def test_stall_delays_the_first_byte(ref_server):
+    r = _post(ref_server, "stall_ms=150")
+    assert r.status_code == 200
+    assert _timing(r.headers["server-timing"])["total"] >= 150
+
+
+def _events(raw: bytes) -> list[bytes]:
+    return [block for block in raw.split(b"\n\n") if block.startswith(b"data: ")]
+
+
+def test_cut_after_ends_stream_without_finish_or_done(ref_server):
+    with httpx.Client() as c, c.stream("POST", ref_server.base_url + "/chat/completions", json=STREAM,
+                                       headers={"x-fault": "cut_after=2"}) as r:
+        raw = r.read()
+    events = _events(raw)
+    assert len(events) == 2
+    assert b"[DONE]" not in raw
+    assert all(orjson.loads(e[6:])["choices"][0]["finish_reason"] is None for e in events)
+
+
+def test_cut_after_truncates_non_stream_body(ref_server):
+    r = _post(ref_server, "cut_after=10")
+    assert len(r.content) == 10
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(r.content)
+
+
+def test_malformed_sse_has_one_unparseable_event(ref_server):
+    raw = _post(ref_server, "malformed_sse", STREAM).content
+    bad = []
+    for e in _events(raw):
+        if e != b"data: [DONE]":
+            try:
+                orjson.loads(e[6:])
+            except orjson.JSONDecodeError:
+                bad.append(e)
+    assert len(bad) == 1
+
+
+def test_slow_stream_waits_per_chunk(ref_server):
+    r = _post(ref_server, "slow_ms=30", STREAM)
+    trailer = next(b for b in r.content.split(b"\n\n") if b.startswith(b": server-timing "))
+    assert _timing(trailer[len(b": server-timing "):].decode())["total"] >= 6 * 30
+
+
+def test_straggler_request_still_completes(ref_server):
+    r = _post(ref_server, "straggler=5")
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
+
+
+@pytest.mark.parametrize("http2", [False, True])
+def test_reset_aborts_the_response(ref_server, http2):
+    with httpx.Client(http1=not http2, http2=http2) as c:
+        with pytest.raises(httpx.RemoteProtocolError):
+            c.post(ref_server.base_url + "/chat/completions", json=STREAM, headers={"x-fault": "reset"})
+        assert c.post(ref_server.base_url + "/chat/completions", json=BODY).status_code == 200
+
+
+def test_prob_zero_never_fires(ref_server):
+    assert all(_post(ref_server, "status=500;prob=0").status_code == 200 for _ in range(5))
+
+
+def test_bad_fault_header_is_a_400_naming_it(ref_server):
+    r = _post(ref_server, "status=999")
+    assert r.status_code == 400
+    assert r.json()["error"]["param"] == "x-fault"
+
+
+@pytest.fixture(scope="module")
+def timed_server():
+    from tests.conftest import start_ref_server, stop_ref_server
+
+    server = start_ref_server("--cold-start-s", "0", profile="h100-8b")  # ~12 ms per token
+    yield server
+    stop_ref_server(server)
+
+
+def _metric(server, name: str) -> float:
+    for line in httpx.get(server.url + "/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} missing from /metrics")
+
+
+@pytest.mark.parametrize("http2", [False, True])
+def test_client_disconnect_frees_the_batch_slot(timed_server, http2):
+    body = {**BODY, "max_tokens": 3000, "temperature": 0}
+    before = _metric(timed_server, "llm_generation_tokens_total")
+    with httpx.Client(http1=not http2, http2=http2) as c, pytest.raises(httpx.TimeoutException):
+        c.post(timed_server.base_url + "/chat/completions", json=body, timeout=0.3)
+    for _ in range(100):
+        if _metric(timed_server, "llm_requests_running") == 0:
+            break
+        __import__("time").sleep(0.05)
+    assert _metric(timed_server, "llm_requests_running") == 0
+    # 3,000 tokens would take ~36 s; the cancelled request stopped far short of that.
+    assert _metric(timed_server, "llm_generation_tokens_total") - before < 1500
+
+
+def test_straggler_takes_k_times_its_engine_time(timed_server):
+    r = _post(timed_server, "straggler=4", {**BODY, "max_tokens": 10, "temperature": 0})
+    t = _timing(r.headers["server-timing"])
+    engine_ms = t.get("queue", 0) + t.get("prefill", 0) + t["decode"]
+    assert engine_ms > 50              # ~10 tokens at ~12 ms
+    assert t["total"] >= 0.9 * 4 * engine_ms
