@@ -11,8 +11,9 @@ name or ``preprocess.Target``; or a dict with any of ``target``, ``fetch``, ``we
 ``quality``, ``max_input_pixels``.
 
 Preparation is cached per process by (content SHA-256, settings) in a bounded LRU, so a
-conversation that resends its image every turn pays once; a prepared image sent again is
-recognised by its own digest and passes unchanged. Pillow and ``preprocess`` are imported
+conversation that resends its image every turn pays once (a data URL is also found by the
+digest of its text, without decoding it); a prepared image sent again is recognised by its own
+digest and passes unchanged. ``cache_info()`` counts hits and misses. Pillow and ``preprocess`` are imported
 only when a payload has images, so ``import llmclient`` stays cheap.
 """
 
@@ -26,9 +27,17 @@ from collections import OrderedDict
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["ImageSettings", "ImageStats", "clear_cache", "prepare_payload", "resolve_settings"]
+__all__ = [
+    "CacheInfo",
+    "ImageSettings",
+    "ImageStats",
+    "cache_info",
+    "clear_cache",
+    "prepare_payload",
+    "resolve_settings",
+]
 
 _OPTION_KEYS = frozenset({"target", "fetch", "webp", "quality", "max_input_pixels"})
 _CACHE_MAX_ENTRIES = 256
@@ -192,39 +201,79 @@ class _Result:
     hit: bool = False
 
 
+class CacheInfo(NamedTuple):
+    """Process-wide counters of the prepared-image cache (like ``functools`` ``cache_info``)."""
+
+    hits: int
+    misses: int
+    entries: int
+    bytes: int  # size of the data URLs held
+
+
 class _LRU:
-    """Bounded by entry count and by the bytes of the data URLs held."""
+    """Bounded by entry count and by the bytes of the data URLs held. Several keys (content
+    digest, data-URL digest, our own output's digest) share one data URL string, which is
+    counted once while any of them holds it."""
 
     def __init__(self, max_entries: int, max_bytes: int) -> None:
         self._items: OrderedDict[tuple[Any, ...], _Result] = OrderedDict()
+        self._refs: dict[int, int] = {}  # id(data_url) -> entries holding it
         self._lock = threading.Lock()
         self._bytes = 0
+        self.hits = self.misses = 0
         self.max_entries, self.max_bytes = max_entries, max_bytes
 
-    def get(self, key: tuple[Any, ...]) -> _Result | None:
+    def get(self, key: tuple[Any, ...], count: bool = True) -> _Result | None:
         with self._lock:
             item = self._items.get(key)
             if item is not None:
                 self._items.move_to_end(key)
+            if count:
+                self._count(item is not None)
             return item
+
+    def count(self, hit: bool) -> None:
+        with self._lock:
+            self._count(hit)
+
+    def _count(self, hit: bool) -> None:
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+
+    def info(self) -> CacheInfo:
+        with self._lock:
+            return CacheInfo(self.hits, self.misses, len(self._items), self._bytes)
 
     def put(self, key: tuple[Any, ...], value: _Result) -> None:
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.data_url)
+                self._release(old)
             self._items[key] = value
-            self._bytes += len(value.data_url)
+            refs = self._refs.get(id(value.data_url), 0)
+            self._refs[id(value.data_url)] = refs + 1
+            if refs == 0:
+                self._bytes += len(value.data_url)
             while self._items and (
                 len(self._items) > self.max_entries or self._bytes > self.max_bytes
             ):
-                _, evicted = self._items.popitem(last=False)
-                self._bytes -= len(evicted.data_url)
+                self._release(self._items.popitem(last=False)[1])
+
+    def _release(self, item: _Result) -> None:
+        refs = self._refs.pop(id(item.data_url)) - 1
+        if refs:
+            self._refs[id(item.data_url)] = refs
+        else:
+            self._bytes -= len(item.data_url)
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._refs.clear()
             self._bytes = 0
+            self.hits = self.misses = 0
 
 
 _cache = _LRU(_CACHE_MAX_ENTRIES, _CACHE_MAX_BYTES)
@@ -233,8 +282,13 @@ _executor_lock = threading.Lock()
 
 
 def clear_cache() -> None:
-    """Forget every prepared image (tests, or to free memory)."""
+    """Forget every prepared image and reset the counters (tests, or to free memory)."""
     _cache.clear()
+
+
+def cache_info() -> CacheInfo:
+    """Hits, misses, entries and bytes of the process-wide prepared-image cache."""
+    return _cache.info()
 
 
 def _pool() -> Executor:
@@ -265,23 +319,42 @@ def _run(jobs: list[_Job], settings: ImageSettings) -> list[_Result]:
 def _prepare_one(job: _Job, settings: ImageSettings) -> _Result:
     from preprocess import DEFAULT_MAX_INPUT_PIXELS, get_target, prepare_image, read_source
 
-    raw = _fetch(job.source) if job.remote else read_source(job.source)
     target = get_target(job.target)
     limit = DEFAULT_MAX_INPUT_PIXELS if settings.max_input_pixels == -1 else settings.max_input_pixels
     key_tail = (target, settings.webp, settings.quality, limit)
+    # A data URL resent as is (every turn of a conversation) is found by the digest of its
+    # text, which skips the base64 decode: most of a hit's cost for a 12 MP photo.
+    url_key = _url_digest(job.source)
+    if url_key is not None:
+        cached = _cache.get((url_key, *key_tail), count=False)
+        if cached is not None:
+            _cache.count(hit=True)
+            return _Result(cached.data_url, cached.bytes_before, cached.bytes_after, hit=True)
+    raw = _fetch(job.source) if job.remote else read_source(job.source)
     digest = _digest(raw)
     cached = _cache.get((digest, *key_tail))
     if cached is not None:
+        if url_key is not None:
+            _cache.put((url_key, *key_tail), cached)
         return _Result(cached.data_url, cached.bytes_before, cached.bytes_after, hit=True)
     prepared = prepare_image(
         raw, target, quality=settings.quality, webp=settings.webp, max_input_pixels=limit
     )
     result = _Result(prepared.data_url, prepared.bytes_before, prepared.bytes_after)
     _cache.put((digest, *key_tail), result)
+    if url_key is not None:
+        _cache.put((url_key, *key_tail), result)
     # Our own output sent again (e.g. copied from an earlier request) passes unchanged.
-    _cache.put((hashlib.sha256(prepared.data).hexdigest(), *key_tail),
-               _Result(result.data_url, prepared.bytes_after, prepared.bytes_after))
+    own = _Result(result.data_url, prepared.bytes_after, prepared.bytes_after)
+    _cache.put((hashlib.sha256(prepared.data).hexdigest(), *key_tail), own)
+    _cache.put((_url_digest(result.data_url), *key_tail), own)
     return result
+
+
+def _url_digest(source: Any) -> str | None:
+    if not (isinstance(source, str) and source.startswith("data:")):
+        return None
+    return "url:" + hashlib.sha256(source.encode("ascii", "surrogateescape")).hexdigest()
 
 
 def _digest(raw: Any) -> str:

@@ -98,9 +98,11 @@ def prepare_image(
     file_size = (out_h, out_w) if swap else (out_w, out_h)  # in the file's own orientation
     icc = img.info.get("icc_profile") if img.mode in ("RGB", "RGBA", "P") else None
 
-    if original_format in _JPEG_FAMILY and file_size != img.size:
+    caller_image = img if bytes_before is None else None
+    if original_format in _JPEG_FAMILY and file_size != img.size and caller_image is None:
         # DCT-domain downscale by 1/2, 1/4 or 1/8 while decoding (never below file_size),
         # then an exact high-quality resample: a fraction of the cost of a full decode.
+        # Never on the caller's own PIL image: draft() shrinks that object in place.
         img.draft(None, file_size)
     load_pixels(img)
     with warnings.catch_warnings():
@@ -112,6 +114,8 @@ def prepare_image(
         img = img.resize(file_size, resample, reducing_gap=3.0)
     img = apply_orientation(img, orientation)
     img, icc = to_srgb(img, icc)
+    if img is caller_image:
+        img = img.copy()  # nothing changed it so far; the caller's image keeps its metadata
     img.info = {}  # no EXIF, XMP, comments or text chunks reach the encoder
 
     has_alpha = img.mode in ("RGBA", "LA")

@@ -65,22 +65,46 @@ def fresh_cache() -> Iterator[None]:
     _images.clear_cache()
 
 
+def _small_with_metadata() -> Image.Image:
+    """A PIL image already within the target (no resize), carrying EXIF and a comment."""
+    exif = Image.Exif()
+    exif[0x010F] = "camera"
+    img = Image.effect_noise((300, 200), 40).convert("RGB")
+    img.info.update(exif=exif.tobytes(), comment=b"private")
+    return img
+
+
+def _structure(value: object) -> object:
+    """The identity of every container in a body, to show none was replaced in place."""
+    if isinstance(value, dict):
+        return (id(value), {k: _structure(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return (id(value), [_structure(v) for v in value])
+    return id(value)
+
+
 def test_rewrites_every_local_image_kind_without_touching_the_input(tmp_path: Path) -> None:
     path = tmp_path / "a.jpg"
     path.write_bytes(jpeg(seed=1))
-    body = chat(part(data_url(jpeg())), part(str(path)), part(path, "low"),
-                part(Image.open(io.BytesIO(jpeg(seed=2)))))
-    before = copy.deepcopy({k: v for k, v in body.items() if k != "messages"})
-    first_url = body["messages"][1]["content"][1]["image_url"]["url"]
+    # A lazily opened JPEG (prepare must not draft() the caller's object smaller) and a small
+    # image with metadata (which must keep it: only the upload is stripped).
+    lazy = Image.open(io.BytesIO(jpeg(seed=2)))
+    body = chat(part(data_url(jpeg())), part(str(path)), part(path, "low"), part(lazy),
+                part(_small_with_metadata()))
+    body["temperature"] = 0.2
+    snapshot, shape = copy.deepcopy(body), _structure(body)
     new, stats = _images.prepare_payload(body, None)
-    assert urls(body)[0] == first_url and before == {"model": "m"}
-    assert body["messages"][1]["content"][2]["image_url"]["url"] == str(path)
+    assert body == snapshot  # every value, PIL pixels and info included
+    assert _structure(body) == shape  # and every dict and list is still the caller's own
+    assert lazy.size == (1600, 1200) and lazy.mode == "RGB"
     got = urls(new)
-    assert all(u.startswith("data:image/jpeg;base64,") for u in got)
-    assert [size_of(u) for u in got] == [(1024, 768), (1024, 768), (512, 384), (1024, 768)]
+    assert all(u.startswith("data:image/jpeg;base64,") for u in got[:4])
+    assert [size_of(u) for u in got] == [(1024, 768), (1024, 768), (512, 384), (1024, 768),
+                                         (300, 200)]
+    assert not Image.open(io.BytesIO(parse_data_url(got[4])[1])).getexif()
     assert new["messages"][1]["content"][3]["image_url"]["detail"] == "low"
-    assert new["messages"][0] is body["messages"][0]
-    assert stats.count == 4 and stats.cache_hits == 0
+    assert new["messages"][0] is body["messages"][0] and new["temperature"] == 0.2
+    assert stats.count == 5 and stats.cache_hits == 0
     assert stats.bytes_after < stats.bytes_before and stats.bytes_saved > 0
 
 

@@ -1,0 +1,317 @@
+"""Client-side overhead: llmclient vs the official ``openai`` client vs raw httpx + orjson.
+
+    python -m benchmarks.client_overhead                 # starts the reference server (profile zero)
+    python -m benchmarks.client_overhead --url http://127.0.0.1:8000/v1 --calls 500 --rounds 5
+
+Every client runs in its own worker process against the same local server, the clients
+taking turns over ``--rounds`` rounds (medians reported), so its CPU time (``time.process_time()`` of the worker: the client's CPU and nothing
+else, the server being another process) and its imports are its own. Reported per client:
+
+* ``cpu_ms_call`` / ``p50_ms_call``: client CPU per non-streamed chat call, and its median latency
+* ``cpu_ms_stream`` / ``p50_ms_stream``: the same for a streamed call of ``--stream-tokens`` chunks
+* ``conc_calls_s``: completed calls per second with ``--concurrency`` calls in flight (async client)
+* ``import_ms``: ``import <module>`` in a fresh interpreter (``-X importtime`` cumulative, median)
+* ``first_client_ms`` / ``next_client_ms``: constructing the first client, then another one
+
+The floor is what a hand-written client needs: httpx over HTTP/1.1 with orjson and no
+response objects. Ratios are against the official client, measured in the same run. The
+issue's targets: CPU per call <= 0.4x, per stream <= 0.15x, concurrent throughput >= 2x,
+import <= 0.35x, a second client < 1 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CLIENTS = ("llmclient", "openai", "httpx")
+MODULE_OF = {"llmclient": "llmclient", "openai": "openai", "httpx": "httpx"}
+API_KEY = "bench-key"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- worker side (one client per process) ---------------------------------------------------
+
+def _body(model: str, tokens: int, stream: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "max_tokens": tokens,
+                            "messages": [{"role": "user", "content": "Tell me about the sea."}]}
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def _sdk_calls(kind: str, base_url: str, model: str, tokens: int) -> tuple[Callable[[], Any], Callable[[], int], Any]:
+    mod = __import__(MODULE_OF[kind])
+    client = mod.OpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    messages = _body(model, 1, False)["messages"]
+
+    def call() -> Any:
+        r = client.chat.completions.create(model=model, messages=messages, max_tokens=8)
+        return r.choices[0].message.content
+
+    def stream() -> int:
+        n = 0
+        for chunk in client.chat.completions.create(model=model, messages=messages, max_tokens=tokens, stream=True):
+            if chunk.choices and chunk.choices[0].delta.content is not None:
+                n += 1
+        return n
+
+    return call, stream, client
+
+
+def _httpx_calls(base_url: str, model: str, tokens: int) -> tuple[Callable[[], Any], Callable[[], int], Any]:
+    import httpx
+    import orjson
+
+    client = httpx.Client(timeout=60.0)
+    url = base_url + "/chat/completions"
+    headers = {"authorization": f"Bearer {API_KEY}", "content-type": "application/json"}
+    plain = orjson.dumps(_body(model, 8, False))
+    streamed = orjson.dumps(_body(model, tokens, True))
+
+    def call() -> Any:
+        r = client.post(url, content=plain, headers=headers)
+        return orjson.loads(r.content)["choices"][0]["message"]["content"]
+
+    def stream() -> int:
+        n, buf = 0, b""
+        with client.stream("POST", url, content=streamed, headers=headers) as r:
+            for raw in r.iter_raw():
+                buf += raw
+                *events, buf = buf.split(b"\n\n")
+                for event in events:
+                    if event.startswith(b"data: {"):
+                        obj = orjson.loads(event[6:])
+                        if obj["choices"] and obj["choices"][0]["delta"].get("content") is not None:
+                            n += 1
+        return n
+
+    return call, stream, client
+
+
+def _measure(fn: Callable[[], Any], calls: int, warmup: int) -> dict[str, Any]:
+    for _ in range(warmup):
+        fn()
+    lat: list[float] = []
+    last: Any = None
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        last = fn()
+        lat.append(time.perf_counter() - t0)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    lat.sort()
+    return {"cpu_ms": cpu / calls * 1000.0, "p50_ms": lat[len(lat) // 2] * 1000.0,
+            "p90_ms": lat[int(len(lat) * 0.9)] * 1000.0, "wall_s": wall, "last": last}
+
+
+async def _concurrent(kind: str, base_url: str, model: str, total: int, width: int) -> dict[str, Any]:
+    messages = _body(model, 1, False)["messages"]
+    if kind == "httpx":
+        import httpx
+        import orjson
+
+        client: Any = httpx.AsyncClient(timeout=60.0, limits=httpx.Limits(max_connections=width * 2))
+        url, body = base_url + "/chat/completions", orjson.dumps(_body(model, 8, False))
+        headers = {"authorization": f"Bearer {API_KEY}", "content-type": "application/json"}
+
+        async def one() -> None:
+            r = await client.post(url, content=body, headers=headers)
+            orjson.loads(r.content)
+    else:
+        mod = __import__(MODULE_OF[kind])
+        client = mod.AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+
+        async def one() -> None:
+            r = await client.chat.completions.create(model=model, messages=messages, max_tokens=8)
+            _ = r.choices[0].message.content
+
+    async def lane(n: int) -> None:
+        for _ in range(n):
+            await one()
+
+    await asyncio.gather(*(lane(2) for _ in range(width)))  # warm: open what the client opens
+    per_lane = max(1, total // width)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(lane(per_lane) for _ in range(width)))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    done = per_lane * width
+    return {"calls_s": done / wall, "cpu_ms": cpu / done * 1000.0, "calls": done}
+
+
+def _construction(kind: str, base_url: str) -> dict[str, float]:
+    if kind == "httpx":
+        import httpx
+
+        def make() -> Any:
+            return httpx.Client()
+    else:
+        mod = __import__(MODULE_OF[kind])
+
+        def make() -> Any:
+            return mod.OpenAI(base_url=base_url, api_key=API_KEY)
+
+    t0 = time.perf_counter()
+    make()
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        make()
+        times.append(time.perf_counter() - t0)
+    return {"first_client_ms": first * 1000.0, "next_client_ms": statistics.median(times) * 1000.0}
+
+
+def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"client": kind}
+    out.update(_construction(kind, base_url))
+    if kind == "httpx":
+        call, stream, _client = _httpx_calls(base_url, model, args.stream_tokens)
+    else:
+        call, stream, _client = _sdk_calls(kind, base_url, model, args.stream_tokens)
+    plain = _measure(call, args.calls, args.warmup)
+    streamed = _measure(stream, args.stream_calls, max(2, args.warmup // 4))
+    out.update(cpu_ms_call=plain["cpu_ms"], p50_ms_call=plain["p50_ms"], p90_ms_call=plain["p90_ms"],
+               cpu_ms_stream=streamed["cpu_ms"], p50_ms_stream=streamed["p50_ms"],
+               p90_ms_stream=streamed["p90_ms"], stream_chunks=streamed["last"])
+    if kind == "llmclient":
+        r = _client.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}], max_tokens=2)
+        out["http_version"] = r.timings.http_version
+    conc = asyncio.run(_concurrent(kind, base_url, model, args.conc_calls, args.concurrency))
+    out.update(conc_calls_s=conc["calls_s"], conc_cpu_ms_call=conc["cpu_ms"])
+    return out
+
+
+# -- parent side ----------------------------------------------------------------------------
+
+def import_ms(module: str, repeats: int = 5) -> float:
+    """Median cumulative ``-X importtime`` of ``import module`` in a fresh interpreter."""
+    samples = []
+    for _ in range(repeats):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
+                              capture_output=True, text=True, cwd=ROOT, check=True)
+        for line in proc.stderr.splitlines():
+            parts = [p.strip() for p in line.split("|")]
+            if len(parts) == 3 and parts[2] == module:
+                samples.append(int(parts[1]) / 1000.0)
+    return statistics.median(samples)
+
+
+def run_worker(kind: str, base_url: str, model: str, argv: list[str]) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "benchmarks.client_overhead", "--worker", kind, "--url", base_url,
+           "--model", model, *argv]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"worker {kind} failed:\n{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def median_row(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-metric median over rounds (non-numeric fields from the first round)."""
+    out = dict(samples[0])
+    for key, value in samples[0].items():
+        if isinstance(value, float):
+            out[key] = statistics.median(s[key] for s in samples)
+    return out
+
+
+def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+    ours, official = rows["llmclient"], rows["openai"]
+    return {
+        "cpu_call_vs_openai": ours["cpu_ms_call"] / official["cpu_ms_call"],
+        "cpu_stream_vs_openai": ours["cpu_ms_stream"] / official["cpu_ms_stream"],
+        "throughput_vs_openai": ours["conc_calls_s"] / official["conc_calls_s"],
+        "import_vs_openai": ours["import_ms"] / official["import_ms"],
+        "next_client_ms": ours["next_client_ms"],
+    }
+
+
+TARGETS = {"cpu_call_vs_openai": ("<=", 0.4), "cpu_stream_vs_openai": ("<=", 0.15),
+           "throughput_vs_openai": (">=", 2.0), "import_vs_openai": ("<=", 0.35), "next_client_ms": ("<", 1.0)}
+
+
+def table(rows: dict[str, dict[str, Any]], ratio: dict[str, float]) -> str:
+    cols = [("cpu_ms_call", "CPU/call ms"), ("p50_ms_call", "p50 call ms"), ("cpu_ms_stream", "CPU/stream ms"),
+            ("p50_ms_stream", "p50 stream ms"), ("conc_calls_s", "32-way calls/s"), ("import_ms", "import ms"),
+            ("first_client_ms", "1st client ms"), ("next_client_ms", "2nd client ms")]
+    lines = [f"{'client':<10}" + "".join(f"{title:>16}" for _, title in cols)]
+    for kind, row in rows.items():
+        lines.append(f"{kind:<10}" + "".join(f"{row[key]:>16.3f}" for key, _ in cols))
+    lines.append("")
+    for key, value in ratio.items():
+        op, target = TARGETS[key]
+        ok = value <= target if op in ("<=", "<") else value >= target
+        lines.append(f"{key:<24} {value:8.3f}   target {op} {target}   {'met' if ok else 'NOT met'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--url", help="base URL of a running server (default: start the reference server)")
+    p.add_argument("--model", help="model name (default: the server's first)")
+    p.add_argument("--calls", type=int, default=200, help="non-streamed calls per client and round")
+    p.add_argument("--stream-calls", type=int, default=40, help="streamed calls per client and round")
+    p.add_argument("--stream-tokens", type=int, default=64, help="chunks per streamed call")
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--conc-calls", type=int, default=640, help="calls in the concurrent phase per round")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
+    p.add_argument("--clients", default=",".join(CLIENTS))
+    p.add_argument("--out", default=str(ROOT / "results" / "client_overhead.json"))
+    p.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.url, args.model, args)))
+        return 0
+    passthrough = ["--calls", str(args.calls), "--stream-calls", str(args.stream_calls),
+                   "--stream-tokens", str(args.stream_tokens), "--concurrency", str(args.concurrency),
+                   "--conc-calls", str(args.conc_calls), "--warmup", str(args.warmup)]
+    server = None
+    if args.url:
+        base_url = args.url.rstrip("/")
+    else:
+        from .serverproc import start_server
+
+        server = start_server(profile="zero")
+        base_url = server.base_url
+    try:
+        model = args.model or (server.model() if server else None) or "sim-zero"
+        rounds: list[dict[str, dict[str, Any]]] = []
+        kinds = args.clients.split(",")
+        for r in range(args.rounds):
+            # Clients take turns (ABC ABC ABC) so that load from other processes on a shared
+            # machine hits each of them alike; the table reports the median over rounds.
+            this: dict[str, dict[str, Any]] = {}
+            for kind in kinds:
+                print(f"round {r + 1}/{args.rounds}: {kind} ...", file=sys.stderr, flush=True)
+                this[kind] = run_worker(kind, base_url, model, passthrough)
+                this[kind]["import_ms"] = import_ms(MODULE_OF[kind], repeats=3)
+            rounds.append(this)
+        rows = {kind: median_row([rnd[kind] for rnd in rounds]) for kind in kinds}
+    finally:
+        if server is not None:
+            server.stop()
+    ratio = ratios(rows) if {"llmclient", "openai"} <= rows.keys() else {}
+    print(table(rows, ratio))
+    result = {"base_url": base_url, "model": model, "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
+              "settings": vars(args) | {"out": None}, "clients": rows, "ratios": ratio, "rounds": rounds,
+              "note": "CPU = worker process CPU time / calls; the server runs in another process."}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(f"\nwrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

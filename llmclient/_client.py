@@ -1,0 +1,851 @@
+"""``OpenAI`` / ``AsyncOpenAI``: one BaseClient holds every decision, the subclasses only do I/O.
+
+The journey of one call (docs/ARCHITECTURE.md): build a ``Call`` -> prepare (images) -> lookup
+(cache) -> encode -> send (retries decided by ``_retry``) -> decode -> store -> after (prefetch).
+Each stage below is a small method; the sync and async ``_request`` loops call the same ones.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from . import _retry
+from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, build_call, credential_scope, to_timeout
+from ._codec import JSON_CODEC, Codec
+from ._compression import (
+    MIN_COMPRESS_BYTES,
+    choose_request_encoding,
+    compress,
+    parse_accept_encoding,
+)
+from ._errors import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    APITimeoutError,
+    OpenAIError,
+    describe_error_body,
+    status_error_class,
+)
+from ._logging import current_trace_id, logger
+from ._streaming import AsyncStream, Stream
+from ._transport import (
+    AsyncTransport,
+    SyncTransport,
+    TransportSettings,
+    shared_async_transport,
+    shared_sync_transport,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._resources import (
+        AsyncChat,
+        AsyncCompletions,
+        AsyncEmbeddings,
+        AsyncModels,
+        Chat,
+        Completions,
+        Embeddings,
+        Models,
+    )
+
+__all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
+
+__version__ = "0.1.0"
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)  # the official client's default
+DEFAULT_MAX_RETRIES = 2
+# What each base URL has shown about protobuf (llmclient._protobuf.WireState), per process.
+_wire_states: dict[str, Any] = {}
+# The request content-codings each base URL said it reads (its Accept-Encoding in a response,
+# RFC 7694); a body is compressed only for such an origin and only where it pays.
+_origin_codings: dict[str, frozenset[str]] = {}
+_USER_AGENT = f"llmclient/{__version__} python/{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+class RawResponse:
+    """``.with_raw_response`` result: the HTTP response plus ``parse()`` for the usual object."""
+
+    def __init__(self, http_response: httpx.Response, parsed: Any) -> None:
+        self.http_response = http_response
+        self._parsed = parsed
+
+    @property
+    def headers(self) -> httpx.Headers:
+        return self.http_response.headers
+
+    @property
+    def status_code(self) -> int:
+        return self.http_response.status_code
+
+    @property
+    def request_id(self) -> str | None:
+        return self.http_response.headers.get("x-request-id")
+
+    @property
+    def http_version(self) -> str:
+        return self.http_response.http_version
+
+    @property
+    def content(self) -> bytes:
+        return self.http_response.content
+
+    @property
+    def text(self) -> str:
+        return self.http_response.text
+
+    def parse(self) -> Any:
+        return self._parsed
+
+
+class BaseClient:
+    """Settings and every decision of a call; no I/O."""
+
+    _transport_settings: TransportSettings
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        organization: str | None = None,
+        project: str | None = None,
+        base_url: str | httpx.URL | None = None,
+        timeout: float | httpx.Timeout | NotGiven | None = NOT_GIVEN,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        default_headers: Mapping[str, str] | None = None,
+        default_query: Mapping[str, object] | None = None,
+        http_client: Any = None,
+        http2: bool = True,
+        verify: bool | str = True,
+        cache: Any = None,
+        wire: str = "json",
+        images: Any = None,
+        prefetch: Any = None,
+        speculation: Any = None,
+        warm: bool = False,
+        compress: bool = True,
+        **_ignored: Any,  # official args we accept and do not use (websocket_base_url, ...)
+    ) -> None:
+        if api_key is None:
+            api_key = os.environ.get("OPENAI_API_KEY")
+        if api_key is None:
+            raise OpenAIError(
+                "The api_key client option must be set either by passing api_key to the client "
+                "or by setting the OPENAI_API_KEY environment variable"
+            )
+        self.api_key = api_key
+        self.organization = organization if organization is not None else os.environ.get("OPENAI_ORG_ID")
+        self.project = project if project is not None else os.environ.get("OPENAI_PROJECT_ID")
+        if base_url is None:
+            base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.base_url = httpx.URL(str(base_url).rstrip("/") + "/")
+        if self.base_url.scheme not in ("http", "https"):
+            raise ValueError(f"base_url must be an http:// or https:// URL, got {str(base_url)!r}")
+        self._base = str(self.base_url).rstrip("/")
+        self.timeout = to_timeout(timeout, DEFAULT_TIMEOUT)
+        if max_retries is None or max_retries < 0:
+            raise ValueError(f"max_retries must be a non-negative int, got {max_retries!r}")
+        self.max_retries = max_retries
+        self._custom_headers = dict(default_headers or {})
+        self._custom_query = dict(default_query or {})
+        self._http_client = http_client
+        self._transport_settings = TransportSettings(verify=verify, http2=http2)
+        self.cache = cache
+        # The client-wide cache is self.cache; CallOptions.cache is the per-call override only.
+        self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire)  # type: ignore[arg-type]
+        self._warm = warm
+        # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
+        # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
+        self._compress = compress
+        # Speculative prefetch and prefix warming (issue 7, ``_prefetch``): state exists once
+        # speculation is configured or first used; calls are observed only while it exists.
+        self._speculation: Any = None
+        if speculation is not None or prefetch:
+            from . import _prefetch
+
+            config = _prefetch.config_from(speculation) or _prefetch.SpeculationConfig()
+            self._speculation = _prefetch.SpeculationState(config)
+        self._scope = credential_scope(api_key, self.organization, self.project)
+        self._headers = self._default_headers()
+
+    # -- settings ---------------------------------------------------------------------------
+
+    def _default_headers(self) -> dict[str, str]:
+        headers = {
+            "accept": "application/json",
+            "content-type": "application/json",
+            "user-agent": _USER_AGENT,
+            "authorization": f"Bearer {self.api_key}",
+        }
+        if self.organization:
+            headers["openai-organization"] = self.organization
+        if self.project:
+            headers["openai-project"] = self.project
+        for key, value in self._custom_headers.items():
+            if value is None:
+                headers.pop(key.lower(), None)
+            else:
+                headers[key.lower()] = str(value)
+        return headers
+
+    def _copy_kwargs(self, **overrides: Any) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "api_key": self.api_key,
+            "organization": self.organization,
+            "project": self.project,
+            "base_url": self.base_url,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "default_headers": self._custom_headers,
+            "default_query": self._custom_query,
+            "http_client": self._http_client,
+            "http2": self._transport_settings.http2,
+            "verify": self._transport_settings.verify,
+            "cache": self.cache,
+            "wire": self._options.wire,
+            "images": self._options.images,
+            "prefetch": self._options.prefetch,
+            "speculation": self._speculation.config if self._speculation is not None else None,
+            "compress": self._compress,
+        }
+        set_default_headers = overrides.pop("set_default_headers", None)
+        if overrides.get("default_headers") is not None and set_default_headers is None:
+            overrides["default_headers"] = {**self._custom_headers, **overrides["default_headers"]}
+        elif set_default_headers is not None:
+            overrides["default_headers"] = set_default_headers
+        kwargs.update({k: v for k, v in overrides.items() if v is not None and v is not NOT_GIVEN})
+        return kwargs
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+    # -- stage: build the call (pure) ----------------------------------------------------------
+
+    def _build_call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        options: CallOptions | None = None,
+        stream: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float | httpx.Timeout | NotGiven | None = NOT_GIVEN,
+    ) -> Call:
+        call = build_call(
+            method, path, body,
+            base_url=self._base, headers=self._headers, query=self._custom_query,
+            timeout=to_timeout(timeout, self.timeout), max_retries=self.max_retries,
+            scope=self._scope, options=options or self._options, stream=stream,
+            extra_headers=extra_headers, extra_query=extra_query, extra_body=extra_body,
+        )
+        if stream:
+            call.headers["accept"] = "text/event-stream"
+        return call
+
+    # -- stage: prepare (images) ---------------------------------------------------------------
+
+    @staticmethod
+    def _prepare(call: Call) -> Call:
+        """Hand image parts to ``llmclient._images`` (issue 5) when the payload has any."""
+        if call.body is None or call.options.images is False or not _has_image_part(call.body):
+            return call
+        try:
+            from . import _images  # written by the preprocess work (issue 5)
+        except ImportError:
+            return call
+        started = time.perf_counter()
+        body, stats = _images.prepare_payload(call.body, call.options)
+        call.body = body
+        call.record.image_prep_ms = (time.perf_counter() - started) * 1000.0
+        call.record.image_bytes_saved = int(getattr(stats, "bytes_saved", 0) or 0)
+        return call
+
+    # -- stage: lookup / store (cache, issue 6) ------------------------------------------------
+
+    def _cache_for(self, call: Call) -> Any:
+        """The ResponseCache for this call, or None (``llmclient.cache``, imported on first use)."""
+        setting = call.options.cache
+        if setting is False or (setting is None and self.cache is None):
+            return None
+        cache = self.__dict__.get("_response_cache")
+        if cache is None:
+            from .cache import open_cache
+
+            cache = open_cache(self.cache if self.cache is not None else True)
+            self.__dict__["_response_cache"] = cache
+        return cache
+
+    # -- stage: encode -------------------------------------------------------------------------
+
+    def _codec_for(self, call: Call) -> Codec:
+        """JSON unless the call asks for protobuf (issue 8's codec, imported on first use)."""
+        mode = call.options.wire
+        if mode == "json":
+            return JSON_CODEC
+        from . import _protobuf
+
+        state = _wire_states.get(call.base_url) or _protobuf.WireState()
+        chosen = _protobuf.choose_wire(mode, state)
+        call.record.wire = chosen
+        return _protobuf.PROTOBUF_CODEC if chosen == "protobuf" else JSON_CODEC
+
+    def _encode(self, call: Call, codec: Codec) -> bytes | None:
+        """The request body's bytes: codec-encoded, then compressed where the origin reads a
+        coding and the body is big enough to pay (``_compression.choose_request_encoding``)."""
+        if call.body is None:
+            return None
+        content = codec.encode(call.path, call.body)
+        call.record.request_encoding = None
+        if self._compress and len(content) >= MIN_COMPRESS_BYTES:
+            caps = _origin_codings.get(call.base_url)
+            if caps:
+                coding = choose_request_encoding(len(content), caps)
+                if coding is not None:
+                    content = compress(content, coding)
+                    call.record.request_encoding = coding
+        return content
+
+    @staticmethod
+    def _observe_wire(call: Call, response: httpx.Response) -> bool:
+        """Record what the origin showed about protobuf; True when this call failed only because
+        of the wire (415 or an unparsed protobuf body) and must be sent again as JSON."""
+        from . import _protobuf
+
+        state = _wire_states.get(call.base_url) or _protobuf.WireState()
+        sent: Literal["json", "protobuf"] = "protobuf" if call.record.wire == "protobuf" else "json"
+        seen = _protobuf.observe_response(state, sent, response.status_code, response.headers)
+        _wire_states[call.base_url] = seen.state
+        return seen.retry_as_json
+
+    def _build_request(self, call: Call, content: bytes | None, codec: Codec, on_trace: Any) -> httpx.Request:
+        headers = call.headers
+        if codec is not JSON_CODEC:
+            headers = {**headers, "content-type": codec.content_type, "accept": codec.accept}
+        if call.record.request_encoding is not None:
+            headers = {**headers, "content-encoding": call.record.request_encoding}
+        if content is None:
+            headers = {k: v for k, v in headers.items() if k != "content-type"}
+        timeout = call.timeout
+        return httpx.Request(
+            call.method,
+            call.url,
+            params=call.query or None,
+            headers=headers,
+            content=content,
+            extensions={
+                "timeout": {"connect": timeout.connect, "read": timeout.read,
+                            "write": timeout.write, "pool": timeout.pool},
+                "trace": on_trace,
+            },
+        )
+
+    # -- stage: send (pure retry decisions) ----------------------------------------------------
+
+    @staticmethod
+    def _connection_error(call: Call, exc: Exception, request: httpx.Request) -> APIConnectionError:
+        kw: dict[str, Any] = {"trace_id": call.trace.trace_id, "timings": call.record}
+        where = f"{call.method} {call.url}"
+        if isinstance(exc, httpx.TimeoutException):
+            phase = {"ConnectTimeout": "connect", "ReadTimeout": "read", "WriteTimeout": "write",
+                     "PoolTimeout": "pool"}.get(type(exc).__name__, "request")
+            return APITimeoutError(f"Request timed out ({phase} phase) for {where}", request, **kw)
+        return APIConnectionError(f"Connection error for {where}: {_describe_transport_error(exc)}", request, **kw)
+
+    @staticmethod
+    def _error_retry(call: Call, exc: Exception, attempt: int, free_used: int) -> tuple[float | None, bool]:
+        """(delay or None, whether the retry is free: the request never ran on the server)."""
+        if not isinstance(exc, httpx.TransportError) or isinstance(exc, httpx.UnsupportedProtocol):
+            return None, False
+        record = call.record
+        if _retry.free_retry(type(exc).__name__, str(exc), record._stream_id,
+                             record.attempt_reused_connection, free_used):
+            return 0.0, True
+        return _retry.retry_delay(attempt, call.max_retries), False
+
+    @staticmethod
+    def _status_retry_delay(call: Call, response: httpx.Response, attempt: int) -> float | None:
+        if not _retry.is_retryable_status(response.status_code, response.headers):
+            return None
+        return _retry.retry_delay(attempt, call.max_retries, response.headers)
+
+    def _status_error(self, call: Call, response: httpx.Response, raw: bytes) -> APIStatusError:
+        ctype = response.headers.get("content-type", "")
+        body: object
+        try:
+            import orjson
+
+            body = orjson.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace") if raw else None
+        message = describe_error_body(response.status_code, body, raw, ctype)
+        cls = status_error_class(response.status_code)
+        err_body = body.get("error", body) if isinstance(body, dict) else body
+        return cls(message, response=response, body=err_body, trace_id=call.trace.trace_id, timings=call.record)
+
+    def _on_headers(self, call: Call, response: httpx.Response) -> bool:
+        """Note the response's headers; True when the body must be sent again in a plainer form
+        (as JSON after a protobuf refusal, or uncompressed after a coding refusal)."""
+        headers = response.headers
+        resend = False
+        if call.base_url not in _origin_codings:
+            _origin_codings[call.base_url] = parse_accept_encoding(headers.get("accept-encoding"))
+        if call.options.wire != "json":
+            resend = self._observe_wire(call, response)
+            if resend:
+                call.record.wire = "json"
+        if response.status_code == 415 and call.record.request_encoding is not None:
+            _origin_codings[call.base_url] = frozenset()  # it said it reads codings; it does not
+            resend = True
+        call.record.finish_headers(response.http_version, headers.get("server-timing"))
+        call.record.bytes_sent += len(response.request.content) if response.request else 0
+        return resend
+
+    # -- stage: decode -------------------------------------------------------------------------
+
+    @staticmethod
+    def _decode(call: Call, response: httpx.Response, raw: bytes, codec: Codec) -> dict[str, Any]:
+        try:
+            return codec.decode(call.path, raw, response.headers.get("content-type", ""))
+        except APIError as err:
+            err.trace_id = call.trace.trace_id
+            err.request_id = response.headers.get("x-request-id")
+            err.timings = call.record
+            err.request = response.request
+            raise
+
+    @staticmethod
+    def _finish(call: Call, obj: Any, response: httpx.Response | None) -> Any:
+        """Attach the call's facts to the result object (outside its JSON data)."""
+        d = getattr(obj, "__dict__", None)
+        if d is not None:
+            d["trace_id"] = call.trace.trace_id
+            d["timings"] = call.record
+            d["_request_id"] = response.headers.get("x-request-id") if response is not None else None
+        return obj
+
+    def _stream_decoder(self, call: Call, response: httpx.Response, codec: Codec) -> Any:
+        try:
+            return codec.stream_decoder(response.headers.get("content-type", ""))
+        except APIError as err:
+            err.trace_id = call.trace.trace_id
+            err.timings = call.record
+            raise
+
+    def _log_attempt(self, call: Call, attempt: int, why: str, delay: float) -> None:
+        logger.info("retrying %s %s in %.2fs (attempt %d of %d): %s",
+                    call.method, call.path, delay, attempt + 1, call.max_retries, why)
+
+
+def _has_image_part(body: dict[str, Any]) -> bool:
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and part.get("type") == "image_url":
+                    return True
+    return False
+
+
+def _describe_transport_error(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and not str(cause):
+        cause = cause.__cause__ or cause.__context__
+    if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+        return f"DNS lookup failed ({text})"
+    if "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text:
+        return f"TLS handshake failed ({text})"
+    if "Connection refused" in text or "Errno 111" in text:
+        return f"connection refused ({text}); is the server running at this base URL?"
+    return f"{type(exc).__name__}: {text}"
+
+
+class OpenAI(BaseClient):
+    """Synchronous client (drop-in for ``openai.OpenAI``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._transport: SyncTransport | None = (
+            None if self._http_client is not None else shared_sync_transport(self._transport_settings)
+        )
+        from ._resources import Chat, Completions, Embeddings, Models
+
+        self.chat: Chat = Chat(self)
+        self.completions: Completions = Completions(self)
+        self.embeddings: Embeddings = Embeddings(self)
+        self.models: Models = Models(self)
+        if self._warm:
+            self.warmup()
+
+    def with_options(self, **overrides: Any) -> OpenAI:
+        """A copy with some settings changed, sharing this client's connections."""
+        return type(self)(**self._copy_kwargs(**overrides))
+
+    copy = with_options
+
+    def warmup(self) -> None:
+        """Open and prime the connection (TCP, TLS, HTTP/2 SETTINGS) before the first call.
+
+        Sends ``GET /models``; any HTTP status counts as warm, connection errors raise.
+        """
+        call = self._build_call("GET", "/models")
+        call.max_retries = 0
+        response = self._send(call, None, JSON_CODEC)
+        response.read()
+        response.close()
+
+    def close(self) -> None:
+        """Connections are shared by every client of the process with the same settings; they
+        are kept for the next client. Use :func:`llmclient.close_all` at shutdown if needed.
+        Stops keep-warm timers and cancels prefetches in flight."""
+        if self._speculation is not None:
+            from . import _prefetch
+
+            _prefetch.close(self)
+
+    def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
+        """Send this prompt with ``max_tokens=1`` so the server's prefix cache holds it.
+
+        ``keep_warm``: True refreshes it before the provider's prompt cache forgets it
+        (``SpeculationConfig.provider``); a number is that cache's TTL in seconds. Stopped by
+        :meth:`close`. Returns the one-token completion (its ``usage`` shows what was cached).
+        """
+        from . import _prefetch
+
+        return _prefetch.warm(self, keep_warm, {"messages": messages, "model": model, **params})
+
+    def speculation_stats(self) -> dict[str, Any]:
+        """Prefetch counters: predictions, sent, warmups, hits, joins, cancelled, refused,
+        errors, wasted_tokens, used_tokens, latency_saved_ms, in_flight, extra_load."""
+        from . import _prefetch
+
+        return _prefetch.stats(self)
+
+    def __enter__(self) -> OpenAI:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- I/O -----------------------------------------------------------------------------------
+
+    def _send_once(self, request: httpx.Request, stream: bool) -> httpx.Response:
+        if self._transport is not None:
+            return self._transport.send(request)
+        return self._http_client.send(request, stream=True)
+
+    def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        attempt = free_used = 0
+        resent = False
+        call.record.start()
+        while True:
+            request = self._build_request(call, content, codec, call.record.on_trace)
+            try:
+                response = self._send_once(request, call.stream)
+            except Exception as exc:
+                delay, free = self._error_retry(call, exc, attempt, free_used)
+                err = self._connection_error(call, exc, request) if isinstance(exc, httpx.TransportError) else None
+                if err is None:
+                    raise
+                if delay is None:
+                    raise err from exc
+                self._log_attempt(call, attempt, str(err), delay)
+                if free:
+                    free_used += 1
+                    call.record.retries += 1
+                    call.record.new_attempt()
+                    continue
+            else:
+                resend = self._on_headers(call, response)
+                if response.status_code < 400:
+                    return response
+                if resend and not resent:  # refused our wire or coding: once more, plainer
+                    resent = True
+                    response.close()
+                    codec = JSON_CODEC if call.record.wire == "json" else codec
+                    content = self._encode(call, codec)
+                    call.record.new_attempt()
+                    continue
+                try:
+                    raw = response.read()
+                except httpx.TransportError:
+                    raw = b""
+                finally:
+                    response.close()
+                call.record.bytes_received += len(raw)
+                delay = self._status_retry_delay(call, response, attempt)
+                if delay is None:
+                    call.record.finish()
+                    raise self._status_error(call, response, raw)
+                self._log_attempt(call, attempt, f"HTTP {response.status_code}", delay)
+            if delay > 0:
+                time.sleep(delay)
+            attempt += 1
+            call.record.retries += 1
+            call.record.new_attempt()
+
+    def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
+        token = current_trace_id.set(call.trace.trace_id)
+        handle: Any = None
+        try:
+            call = self._prepare(call)
+            if self._speculation is None and not call.options.prefetch:
+                handle = self._lookup(call)
+            else:
+                from . import _prefetch
+
+                handle = _prefetch.lookup(self, call)
+            if handle is not None and handle.entry is not None:
+                if call.stream:
+                    return handle.replay_stream(stream_make or make)
+                return self._finish(call, make(handle.response()), None)
+            codec = self._codec_for(call)
+            content = self._encode(call, codec)
+            response = self._send(call, content, codec)
+            if call.stream:
+                decoder = self._stream_decoder(call, response, codec)
+                on_complete = handle.on_stream_complete if handle is not None else None
+                if call.options.prefetch:
+                    from . import _prefetch
+
+                    on_complete = _prefetch.on_stream_complete(self, on_complete)
+                result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
+                return RawResponse(response, result) if raw else result
+            try:
+                data = response.read()
+            except httpx.TransportError as exc:
+                raise self._connection_error(call, exc, response.request) from exc
+            finally:
+                response.close()
+            call.record.bytes_received += len(data)
+            call.record.finish()
+            value = self._decode(call, response, data, codec)
+            if handle is not None:
+                self._store(handle, value)
+            obj = self._finish(call, make(value), response)
+            self._after(call, value)
+            return RawResponse(response, obj) if raw else obj
+        finally:
+            if handle is not None:
+                handle.release()
+            current_trace_id.reset(token)
+
+    def _lookup(self, call: Call) -> Any:
+        """Cache seam (issue 6): a CacheHandle (hit, join or lead) or None when not cached."""
+        cache = self._cache_for(call)
+        return cache.begin(call) if cache is not None else None
+
+    def _store(self, handle: Any, value: dict[str, Any]) -> None:
+        """Cache seam (issue 6): keep a complete non-stream answer."""
+        handle.store_response(value)
+
+    def _after(self, call: Call, value: dict[str, Any]) -> None:
+        if call.options.prefetch:
+            try:
+                from . import _prefetch
+            except ImportError:
+                return
+            _prefetch.after_call(self, call, value)
+
+
+async def _async_sleep(delay: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(delay)
+
+
+class AsyncOpenAI(BaseClient):
+    """Asynchronous client (drop-in for ``openai.AsyncOpenAI``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        from ._resources import AsyncChat, AsyncCompletions, AsyncEmbeddings, AsyncModels
+
+        self.chat: AsyncChat = AsyncChat(self)
+        self.completions: AsyncCompletions = AsyncCompletions(self)
+        self.embeddings: AsyncEmbeddings = AsyncEmbeddings(self)
+        self.models: AsyncModels = AsyncModels(self)
+        self._warm_task: asyncio.Task[None] | None = None
+        if self._warm:
+            import asyncio  # not at module level: `import llmclient` stays light for sync users
+
+            try:
+                self._warm_task = asyncio.get_running_loop().create_task(self.warmup())
+            except RuntimeError:
+                pass  # no running loop: warm on first call's loop instead (call warmup())
+
+    def with_options(self, **overrides: Any) -> AsyncOpenAI:
+        return type(self)(**self._copy_kwargs(**overrides))
+
+    copy = with_options
+
+    @property
+    def _transport(self) -> AsyncTransport | None:
+        if self._http_client is not None:
+            return None
+        return shared_async_transport(self._transport_settings)
+
+    async def warmup(self) -> None:
+        call = self._build_call("GET", "/models")
+        call.max_retries = 0
+        response = await self._send(call, None, JSON_CODEC)
+        await response.aread()
+        await response.aclose()
+
+    async def close(self) -> None:
+        """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`
+        closes them)."""
+        if self._speculation is not None:
+            from . import _prefetch
+
+            await _prefetch.aclose(self)
+
+    async def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
+        """See :meth:`OpenAI.warm`."""
+        from . import _prefetch
+
+        return await _prefetch.awarm(self, keep_warm, {"messages": messages, "model": model, **params})
+
+    def speculation_stats(self) -> dict[str, Any]:
+        """See :meth:`OpenAI.speculation_stats`."""
+        from . import _prefetch
+
+        return _prefetch.stats(self)
+
+    async def __aenter__(self) -> AsyncOpenAI:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _send_once(self, request: httpx.Request) -> httpx.Response:
+        transport = self._transport
+        if transport is not None:
+            return await transport.send(request)
+        return await self._http_client.send(request, stream=True)
+
+    async def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        attempt = free_used = 0
+        resent = False
+        call.record.start()
+        while True:
+            request = self._build_request(call, content, codec, call.record.on_trace_async)
+            try:
+                response = await self._send_once(request)
+            except Exception as exc:
+                delay, free = self._error_retry(call, exc, attempt, free_used)
+                err = self._connection_error(call, exc, request) if isinstance(exc, httpx.TransportError) else None
+                if err is None:
+                    raise
+                if delay is None:
+                    raise err from exc
+                self._log_attempt(call, attempt, str(err), delay)
+                if free:
+                    free_used += 1
+                    call.record.retries += 1
+                    call.record.new_attempt()
+                    continue
+            else:
+                resend = self._on_headers(call, response)
+                if response.status_code < 400:
+                    return response
+                if resend and not resent:  # refused our wire or coding: once more, plainer
+                    resent = True
+                    await response.aclose()
+                    codec = JSON_CODEC if call.record.wire == "json" else codec
+                    content = self._encode(call, codec)
+                    call.record.new_attempt()
+                    continue
+                try:
+                    raw = await response.aread()
+                except httpx.TransportError:
+                    raw = b""
+                finally:
+                    await response.aclose()
+                call.record.bytes_received += len(raw)
+                delay = self._status_retry_delay(call, response, attempt)
+                if delay is None:
+                    call.record.finish()
+                    raise self._status_error(call, response, raw)
+                self._log_attempt(call, attempt, f"HTTP {response.status_code}", delay)
+            if delay > 0:
+                await _async_sleep(delay)
+            attempt += 1
+            call.record.retries += 1
+            call.record.new_attempt()
+
+    async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
+        token = current_trace_id.set(call.trace.trace_id)
+        handle: Any = None
+        try:
+            if call.body is not None and call.options.images is not False and _has_image_part(call.body):
+                # Decoding and resizing a photo takes ~100 ms of CPU: not on the event loop.
+                import asyncio
+
+                call = await asyncio.to_thread(self._prepare, call)
+            if self._speculation is None and not call.options.prefetch:
+                handle = await self._lookup(call)
+            else:
+                from . import _prefetch
+
+                handle = await _prefetch.alookup(self, call)
+            if handle is not None and handle.entry is not None:
+                if call.stream:
+                    return handle.areplay_stream(stream_make or make)
+                return self._finish(call, make(handle.response()), None)
+            codec = self._codec_for(call)
+            content = self._encode(call, codec)
+            response = await self._send(call, content, codec)
+            if call.stream:
+                decoder = self._stream_decoder(call, response, codec)
+                on_complete = handle.on_stream_complete if handle is not None else None
+                if call.options.prefetch:
+                    from . import _prefetch
+
+                    on_complete = _prefetch.on_stream_complete(self, on_complete)
+                result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
+                return RawResponse(response, result) if raw else result
+            try:
+                data = await response.aread()
+            except httpx.TransportError as exc:
+                raise self._connection_error(call, exc, response.request) from exc
+            finally:
+                await response.aclose()
+            call.record.bytes_received += len(data)
+            call.record.finish()
+            value = self._decode(call, response, data, codec)
+            if handle is not None:
+                await self._store(handle, value)
+            obj = self._finish(call, make(value), response)
+            await self._after(call, value)
+            return RawResponse(response, obj) if raw else obj
+        finally:
+            if handle is not None:
+                handle.release()
+            current_trace_id.reset(token)
+
+    async def _lookup(self, call: Call) -> Any:
+        cache = self._cache_for(call)
+        return await cache.abegin(call) if cache is not None else None
+
+    async def _store(self, handle: Any, value: dict[str, Any]) -> None:
+        await handle.astore_response(value)
+
+    async def _after(self, call: Call, value: dict[str, Any]) -> None:
+        if call.options.prefetch:
+            try:
+                from . import _prefetch
+            except ImportError:
+                return
+            await _prefetch.aafter_call(self, call, value)

@@ -1,0 +1,193 @@
+"""Wire codecs: how a request body becomes bytes and response bytes become plain dicts.
+
+A :class:`Codec` is chosen per call by ``CallOptions.wire``; whatever the wire, decoded values
+are plain dicts in the OpenAI JSON shape. JSON (orjson, with Server-Sent Events for streams) is
+the default; the protobuf codec (``llmclient/_protobuf.py``) implements the same Protocol.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+from ._errors import IncompleteStreamError, MalformedResponseError
+
+__all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder"]
+
+
+@runtime_checkable
+class StreamDecoder(Protocol):
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        """Bytes in, complete events out (raises MalformedResponseError on a bad frame)."""
+        ...
+
+    def close(self) -> None:
+        """End of body: raises IncompleteStreamError if the stream did not finish properly."""
+        ...
+
+    @property
+    def done(self) -> bool:
+        """True once the terminal marker (``[DONE]``) arrived: nothing more will be decoded."""
+        ...
+
+
+@runtime_checkable
+class Codec(Protocol):
+    name: str
+    content_type: str
+    accept: str
+
+    def encode(self, path: str, body: dict[str, Any]) -> bytes: ...
+
+    def decode(self, path: str, data: bytes, content_type: str) -> dict[str, Any]: ...
+
+    def stream_decoder(self, content_type: str) -> StreamDecoder: ...
+
+
+class JsonCodec:
+    name = "json"
+    content_type = "application/json"
+    accept = "application/json"
+
+    def encode(self, path: str, body: dict[str, Any]) -> bytes:
+        return orjson.dumps(body)
+
+    def decode(self, path: str, data: bytes, content_type: str) -> dict[str, Any]:
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise MalformedResponseError(_not_json_message(data, content_type, exc)) from None
+        if not isinstance(value, dict):
+            raise MalformedResponseError(
+                f"Malformed response: expected a JSON object, got {type(value).__name__}: {data[:120]!r}"
+            )
+        return value
+
+    def stream_decoder(self, content_type: str) -> SSEDecoder:
+        if not content_type.startswith("text/event-stream"):
+            raise MalformedResponseError(
+                f"Malformed stream: expected content-type text/event-stream, got {content_type or '(none)'!r}"
+            )
+        return SSEDecoder()
+
+
+def _not_json_message(data: bytes, content_type: str, exc: Exception) -> str:
+    head = data.lstrip()[:1]
+    if head == b"<" or "html" in content_type:
+        return f"Malformed response: expected JSON, got an HTML page ({data[:120]!r}); is the base URL right?"
+    if not data:
+        return "Malformed response: expected JSON, got an empty body"
+    return f"Malformed response: body is not valid JSON ({exc}): {data[:120]!r}"
+
+
+class SSEDecoder:
+    """Server-Sent Events (WHATWG HTML, section 9.2.6) carrying OpenAI JSON chunks.
+
+    Only ``data`` and ``event`` fields matter to the OpenAI stream format; comments (lines
+    starting with ':', used as keep-alives) and ``id``/``retry`` are ignored. ``data: [DONE]``
+    ends the stream. An ``event: error`` or a data object with an ``error`` key is returned as
+    is: the caller turns it into an APIError with the call's context.
+    """
+
+    __slots__ = ("_buf", "_done", "_finished", "_seen")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._done = False
+        self._finished = False
+        self._seen = 0
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        if self._done:
+            return []
+        buf = self._buf + data if self._buf else data
+        if b"\r" in buf:
+            buf = _normalise_newlines(buf)
+        *events, self._buf = buf.split(b"\n\n")
+        out: list[dict[str, Any]] = []
+        for raw in events:
+            obj = self._parse_event(raw)
+            if obj is not None:
+                out.append(obj)
+            if self._done:
+                break
+        return out
+
+    def _parse_event(self, raw: bytes) -> dict[str, Any] | None:
+        payload: bytes | None
+        if raw.startswith(b"data: ") and b"\n" not in raw:  # the common one-line event
+            payload, event = raw[6:], b""
+        else:
+            payload, event = _fields(raw)
+            if payload is None:
+                return None
+        if payload == b"[DONE]":
+            self._done = True
+            return None
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            raise MalformedResponseError(
+                f"Malformed stream: SSE event {self._seen + 1} has a data field that is not JSON ({exc}): {payload[:120]!r}"
+            ) from None
+        if not isinstance(obj, dict):
+            raise MalformedResponseError(
+                f"Malformed stream: SSE event {self._seen + 1} is not a JSON object: {payload[:120]!r}"
+            )
+        self._seen += 1
+        if event == b"error" and "error" not in obj:
+            obj = {"error": obj}
+        for choice in obj.get("choices") or ():
+            if choice.get("finish_reason"):
+                self._finished = True
+        return obj
+
+    def close(self) -> None:
+        if self._done:
+            return
+        rest = self._buf.strip()
+        if rest:
+            try:  # a last event without its blank line is fine if it is whole
+                self.feed(b"\n\n")
+            except MalformedResponseError:
+                raise IncompleteStreamError(
+                    f"Incomplete stream: body ended inside an SSE event after {self._seen} events: {rest[:120]!r}"
+                ) from None
+        if not self._done and not self._finished:
+            raise IncompleteStreamError(
+                f"Incomplete stream: the server closed the stream after {self._seen} events "
+                "without a finish_reason or 'data: [DONE]'"
+            )
+
+
+def _normalise_newlines(buf: bytes) -> bytes:
+    # A lone trailing CR may be the first half of a CRLF split across reads: keep it for later.
+    held = buf.endswith(b"\r")
+    if held:
+        buf = buf[:-1]
+    buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return buf + b"\r" if held else buf
+
+
+def _fields(raw: bytes) -> tuple[bytes | None, bytes]:
+    data: list[bytes] = []
+    event = b""
+    for line in raw.split(b"\n"):
+        if not line or line.startswith(b":"):
+            continue
+        name, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if name == b"data":
+            data.append(value)
+        elif name == b"event":
+            event = value
+    return (b"\n".join(data) if data else None), event
+
+
+JSON_CODEC = JsonCodec()

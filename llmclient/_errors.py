@@ -1,0 +1,221 @@
+"""Every error llmclient raises, with the official ``openai`` names and hierarchy.
+
+    OpenAIError                         (also exported as LLMClientError)
+     └── APIError                       message, request, body, trace_id, timings
+          ├── APIConnectionError        no usable HTTP response: refused, DNS, TLS, reset
+          │    └── APITimeoutError      a connect/read/write/pool phase ran out of time
+          ├── APIStatusError            the server answered with a 4xx/5xx status
+          │    ├── BadRequestError              400
+          │    ├── AuthenticationError          401
+          │    ├── PermissionDeniedError        403
+          │    ├── NotFoundError                404
+          │    ├── ConflictError                409
+          │    ├── UnprocessableEntityError     422
+          │    ├── RateLimitError               429
+          │    └── InternalServerError          >= 500
+          ├── APIResponseValidationError  a 2xx answer whose body is not what the API promises
+          │    └── MalformedResponseError      not JSON / not SSE / wrong shape (names what)
+          └── IncompleteStreamError      a stream ended without ``[DONE]`` or a finish_reason
+
+Every instance carries ``trace_id`` (the W3C trace id we sent), ``request_id`` (the server's
+``x-request-id`` when it sent one) and ``timings`` (the call's :class:`CallRecord`), so a failure
+in a log can be matched with the server's own logs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ._timings import CallRecord
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APIResponseValidationError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "IncompleteStreamError",
+    "InternalServerError",
+    "MalformedResponseError",
+    "NotFoundError",
+    "OpenAIError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "UnprocessableEntityError",
+]
+
+
+class OpenAIError(Exception):
+    """Base of every llmclient error (named as in the official client so ``except`` clauses port)."""
+
+
+class APIError(OpenAIError):
+    message: str
+    request: httpx.Request | None
+    body: object | None
+    code: str | None
+    param: str | None
+    type: str | None
+
+    def __init__(
+        self,
+        message: str,
+        request: httpx.Request | None = None,
+        *,
+        body: object | None = None,
+        trace_id: str | None = None,
+        request_id: str | None = None,
+        timings: CallRecord | None = None,
+    ) -> None:
+        self.message = message
+        self.request = request
+        self.body = body
+        self.trace_id = trace_id
+        self.request_id = request_id
+        self.timings = timings
+        err = body.get("error", body) if isinstance(body, dict) else None
+        if not isinstance(err, dict):
+            err = {}
+        self.code = _opt_str(err.get("code"))
+        self.param = _opt_str(err.get("param"))
+        self.type = _opt_str(err.get("type"))
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        tail = f" (trace_id={self.trace_id}" if self.trace_id else ""
+        if tail and self.request_id:
+            tail += f", request_id={self.request_id}"
+        return f"{self.message}{tail + ')' if tail else ''}"
+
+
+class APIConnectionError(APIError):
+    def __init__(
+        self, message: str = "Connection error.", request: httpx.Request | None = None, **kw: Any
+    ) -> None:
+        super().__init__(message, request, **kw)
+
+
+class APITimeoutError(APIConnectionError):
+    def __init__(
+        self, message: str = "Request timed out.", request: httpx.Request | None = None, **kw: Any
+    ) -> None:
+        super().__init__(message, request, **kw)
+
+
+class APIStatusError(APIError):
+    status_code: int
+
+    def __init__(
+        self, message: str, *, response: httpx.Response, body: object | None, **kw: Any
+    ) -> None:
+        self.response = response
+        self.status_code = response.status_code
+        kw.setdefault("request_id", response.headers.get("x-request-id"))
+        super().__init__(message, _request_of(response), body=body, **kw)
+
+
+class BadRequestError(APIStatusError):
+    status_code = 400
+
+
+class AuthenticationError(APIStatusError):
+    status_code = 401
+
+
+class PermissionDeniedError(APIStatusError):
+    status_code = 403
+
+
+class NotFoundError(APIStatusError):
+    status_code = 404
+
+
+class ConflictError(APIStatusError):
+    status_code = 409
+
+
+class UnprocessableEntityError(APIStatusError):
+    status_code = 422
+
+
+class RateLimitError(APIStatusError):
+    status_code = 429
+
+
+class InternalServerError(APIStatusError):
+    pass
+
+
+class APIResponseValidationError(APIError):
+    pass
+
+
+class MalformedResponseError(APIResponseValidationError):
+    """The server said 2xx but the body is not what the API promises; the message says what."""
+
+
+class IncompleteStreamError(APIError):
+    """A stream ended (connection closed, body finished) before ``[DONE]`` or a finish_reason."""
+
+
+_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def status_error_class(status: int) -> type[APIStatusError]:
+    """The most specific public class for an HTTP error status."""
+    if status >= 500:
+        return InternalServerError
+    return _STATUS_CLASSES.get(status, APIStatusError)
+
+
+_TITLE_RE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(rb"<[^>]+>")
+
+
+def describe_error_body(status: int, body: object, raw: bytes, content_type: str) -> str:
+    """A readable one-line message for an error response, whatever the server sent.
+
+    JSON error objects use their ``error.message``; HTML pages (typical of proxies and load
+    balancers) are reduced to their <title> or first text so the user sees "502 Bad Gateway"
+    rather than a page of markup.
+    """
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return f"Error code: {status} - {err['message']}"
+        if isinstance(err, str):
+            return f"Error code: {status} - {err}"
+        return f"Error code: {status} - {body}"
+    if "html" in content_type or raw.lstrip()[:1] == b"<":
+        match = _TITLE_RE.search(raw)
+        text = match.group(1) if match else _TAG_RE.sub(b" ", raw)
+        summary = b" ".join(text.split())[:200].decode("utf-8", "replace")
+        return f"Error code: {status} - HTML error page (likely from a proxy): {summary!r}"
+    text = raw[:300].decode("utf-8", "replace").strip()
+    return f"Error code: {status} - {text or '(empty body)'}"
+
+
+def _request_of(response: httpx.Response) -> httpx.Request | None:
+    try:
+        return response.request
+    except RuntimeError:  # a Response built without a request
+        return None
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,210 @@
+"""Response objects: attribute access over the decoded dict, built on first touch.
+
+The official client validates every response (and every stream chunk) into pydantic models;
+that costs tens of microseconds per chunk. Here an object is a thin view over the dict orjson
+produced: ``r.choices[0].message.content`` wraps only what is touched, once (the wrapped value
+is cached on the instance). Known optional fields that the server left out read as ``None``,
+like the official models; unknown fields the server sent are reachable too (the official
+models allow extra fields).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from typing import Any, ClassVar, Generic, TypeVar
+
+import orjson
+
+__all__ = [
+    "BaseModel",
+    "ChatCompletion",
+    "ChatCompletionChunk",
+    "Completion",
+    "CreateEmbeddingResponse",
+    "Model",
+    "SyncPage",
+]
+
+_M = TypeVar("_M", bound="BaseModel")
+
+
+class BaseModel:
+    """A read-only attribute view over a JSON object."""
+
+    _fields: ClassVar[frozenset[str]] = frozenset()
+    _children: ClassVar[dict[str, type[BaseModel]]] = {}
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.__dict__["_data"] = data
+
+    @classmethod
+    def construct(cls: type[_M], **data: Any) -> _M:
+        return cls(data)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        data: dict[str, Any] = self.__dict__["_data"]
+        try:
+            value = data[name]
+        except KeyError:
+            if name in self._fields:
+                return None
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}"
+            ) from None
+        wrapped = _wrap(value, self._children.get(name, BaseModel))
+        self.__dict__[name] = wrapped
+        return wrapped
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__["_data"][name] = value
+        self.__dict__.pop(name, None)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.__dict__["_data"]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__["_data"] = state
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BaseModel):
+            return type(self) is type(other) and self._data == other._data
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__["_data"].items())
+        return f"{type(self).__name__}({inner})"
+
+    def __rich_repr__(self) -> Iterator[tuple[str, Any]]:
+        yield from self.__dict__["_data"].items()
+
+    def model_dump(self, *, exclude_none: bool = False, exclude_unset: bool = False, **_: Any) -> dict[str, Any]:
+        """A deep copy of the object as plain data (known absent fields as None unless excluded)."""
+        data: dict[str, Any] = orjson.loads(orjson.dumps(self.__dict__["_data"]))
+        if not exclude_unset and not exclude_none:
+            for name in self._fields:
+                data.setdefault(name, None)
+        if exclude_none:
+            data = _drop_none(data)
+        return data
+
+    def model_dump_json(self, *, indent: int | None = None, exclude_none: bool = False, **_: Any) -> str:
+        option = orjson.OPT_INDENT_2 if indent else 0
+        value = self.model_dump(exclude_none=exclude_none, exclude_unset=True)
+        return orjson.dumps(value, option=option).decode()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data with only the fields the server sent (the official ``to_dict()``)."""
+        return self.model_dump(exclude_unset=True)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return self.model_dump_json(indent=indent)
+
+
+def _wrap(value: Any, model: type[BaseModel]) -> Any:
+    if isinstance(value, dict):
+        return model(value)
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [model(v) if isinstance(v, dict) else v for v in value]
+    return value
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value]
+    return value
+
+
+def _model(name: str, fields: str, children: dict[str, type[BaseModel]] | None = None) -> type[BaseModel]:
+    return type(name, (BaseModel,), {"_fields": frozenset(fields.split()), "_children": children or {}})
+
+
+# Field lists follow openai-python's types (openai/types/chat/*.py, completion*.py, embedding*.py).
+Function = _model("Function", "name arguments")
+ChatCompletionMessageToolCall = _model(
+    "ChatCompletionMessageToolCall", "id function type custom", {"function": Function}
+)
+ChatCompletionMessage = _model(
+    "ChatCompletionMessage",
+    "content refusal role annotations audio function_call tool_calls",
+    {"tool_calls": ChatCompletionMessageToolCall, "function_call": Function},
+)
+ChoiceLogprobs = _model("ChoiceLogprobs", "content refusal")
+Choice = _model(
+    "Choice", "finish_reason index logprobs message",
+    {"message": ChatCompletionMessage, "logprobs": ChoiceLogprobs},
+)
+CompletionTokensDetails = _model(
+    "CompletionTokensDetails",
+    "accepted_prediction_tokens audio_tokens reasoning_tokens rejected_prediction_tokens",
+)
+PromptTokensDetails = _model("PromptTokensDetails", "audio_tokens cached_tokens")
+CompletionUsage = _model(
+    "CompletionUsage",
+    "completion_tokens prompt_tokens total_tokens completion_tokens_details prompt_tokens_details",
+    {"completion_tokens_details": CompletionTokensDetails, "prompt_tokens_details": PromptTokensDetails},
+)
+_COMPLETION_FIELDS = "id choices created model object service_tier system_fingerprint usage"
+ChatCompletion = _model("ChatCompletion", _COMPLETION_FIELDS, {"choices": Choice, "usage": CompletionUsage})
+
+ChoiceDeltaToolCallFunction = _model("ChoiceDeltaToolCallFunction", "arguments name")
+ChoiceDeltaToolCall = _model(
+    "ChoiceDeltaToolCall", "index id function type", {"function": ChoiceDeltaToolCallFunction}
+)
+ChoiceDelta = _model(
+    "ChoiceDelta", "content function_call refusal role tool_calls",
+    {"tool_calls": ChoiceDeltaToolCall, "function_call": ChoiceDeltaToolCallFunction},
+)
+ChunkChoice = _model(
+    "ChunkChoice", "delta finish_reason index logprobs", {"delta": ChoiceDelta, "logprobs": ChoiceLogprobs}
+)
+ChatCompletionChunk = _model(
+    "ChatCompletionChunk", _COMPLETION_FIELDS, {"choices": ChunkChoice, "usage": CompletionUsage}
+)
+
+CompletionChoice = _model("CompletionChoice", "finish_reason index logprobs text")
+Completion = _model("Completion", _COMPLETION_FIELDS, {"choices": CompletionChoice, "usage": CompletionUsage})
+
+Embedding = _model("Embedding", "embedding index object")
+EmbeddingUsage = _model("Usage", "prompt_tokens total_tokens")
+CreateEmbeddingResponse = _model(
+    "CreateEmbeddingResponse", "data model object usage", {"data": Embedding, "usage": EmbeddingUsage}
+)
+
+Model = _model("Model", "id created object owned_by")
+
+
+class SyncPage(BaseModel, Generic[_M]):
+    """A list response (``models.list()``): iterate it for the items, ``.data`` for the list."""
+
+    _fields = frozenset({"data", "object", "has_more"})
+    _children = {"data": Model}
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.data or [])
+
+    def has_next_page(self) -> bool:
+        return False
+
+
+class AsyncPaginator(Generic[_M]):
+    """``await client.models.list()`` gives the page; ``async for m in client.models.list()`` its items."""
+
+    def __init__(self, fetch: Callable[[], Awaitable[SyncPage[_M]]]) -> None:
+        self._fetch = fetch
+
+    def __await__(self) -> Generator[Any, None, SyncPage[_M]]:
+        return self._fetch().__await__()
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        page = await self._fetch()
+        for item in page:
+            yield item
+
+
+AsyncPage = SyncPage

@@ -1,0 +1,311 @@
+"""API resources with the official call shapes: ``client.chat.completions.create(...)`` etc.
+
+Each method only turns its arguments into a ``Call`` and names the result type; parameters are
+passed through untouched (tools, response_format, n, logprobs, stream_options, ...), except
+llmclient's own per-call options (cache, prefetch, images, wire), which are taken out first.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from array import array
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._call import NOT_GIVEN, Call, split_options
+from ._models import (
+    AsyncPaginator,
+    ChatCompletion,
+    ChatCompletionChunk,
+    Completion,
+    CreateEmbeddingResponse,
+    Model,
+    SyncPage,
+)
+
+if TYPE_CHECKING:
+
+    from ._client import AsyncOpenAI, BaseClient, OpenAI
+
+__all__ = [
+    "AsyncChat",
+    "AsyncChatCompletions",
+    "AsyncCompletions",
+    "AsyncEmbeddings",
+    "AsyncModels",
+    "Chat",
+    "ChatCompletions",
+    "Completions",
+    "Embeddings",
+    "Models",
+]
+
+Headers = Mapping[str, str] | None
+Timeout = "float | httpx.Timeout | None | NotGiven"
+
+
+class _RawProxy:
+    """``resource.with_raw_response.create(...)`` returns a RawResponse instead of the object."""
+
+    def __init__(self, resource: Any) -> None:
+        self._resource = resource
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        return functools.partial(getattr(self._resource, name), _raw=True)
+
+
+class _Resource:
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawProxy(self)
+
+    @property
+    def with_streaming_response(self) -> Any:
+        return _RawProxy(self)
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None,
+        *,
+        stream: bool = False,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+    ) -> Call:
+        client = self._client
+        body, options = split_options(params, client._options) if params is not None else (None, None)
+        if stream and body is not None:
+            body["stream"] = True
+        return client._build_call(
+            method, path, body, options=options, stream=stream, extra_headers=extra_headers,
+            extra_query=extra_query, extra_body=extra_body, timeout=timeout,
+        )
+
+
+def _is_stream(stream: Any) -> bool:
+    return bool(stream) and stream is not NOT_GIVEN
+
+
+def _prepare_embedding_params(params: dict[str, Any]) -> bool:
+    """Ask for base64 when the caller did not choose (4x smaller on the wire, as the official
+    client does) and return whether to decode it back to floats."""
+    if params.get("encoding_format", NOT_GIVEN) is NOT_GIVEN:
+        params["encoding_format"] = "base64"
+        return True
+    return False
+
+
+def _decode_embeddings(value: dict[str, Any]) -> dict[str, Any]:
+    for item in value.get("data") or ():
+        emb = item.get("embedding")
+        if isinstance(emb, str):
+            floats = array("f")
+            floats.frombytes(base64.b64decode(emb))  # little-endian float32, as the API sends
+            item["embedding"] = floats.tolist()
+    return value
+
+
+def _make_embeddings(decode: bool) -> Callable[[dict[str, Any]], Any]:
+    if decode:
+        return lambda v: CreateEmbeddingResponse(_decode_embeddings(v))
+    return CreateEmbeddingResponse
+
+
+# -- sync ----------------------------------------------------------------------------------------
+
+class ChatCompletions(_Resource):
+    _client: OpenAI
+
+    def create(
+        self,
+        *,
+        messages: Any,
+        model: str,
+        stream: Any = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        params["messages"] = messages
+        params["model"] = model
+        is_stream = _is_stream(stream)
+        call = self._call("POST", "/chat/completions", params, stream=is_stream, extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return self._client._request(call, ChatCompletion, _raw, ChatCompletionChunk)
+
+
+class Chat:
+    def __init__(self, client: OpenAI) -> None:
+        self.completions = ChatCompletions(client)
+
+
+class Completions(_Resource):
+    _client: OpenAI
+
+    def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: Any = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        params["model"] = model
+        params["prompt"] = prompt
+        call = self._call("POST", "/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return self._client._request(call, Completion, _raw)
+
+
+class Embeddings(_Resource):
+    _client: OpenAI
+
+    def create(
+        self,
+        *,
+        input: Any,
+        model: str,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        params["input"] = input
+        params["model"] = model
+        decode = _prepare_embedding_params(params)
+        call = self._call("POST", "/embeddings", params, extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return self._client._request(call, _make_embeddings(decode), _raw)
+
+
+class Models(_Resource):
+    _client: OpenAI
+
+    def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
+             extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:
+        call = self._call("GET", "/models", None, extra_headers=extra_headers, extra_query=extra_query,
+                          extra_body=extra_body, timeout=timeout)
+        return self._client._request(call, SyncPage, _raw)
+
+    def retrieve(self, model: str, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
+                 extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:
+        if not model:
+            raise ValueError(f"Expected a non-empty value for `model` but received {model!r}")
+        call = self._call("GET", f"/models/{model}", None, extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return self._client._request(call, Model, _raw)
+
+
+# -- async ---------------------------------------------------------------------------------------
+
+class AsyncChatCompletions(_Resource):
+    _client: AsyncOpenAI
+
+    async def create(
+        self,
+        *,
+        messages: Any,
+        model: str,
+        stream: Any = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        params["messages"] = messages
+        params["model"] = model
+        call = self._call("POST", "/chat/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return await self._client._request(call, ChatCompletion, _raw, ChatCompletionChunk)
+
+
+class AsyncChat:
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self.completions = AsyncChatCompletions(client)
+
+
+class AsyncCompletions(_Resource):
+    _client: AsyncOpenAI
+
+    async def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: Any = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        params["model"] = model
+        params["prompt"] = prompt
+        call = self._call("POST", "/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return await self._client._request(call, Completion, _raw)
+
+
+class AsyncEmbeddings(_Resource):
+    _client: AsyncOpenAI
+
+    async def create(
+        self,
+        *,
+        input: Any,
+        model: str,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        params["input"] = input
+        params["model"] = model
+        decode = _prepare_embedding_params(params)
+        call = self._call("POST", "/embeddings", params, extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return await self._client._request(call, _make_embeddings(decode), _raw)
+
+
+class AsyncModels(_Resource):
+    _client: AsyncOpenAI
+
+    def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
+             extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:
+        def fetch() -> Any:
+            call = self._call("GET", "/models", None, extra_headers=extra_headers, extra_query=extra_query,
+                              extra_body=extra_body, timeout=timeout)
+            return self._client._request(call, SyncPage, _raw)
+
+        return fetch() if _raw else AsyncPaginator(fetch)
+
+    async def retrieve(self, model: str, *, extra_headers: Headers = None,
+                       extra_query: Mapping[str, Any] | None = None, extra_body: Mapping[str, Any] | None = None,
+                       timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:
+        if not model:
+            raise ValueError(f"Expected a non-empty value for `model` but received {model!r}")
+        call = self._call("GET", f"/models/{model}", None, extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        return await self._client._request(call, Model, _raw)

@@ -1,0 +1,195 @@
+"""Streamed responses: SSE chunks as objects, sync and async, with clean cancellation.
+
+A stream is complete only when the server sent ``[DONE]`` or a finish_reason; anything else
+raises :class:`IncompleteStreamError` (never a silently truncated answer). After ``[DONE]`` the
+body is still read to its end so the connection stays reusable (the official client stops at
+``[DONE]``, which over HTTP/1.1 forces a new connection per stream). Closing early sends
+RST_STREAM over HTTP/2 (see ``_transport``) so the server stops generating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import httpx
+
+from ._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
+from ._logging import current_trace_id
+
+if TYPE_CHECKING:
+    from ._call import Call
+    from ._codec import StreamDecoder
+    from ._timings import CallRecord
+
+__all__ = ["AsyncStream", "Stream"]
+
+_T = TypeVar("_T")
+
+
+class _StreamBase(Generic[_T]):
+    response: httpx.Response
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        call: Call,
+        decoder: StreamDecoder,
+        make: Callable[[dict[str, Any]], _T],
+        on_complete: Callable[[Call, list[dict[str, Any]]], None] | None = None,
+    ) -> None:
+        self.response = response
+        self._call = call
+        self._decoder = decoder
+        self._make = make
+        self._on_complete = on_complete
+        self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
+        self._closed = False
+        self.trace_id = call.trace.trace_id
+        self._request_id = response.headers.get("x-request-id")
+
+    @property
+    def timings(self) -> CallRecord:
+        return self._call.record
+
+    def _handle(self, objs: list[dict[str, Any]]) -> list[_T]:
+        out = []
+        record = self._call.record
+        for obj in objs:
+            if obj.get("error"):
+                raise self._annotate(APIError(_error_message(obj), body=obj))
+            if record.first_token_ms is None and _has_token(obj):
+                record.mark_first_token()
+            if self._chunks is not None:
+                self._chunks.append(obj)
+            out.append(self._make(obj))
+        return out
+
+    def _finish(self) -> None:
+        record = self._call.record
+        record.bytes_received += getattr(self.response.stream, "bytes_received", 0)
+        record.finish()
+        try:
+            self._decoder.close()
+        except OpenAIError as exc:
+            raise self._annotate(exc) from None
+        if self._on_complete is not None and self._chunks is not None:
+            self._on_complete(self._call, self._chunks)
+
+    def _transport_error(self, exc: Exception) -> APIError:
+        self._call.record.finish()
+        if isinstance(exc, httpx.TimeoutException):
+            err: APIError = APITimeoutError(f"Stream read timed out ({type(exc).__name__})")
+        else:
+            err = IncompleteStreamError(
+                f"Incomplete stream: the connection failed mid-stream ({type(exc).__name__}: {exc})"
+            )
+        return self._annotate(err)
+
+    def _annotate(self, err: Any) -> Any:
+        if isinstance(err, APIError):
+            err.trace_id = self.trace_id
+            err.request_id = self._request_id
+            err.timings = self._call.record
+            err.request = self.response.request
+        return err
+
+
+class Stream(_StreamBase[_T]):
+    def __iter__(self) -> Iterator[_T]:
+        token = current_trace_id.set(self.trace_id)
+        try:
+            try:
+                for raw in self.response.stream:  # type: ignore[union-attr]
+                    if self._decoder.done:
+                        continue  # drain to the end so the connection is reusable
+                    yield from self._handle(self._decoder.feed(raw))
+            except httpx.TransportError as exc:
+                raise self._transport_error(exc) from exc
+            self._finish()
+        finally:
+            _reset(token)
+            self.close()
+
+    def __next__(self) -> _T:
+        it = self.__dict__.get("_iter")
+        if it is None:
+            it = self.__dict__["_iter"] = iter(self)
+        return next(it)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.response.close()
+
+    def __del__(self) -> None:
+        # A stream dropped without being read or closed still gives its connection slot back.
+        if not self.__dict__.get("_closed", True):
+            try:
+                self.close()
+            except Exception:
+                pass
+
+    def __enter__(self) -> Stream[_T]:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class AsyncStream(_StreamBase[_T]):
+    async def __aiter__(self) -> AsyncIterator[_T]:
+        token = current_trace_id.set(self.trace_id)
+        try:
+            try:
+                async for raw in self.response.stream:  # type: ignore[union-attr]
+                    if self._decoder.done:
+                        continue
+                    for item in self._handle(self._decoder.feed(raw)):
+                        yield item
+            except httpx.TransportError as exc:
+                raise self._transport_error(exc) from exc
+            self._finish()
+        finally:
+            _reset(token)
+            await self.close()
+
+    async def __anext__(self) -> _T:
+        it = self.__dict__.get("_aiter")
+        if it is None:
+            it = self.__dict__["_aiter"] = self.__aiter__()
+        return await it.__anext__()
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self.response.aclose()
+
+    async def __aenter__(self) -> AsyncStream[_T]:
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+
+def _reset(token: Any) -> None:
+    try:
+        current_trace_id.reset(token)
+    except ValueError:  # the generator was finalised in another context (GC, another task)
+        pass
+
+
+def _has_token(obj: dict[str, Any]) -> bool:
+    for choice in obj.get("choices") or ():
+        delta = choice.get("delta")
+        if (delta and (delta.get("content") or delta.get("tool_calls"))) or choice.get("text"):
+            return True
+    return False
+
+
+def _error_message(obj: dict[str, Any]) -> str:
+    err = obj.get("error")
+    if isinstance(err, dict) and err.get("message"):
+        return f"Error in stream: {err['message']}"
+    return f"Error in stream: {err!r}"

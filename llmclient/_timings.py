@@ -1,0 +1,164 @@
+"""Per-call timings and facts (``response.timings``), fed by httpcore's trace extension.
+
+httpcore reports ``<phase>.started`` / ``<phase>.complete`` events through the ``trace`` request
+extension (https://www.encode.io/httpcore/extensions/#trace). We keep only timestamps: the
+events arrive on the hot path, so :meth:`CallRecord.on_trace` does one dict lookup and one
+``perf_counter()`` per event.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["CallRecord", "parse_server_timing"]
+
+# Which trace event ends which phase; times are ms since the call started (the previous
+# attempt's numbers are replaced when a call is retried: the record describes the last attempt).
+_EVENT_FIELDS = {
+    "connection.connect_tcp.started": "_t_connect_start",
+    "connection.connect_tcp.complete": "_t_connect_end",
+    "connection.start_tls.started": "_t_tls_start",
+    "connection.start_tls.complete": "_t_tls_end",
+    "http11.send_request_headers.started": "_t_send_start",
+    "http2.send_request_headers.started": "_t_send_start",
+    "http11.send_request_body.complete": "_t_sent",
+    "http2.send_request_body.complete": "_t_sent",
+    "http11.receive_response_headers.complete": "_t_first_byte",
+    "http2.receive_response_headers.complete": "_t_first_byte",
+}
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """What happened during one call. All durations are milliseconds from the call's start."""
+
+    queued_ms: float | None = None
+    connect_ms: float | None = None
+    tls_ms: float | None = None
+    request_sent_ms: float | None = None
+    first_byte_ms: float | None = None
+    first_token_ms: float | None = None
+    last_byte_ms: float | None = None
+    total_ms: float | None = None
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    http_version: str | None = None
+    connection_reused: bool | None = None
+    retries: int = 0
+    cache: str | None = None
+    prefetch_joined: bool = False
+    image_prep_ms: float | None = None
+    image_bytes_saved: int = 0
+    wire: str = "json"
+    request_encoding: str | None = None  # Content-Encoding of the request body (zstd, gzip)
+    # The raw Server-Timing header; parsed on first read of ``server_timing`` (most callers
+    # never look, and parsing costs more than the rest of the record).
+    _server_timing_raw: str | None = None
+    _server_timing: dict[str, float] | None = None
+    # Raw perf_counter stamps of the current attempt (private; converted by finish_headers()).
+    _t0: float = 0.0
+    _t_attempt: float = 0.0
+    _t_connect_start: float | None = None
+    _t_connect_end: float | None = None
+    _t_tls_start: float | None = None
+    _t_tls_end: float | None = None
+    _t_send_start: float | None = None
+    _t_sent: float | None = None
+    _t_first_byte: float | None = None
+    _stream_id: int | None = None
+
+    def start(self) -> None:
+        self._t0 = self._t_attempt = time.perf_counter()
+
+    def new_attempt(self) -> None:
+        self._t_attempt = time.perf_counter()
+        self._t_connect_start = self._t_connect_end = self._t_tls_start = None
+        self._t_tls_end = self._t_send_start = self._t_sent = self._t_first_byte = None
+        self._stream_id = None
+
+    @property
+    def attempt_reused_connection(self) -> bool:
+        """The current attempt ran on a connection opened earlier (no connect event seen)."""
+        return self._t_connect_start is None
+
+    def on_trace(self, event_name: str, info: dict[str, Any]) -> None:
+        attr = _EVENT_FIELDS.get(event_name)
+        if attr is not None:
+            setattr(self, attr, time.perf_counter())
+            if attr == "_t_send_start":
+                self._stream_id = info.get("stream_id")
+
+    async def on_trace_async(self, event_name: str, info: dict[str, Any]) -> None:
+        self.on_trace(event_name, info)
+
+    def finish_headers(self, http_version: str, server_timing: str | None) -> None:
+        """Turn the attempt's stamps into durations once the response headers are in."""
+        t0 = self._t0
+        ms = _ms
+        self.http_version = http_version
+        first_io = self._t_connect_start or self._t_send_start
+        self.queued_ms = ms(self._t_attempt, first_io)
+        self.connect_ms = ms(self._t_connect_start, self._t_connect_end)
+        self.tls_ms = ms(self._t_tls_start, self._t_tls_end)
+        self.connection_reused = self._t_connect_start is None
+        self.request_sent_ms = ms(t0, self._t_sent)
+        self.first_byte_ms = ms(t0, self._t_first_byte or time.perf_counter())
+        self._server_timing_raw = server_timing
+        self._server_timing = None
+
+    def mark_first_token(self) -> None:
+        if self.first_token_ms is None:
+            self.first_token_ms = (time.perf_counter() - self._t0) * 1000.0
+
+    def finish(self) -> None:
+        now = time.perf_counter()
+        self.last_byte_ms = self.total_ms = (now - self._t0) * 1000.0
+
+    @property
+    def server_timing(self) -> dict[str, float]:
+        """The server's ``Server-Timing`` metrics, ``{name: duration_ms}``."""
+        if self._server_timing is None:
+            raw = self._server_timing_raw
+            self._server_timing = parse_server_timing(raw) if raw else {}
+        return self._server_timing
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+        out["server_timing"] = self.server_timing
+        return out
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items() if v not in (None, {}))
+        return f"CallRecord({parts})"
+
+
+def _ms(start: float | None, end: float | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return (end - start) * 1000.0
+
+
+_METRIC_RE = re.compile(r"^\s*([!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*(.*)$")
+_DUR_RE = re.compile(r";\s*dur\s*=\s*\"?([0-9.eE+-]+)\"?", re.IGNORECASE)
+
+
+def parse_server_timing(header: str) -> dict[str, float]:
+    """Parse a ``Server-Timing`` header (W3C Server Timing, section 3) into ``{name: dur_ms}``.
+
+    Metrics without a ``dur`` param are recorded as 0.0 so their presence is still visible;
+    malformed entries are skipped rather than failing the call over a diagnostic header.
+    """
+    out: dict[str, float] = {}
+    for entry in header.split(","):
+        match = _METRIC_RE.match(entry)
+        if not match:
+            continue
+        dur = _DUR_RE.search(match.group(2))
+        try:
+            out[match.group(1)] = float(dur.group(1)) if dur else 0.0
+        except ValueError:
+            continue
+    return out

@@ -1,0 +1,131 @@
+"""End to end against the live reference server (``python -m benchmarks.server --profile zero``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import llmclient
+
+CHAT = "sim-zero"
+EMBED = "text-embedding-3-small"
+MSG = [{"role": "user", "content": "Tell me about the sea"}]
+SERVERS = [("ref_server", "HTTP/2"), ("ref_server_tls", "HTTP/2"), ("ref_server_h1", "HTTP/1.1")]
+
+
+def make(server: Any, cls: Any = llmclient.OpenAI, **kw: Any) -> Any:
+    kw.setdefault("max_retries", 0)
+    return cls(base_url=server.base_url, verify=server.ca_path or True, **kw)
+
+
+@pytest.mark.parametrize(("fixture", "version"), SERVERS)
+def test_every_resource_sync(request: pytest.FixtureRequest, fixture: str, version: str) -> None:
+    server = request.getfixturevalue(fixture)
+    c = make(server)
+    assert CHAT in [m.id for m in c.models.list()]
+    assert c.models.retrieve(CHAT).id == CHAT
+    r = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8)
+    assert r.choices[0].message.content and r.choices[0].finish_reason in ("stop", "length")
+    assert r.usage.completion_tokens > 0 and r.timings.http_version == version
+    assert r._request_id.startswith(r.trace_id)
+    stream = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8, stream=True,
+                                       stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert chunks[-1].usage is not None and stream.timings.http_version == version
+    assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+    assert c.completions.create(model=CHAT, prompt="Once", max_tokens=4).choices[0].text
+    floats = c.embeddings.create(model=EMBED, input=["a", "b"])
+    assert len(floats.data) == 2 and isinstance(floats.data[0].embedding[0], float)
+    b64 = c.embeddings.create(model=EMBED, input="a", encoding_format="base64")
+    assert isinstance(b64.data[0].embedding, str)
+
+
+@pytest.mark.parametrize(("fixture", "version"), SERVERS)
+def test_every_resource_async(request: pytest.FixtureRequest, fixture: str, version: str) -> None:
+    server = request.getfixturevalue(fixture)
+
+    async def main() -> None:
+        c = make(server, llmclient.AsyncOpenAI)
+        rs = await asyncio.gather(*[c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=4)
+                                    for _ in range(8)])
+        assert all(r.timings.http_version == version for r in rs)
+        stream = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=6, stream=True)
+        assert len([ch async for ch in stream]) >= 2
+        assert (await c.completions.create(model=CHAT, prompt="x", max_tokens=2)).choices
+        assert (await c.embeddings.create(model=EMBED, input="x")).data[0].embedding
+        assert [m.id async for m in c.models.list()]
+
+    asyncio.run(main())
+
+
+def test_server_saw_our_request_id(ref_server: Any) -> None:
+    r = make(ref_server).chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+    assert r._request_id.startswith(r.trace_id + "-")  # the server echoes X-Request-ID
+    assert r.timings.server_timing.get("total") is not None
+
+
+def test_unknown_model(ref_server: Any) -> None:
+    with pytest.raises(llmclient.NotFoundError, match="does not exist") as info:
+        make(ref_server).chat.completions.create(model="no-such-model", messages=MSG)
+    assert info.value.trace_id in str(info.value)
+
+
+def test_wrong_base_url_path(ref_server: Any) -> None:
+    c = llmclient.OpenAI(base_url=ref_server.url + "/nope", max_retries=0)
+    with pytest.raises(llmclient.NotFoundError, match="not a route"):
+        c.chat.completions.create(model=CHAT, messages=MSG)
+
+
+@pytest.mark.parametrize(("spec", "cls"), [("status=503", llmclient.InternalServerError),
+                                           ("oom", llmclient.InternalServerError),
+                                           ("status=500", llmclient.InternalServerError)])
+def test_injected_status_faults(ref_server: Any, spec: str, cls: type) -> None:
+    with pytest.raises(cls):
+        make(ref_server).chat.completions.create(model=CHAT, messages=MSG, extra_headers={"x-fault": spec})
+
+
+def test_rate_limit_retries_honour_retry_after(ref_server: Any) -> None:
+    c = make(ref_server, max_retries=1)
+    with pytest.raises(llmclient.RateLimitError) as info:
+        c.chat.completions.create(model=CHAT, messages=MSG, extra_headers={"x-fault": "status=429;retry_after=0.2"})
+    assert info.value.timings is not None and info.value.timings.retries == 1
+
+
+@pytest.mark.parametrize("fixture", ["ref_server", "ref_server_h1"])
+def test_cut_stream_raises_incomplete(request: pytest.FixtureRequest, fixture: str) -> None:
+    c = make(request.getfixturevalue(fixture))
+    stream = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=20, stream=True,
+                                       extra_headers={"x-fault": "cut_after=3"})
+    with pytest.raises(llmclient.IncompleteStreamError):
+        list(stream)
+    assert c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2).choices
+
+
+def test_malformed_sse_raises(ref_server: Any) -> None:
+    stream = make(ref_server).chat.completions.create(model=CHAT, messages=MSG, max_tokens=10, stream=True,
+                                                      extra_headers={"x-fault": "malformed_sse"})
+    with pytest.raises(llmclient.MalformedResponseError):
+        list(stream)
+
+
+def test_reset_raises_a_public_error(ref_server: Any) -> None:
+    c = make(ref_server)
+    with pytest.raises(llmclient.APIError):
+        list(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=10, stream=True,
+                                       extra_headers={"x-fault": "reset"}))
+    assert c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2).choices
+
+
+@pytest.mark.parametrize("fixture", ["ref_server", "ref_server_tls"])
+def test_early_close_keeps_the_h2_connection(request: pytest.FixtureRequest, fixture: str) -> None:
+    c = make(request.getfixturevalue(fixture))
+    c.models.list()
+    stream = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=500, stream=True,
+                                       extra_headers={"x-fault": "slow_ms=10"})
+    next(iter(stream))
+    stream.close()
+    for _ in range(5):
+        r = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+        assert r.timings.connection_reused is True and r.timings.http_version == "HTTP/2"
