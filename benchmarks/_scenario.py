@@ -1,0 +1,295 @@
+"""The Scenario interface: how one row (or a few rows) of the savings suite is written.
+
+A scenario is a module in ``benchmarks/scenarios/`` that defines one or more objects with
+``name``, ``description``, ``requires`` and ``run(ctx) -> ScenarioResult`` and lists them in a
+module-level ``SCENARIOS`` tuple. Discovery (``benchmarks.scenarios.discover``) imports every
+module of that package, so adding a file is enough; nobody edits a central list.
+
+    from benchmarks._scenario import Context, Row, ScenarioResult, Workload
+
+    class Caching:
+        name = "cache"
+        description = "Zipf-repeated prompts: official client vs llmclient with a response cache"
+        requires = ("llmclient", "llmclient.cache")
+
+        def run(self, ctx: Context) -> ScenarioResult:
+            requests = [ctx.chat_request(prompt, max_tokens=32) for prompt in prompts]
+            records = ctx.interleave(
+                {"openai": ctx.driver("openai"), "llmclient": ctx.driver("llmclient", cache=True)},
+                requests,
+            )
+            return ScenarioResult.of(self, records, rows=[Row("cache", "openai", "llmclient")])
+
+    SCENARIOS = (Caching(),)
+
+``requires`` names capabilities (see :data:`CAPABILITIES`). Before ``run`` the suite checks
+them against ``ctx.capabilities``; a missing one prints ``not available: <reason>`` and no row
+is made up. A scenario that finds out only while running that it cannot go on raises
+:class:`NotAvailable` with the reason.
+
+Everything a scenario measures is a :class:`RequestRecord` per request, grouped by *variant*
+(``"openai"``, ``"fresh-connection"``, ``"llmclient"``, ...). Stats (percentiles, failures by
+status and kind, breakdowns) are derived from those records by ``benchmarks.stats`` when the
+result is reported, so every scenario is summarised the same way. A :class:`Row` says which two
+variants the savings table compares (baseline first).
+
+Variants run *interleaved* (A B A B ...) through :meth:`Context.interleave`, so machine noise
+(other processes on a shared 2-core box) hits both sides alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from benchmarks.serverproc import ServerProcess
+
+# Capabilities a scenario may require. The suite fills ``Context.capabilities`` by probing the
+# installed packages and the server; names are plain strings so new ones cost nothing.
+CAPABILITIES: Mapping[str, str] = {
+    "llmclient": "the llmclient package imports (OpenAI, AsyncOpenAI)",
+    "openai": "the official openai client is installed (pip install 'llmclient[bench]')",
+    "llmclient.cache": "llmclient.cache (response cache) is built",
+    "llmclient.protobuf": "llmclient's protobuf codec is built",
+    "llmclient.images": "llmclient's image preprocessing glue is built",
+    "llmclient.prefetch": "llmclient's speculative prefetch glue is built",
+    "reference_server": "the embedded reference server (not --base-url)",
+    "faults": "the server honours the x-fault header (reference server only)",
+    "tls": "the server speaks TLS, so handshakes are part of the measurement",
+    "vision": "the model accepts image inputs",
+    "metrics": "the server exposes /metrics",
+    "spawn_server": "the harness may start extra server processes (cold start)",
+}
+
+
+class NotAvailable(Exception):
+    """Raised by a scenario that cannot run here; the message is the reason printed."""
+
+
+@dataclass
+class RequestRecord:
+    """One request as the harness saw it. Times are milliseconds; ``start_s`` is seconds since
+    the scenario's epoch (``time.perf_counter`` based). In open-loop runs ``latency_ms`` is taken
+    from the request's *scheduled* send time, so queueing in the client is counted."""
+
+    variant: str
+    trace_id: str
+    start_s: float
+    latency_ms: float
+    status: int | None = None              # HTTP status; None when no response came back
+    error_kind: str | None = None          # None on success; "timeout", "reset", "truncated", ...
+    ttft_ms: float | None = None           # first chunk with non-empty content (stream only)
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+    itl_ms: list[float] = field(default_factory=list)   # gaps between content chunks
+    bytes_sent: int | None = None
+    bytes_received: int | None = None
+    schedule_lag_ms: float = 0.0           # actual send - scheduled send (harness/client queue)
+    breakdown: dict[str, float] = field(default_factory=dict)  # connect, tls, queue, ...
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None and self.status is not None and self.status < 400
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RequestRecord:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the savings table: ``candidate`` measured against ``baseline``."""
+
+    label: str
+    baseline: str
+    candidate: str
+    metric: str = "latency_ms"       # or "ttft_ms"
+
+
+@dataclass
+class ScenarioResult:
+    """What a scenario hands back: raw records per variant plus how to read them."""
+
+    name: str
+    description: str
+    variants: dict[str, list[RequestRecord]] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # e.g. "quick mode: 200 requests, not 1000"
+    series: dict[str, Any] = field(default_factory=dict)  # sweep points, knee, GPU samples...
+    skipped: str | None = None       # set instead of records when the scenario could not run
+
+    @classmethod
+    def of(
+        cls,
+        scenario: Scenario,
+        variants: Mapping[str, list[RequestRecord]],
+        rows: Sequence[Row] = (),
+        notes: Sequence[str] = (),
+        series: Mapping[str, Any] | None = None,
+    ) -> ScenarioResult:
+        return cls(
+            name=scenario.name,
+            description=scenario.description,
+            variants=dict(variants),
+            rows=list(rows),
+            notes=list(notes),
+            series=dict(series or {}),
+        )
+
+    @classmethod
+    def not_available(cls, scenario: Scenario, reason: str) -> ScenarioResult:
+        return cls(name=scenario.name, description=scenario.description, skipped=reason)
+
+
+@runtime_checkable
+class Scenario(Protocol):
+    """Plain class attributes satisfy these (read-only here, so ``requires = ("a", "b")``
+    type-checks without annotating it ``tuple[str, ...]``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def requires(self) -> Sequence[str]: ...
+
+    def run(self, ctx: Context) -> ScenarioResult: ...
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """A workload item: a chat completion body plus whether to stream it."""
+
+    messages: list[dict[str, Any]]
+    max_tokens: int = 64
+    stream: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)   # e.g. {"x-fault": "status=429"}
+
+
+# A driver sends one request and returns its record; ``scheduled`` is the perf_counter time it
+# should have been sent at (open loop) or None (closed loop: latency from the actual send).
+Driver = Callable[[ChatRequest, "float | None"], Awaitable[RequestRecord]]
+
+
+def new_trace_id() -> str:
+    """A W3C trace-context trace id (32 lowercase hex digits, not all zero)."""
+    return secrets.token_hex(16)
+
+
+def traceparent(trace_id: str) -> str:
+    # W3C Trace Context §3.2: version-traceid-parentid-flags; sampled so servers log it.
+    return f"00-{trace_id}-{secrets.token_hex(8)}-01"
+
+
+@dataclass
+class Context:
+    """What a scenario may use. URLs end in ``/v1``.
+
+    base_url     goes through the emulated network (what every measurement should use)
+    direct_url   the server without the emulated network (setup, warm-up checks)
+    network      profile name ("wan", "lan", "mobile", "loopback")
+    budget       requests per variant a scenario should aim for (smaller with ``quick``)
+    """
+
+    base_url: str
+    direct_url: str
+    network: str
+    quick: bool
+    api_key: str
+    model: str
+    budget: int
+    capabilities: frozenset[str]
+    verify: str | bool = True               # CA bundle path for the reference server's TLS
+    seed: int = 0
+    network_measured: dict[str, Any] = field(default_factory=dict)
+    server: ServerProcess | None = None     # the embedded server, when there is one
+    spawn_server: Callable[..., ServerProcess] | None = None
+    progress: Callable[[str], None] = lambda _msg: None
+    # Puts the same emulated network in front of another server (e.g. one from spawn_server);
+    # yields that server's base URL as seen through it.
+    through_network: Callable[[ServerProcess], AbstractContextManager[str]] | None = None
+    epoch: float = field(default_factory=time.perf_counter)
+    # One event loop for the whole suite: async clients bound to it stay warm across calls.
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    def run(self, coro: Awaitable[Any]) -> Any:
+        """Run a coroutine on the suite's loop (scenarios themselves are plain functions)."""
+        return self.loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        for closer in reversed(self.closers):
+            try:
+                self.run(closer())
+            except Exception:  # a client that fails to close must not hide the results
+                pass
+        self.closers.clear()
+        # Streams a scenario stopped reading still hold async generators; finalise them here,
+        # not at interpreter exit, where they would warn about a closed loop.
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+
+    # ---- capabilities -------------------------------------------------------------------
+    def missing(self, requires: Sequence[str]) -> list[str]:
+        return [name for name in requires if name not in self.capabilities]
+
+    # ---- workload helpers ---------------------------------------------------------------
+    def chat_request(self, prompt: str, max_tokens: int = 64, stream: bool = False,
+                     **extra: Any) -> ChatRequest:
+        return ChatRequest(messages=[{"role": "user", "content": prompt}],
+                           max_tokens=max_tokens, stream=stream, extra_body=dict(extra))
+
+    def driver(self, kind: str, **options: Any) -> Driver:
+        """A request sender: ``"fresh-connection"`` (new httpx client per call, HTTP/1.1),
+        ``"openai"`` (official client, defaults), ``"llmclient"`` (warm HTTP/2; ``options`` go
+        to ``create`` as llmclient per-call options, e.g. ``cache=True``)."""
+        from benchmarks.drivers import make_driver
+
+        return make_driver(kind, self, **options)
+
+    def interleave(self, variants: Mapping[str, Driver], requests: Sequence[ChatRequest],
+                   warmup: int = 2, distinct: bool = True) -> dict[str, list[RequestRecord]]:
+        """Send every request through every variant, alternating A B A B (the order flips each
+        round so neither side always goes first); ``warmup`` rounds are sent and dropped.
+        ``distinct`` tags each variant's copy of a prompt so the server's prefix cache cannot
+        favour the variant that goes second (pass False to send byte-identical requests)."""
+        from benchmarks.load import run_interleaved
+
+        return run_interleaved(self, variants, requests, warmup=warmup, distinct=distinct)
+
+    @contextlib.contextmanager
+    def routed(self, server: ServerProcess) -> Iterator[str]:
+        """``server``'s base URL through the emulated network (directly when there is none)."""
+        if self.through_network is None:
+            yield server.base_url
+            return
+        with self.through_network(server) as url:
+            yield url
+
+    def derive(self, **changes: Any) -> Context:
+        """A copy pointing elsewhere (another server), sharing the loop and the closers."""
+        return dataclasses.replace(self, **changes)
+
+    def now_s(self) -> float:
+        return time.perf_counter() - self.epoch
+
+
+def default_api_key() -> str:
+    return os.environ.get("OPENAI_API_KEY", "bench-key")

@@ -1,0 +1,340 @@
+"""``python -m benchmarks``: the savings suite, and ``python -m benchmarks compare``.
+
+    python -m benchmarks [--network wan|lan|mobile|loopback] [--quick] [--scenarios a,b]
+                         [--profile h100-8b] [--out results] [--base-url URL --api-key KEY]
+    python -m benchmarks compare BASELINE.json CURRENT.json --max-p99-regression 10%
+
+Without ``--base-url`` it starts the reference server (TLS, so handshakes count) and puts the
+emulated network between client and server; with it, it runs what makes sense against that
+server directly (add ``--network`` to emulate a network in front of it as well) and says which
+scenarios it skipped and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from benchmarks._scenario import Context, NotAvailable, ScenarioResult, default_api_key
+from benchmarks.serverproc import ServerProcess, start_server
+from benchmarks.stats import SLO
+
+__all__ = ["main", "parse_slo", "probe_capabilities"]
+
+NETWORKS = ("wan", "lan", "mobile", "loopback", "none")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--network", choices=NETWORKS, default=None,
+                   help="emulated network profile (default: wan; with --base-url: none)")
+    p.add_argument("--quick", action="store_true",
+                   help="small budgets for CI smoke runs (under 3 minutes on 2 cores)")
+    p.add_argument("--scenarios", default="", help="comma-separated scenario names (default all)")
+    p.add_argument("--list", action="store_true", help="list scenarios and exit")
+    p.add_argument("--profile", default="h100-8b", help="reference server engine profile")
+    p.add_argument("--no-tls", action="store_true", help="reference server over plain HTTP")
+    p.add_argument("--out", default="results", help="results directory (a timestamped folder "
+                   "is created inside)")
+    p.add_argument("--base-url", help="an OpenAI-compatible server instead of the embedded one")
+    p.add_argument("--api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
+    p.add_argument("--model", default=None, help="model name (default: the server's first)")
+    p.add_argument("--capability", action="append", default=[],
+                   help="declare a capability of the --base-url server (e.g. vision)")
+    p.add_argument("--slo", default="ttft=2000,tpot=200,e2e=30000",
+                   help="goodput SLOs in ms, e.g. ttft=500,tpot=50 (missing ones: no limit)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def parse_slo(text: str) -> SLO:
+    """``ttft=500,tpot=50,e2e=10000`` (milliseconds) -> SLO; unknown keys are an error."""
+    values: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, raw = item.partition("=")
+        if not sep or key.strip() not in ("ttft", "tpot", "e2e"):
+            raise ValueError(f"--slo item {item!r}: expected ttft=MS, tpot=MS or e2e=MS")
+        try:
+            values[key.strip()] = float(raw)
+        except ValueError:
+            raise ValueError(f"--slo item {item!r}: {raw!r} is not a number") from None
+    return SLO(ttft_ms=values.get("ttft"), tpot_ms=values.get("tpot"), e2e_ms=values.get("e2e"))
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks compare",
+                                description="Exit 1 on a P99 regression beyond the threshold, "
+                                            "2 on bad input, 0 otherwise.")
+    p.add_argument("baseline")
+    p.add_argument("current")
+    p.add_argument("--max-p99-regression", default="10%")
+    p.add_argument("--min-samples", type=int, default=20,
+                   help="P99s from fewer requests are shown but not gated")
+    return p
+
+
+def probe_capabilities(reference: bool, tls: bool, extra: list[str]) -> set[str]:
+    """What this installation (and server) can do; scenarios check ``requires`` against it."""
+    caps = set(extra)
+    with contextlib.suppress(ImportError):
+        import llmclient
+
+        if hasattr(llmclient, "AsyncOpenAI"):
+            caps.add("llmclient")
+    with contextlib.suppress(ImportError):
+        import openai  # noqa: F401
+
+        caps.add("openai")
+    for module, cap in (("llmclient.cache", "llmclient.cache"),
+                        ("llmclient._protobuf", "llmclient.protobuf"),
+                        ("llmclient._images", "llmclient.images"),
+                        ("llmclient._prefetch", "llmclient.prefetch")):
+        with contextlib.suppress(Exception):
+            __import__(module)
+            caps.add(cap)
+    if reference:
+        caps |= {"reference_server", "faults", "spawn_server", "vision"}
+    if tls:
+        caps.add("tls")
+    return caps
+
+
+def _first_model(base_url: str, api_key: str, verify: str | bool) -> str | None:
+    import httpx
+
+    try:
+        response = httpx.get(base_url.rstrip("/") + "/models", verify=verify, timeout=10.0,
+                             headers={"authorization": f"Bearer {api_key}"})
+        data = response.json().get("data") or []
+        return str(data[0]["id"]) if data else None
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def _ssl_context(verify: str | bool) -> Any:
+    import ssl
+
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    return ssl.create_default_context() if verify else None
+
+
+@contextlib.contextmanager
+def _network(profile: str, host: str, port: int, scheme: str, verify: str | bool,
+             measure: bool, seed: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yields (origin through the emulated network, what the network achieved)."""
+    if profile == "none":
+        yield f"{scheme}://{host}:{port}", {"profile": "none (direct)"}
+        return
+    from benchmarks.netem import Network, measure_network
+
+    with Network(profile=profile, upstream=(host, port), seed=seed) as net:
+        measured: dict[str, Any] = {}
+        if measure:
+            ssl_ctx = _ssl_context(verify) if scheme == "https" else None
+            measured = measure_network(net, ssl_context=ssl_ctx, server_hostname=host
+                                       if ssl_ctx is not None else None)
+        measured.setdefault("profile", profile)
+        yield net.origin(scheme), measured
+
+
+def _progress(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _run_one(scenario: Any, ctx: Context) -> ScenarioResult:
+    missing = ctx.missing(scenario.requires)
+    if missing:
+        from benchmarks._scenario import CAPABILITIES
+
+        reason = "; ".join(f"needs {m} ({CAPABILITIES.get(m, 'capability')})" for m in missing)
+        return ScenarioResult.not_available(scenario, reason)
+    try:
+        return scenario.run(ctx)
+    except NotAvailable as exc:
+        return ScenarioResult.not_available(scenario, str(exc))
+
+
+def _one_line(result: ScenarioResult, seconds: float) -> str:
+    if result.skipped:
+        return f"[{result.name}] not available: {result.skipped}"
+    from benchmarks.stats import summarize
+
+    parts = []
+    for name, records in result.variants.items():
+        s = summarize(records)
+        if not s["n"]:
+            continue
+        p50 = s["latency_ms"].get("p50")
+        parts.append(f"{name} p50 {p50:.0f} ms n={s['n']} fail={s['n_failed']}"
+                     if p50 is not None else f"{name} n={s['n']} all failed")
+    shown = "; ".join(parts[:4]) + (" ..." if len(parts) > 4 else "")
+    return f"[{result.name}] done in {seconds:.1f}s: {shown}"
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    from benchmarks.load import measure_scheduler_overhead
+    from benchmarks.report import build_result, render_table, write_result
+    from benchmarks.sampler import MetricsSampler
+    from benchmarks.scenarios import discover, select
+
+    scenarios, errors = discover()
+    for err in errors:
+        print(f"warning: scenario module {err.module} not loaded: {err.error}", file=sys.stderr)
+    wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    try:
+        chosen = select(scenarios, wanted)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.list:
+        for s in scenarios:
+            print(f"{s.name:<14} requires {','.join(s.requires) or '-':<40} {s.description}")
+        return 0
+
+    try:
+        slo = parse_slo(args.slo)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    api_key = args.api_key or default_api_key()
+    reference = args.base_url is None
+    network = args.network or ("none" if args.base_url else "wan")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out_dir = Path(args.out) / stamp
+    out_dir.mkdir(parents=True, exist_ok=True)
+    server: ServerProcess | None = None
+    tls = reference and not args.no_tls
+    with contextlib.ExitStack() as stack:
+        if reference:
+            _progress(f"starting reference server (profile {args.profile}, "
+                      f"{'TLS' if tls else 'plain HTTP'}) ...")
+            server = start_server(profile=args.profile, tls=tls, log_dir=str(out_dir))
+            stack.callback(server.stop)
+            verify: str | bool = server.ca_path or True
+            direct = server.base_url
+            _progress(f"  ready in {server.started_s:.2f}s at {server.origin} "
+                      f"(log: {server.log_path})")
+        else:
+            verify = True
+            direct = args.base_url.rstrip("/")
+        parts = urlsplit(direct)
+        host, port = parts.hostname or "127.0.0.1", parts.port or (
+            443 if parts.scheme == "https" else 80)
+        _progress(f"network: {network} (measuring achieved RTT, bandwidth, TLS handshake) ...")
+        origin, measured = stack.enter_context(
+            _network(network, host, port, parts.scheme, verify, True, args.seed))
+        base_url = origin + (parts.path.rstrip("/") or "")
+        if reference:
+            base_url = origin + "/v1"
+        _progress(_describe_network(measured))
+        overhead = _harness_overhead(measure_scheduler_overhead)
+        _progress(f"harness overhead: open-loop send lag p50 {overhead['lag_p50_ms']:.2f} ms, "
+                  f"p99 {overhead['lag_p99_ms']:.2f} ms (n={overhead['n']:.0f}, no-op requests)")
+
+        caps = probe_capabilities(reference, tls, args.capability)
+        model = args.model or _first_model(direct, api_key, verify) or "default"
+        sampler = MetricsSampler(server.origin if server else direct.rsplit("/v1", 1)[0], verify)
+        if sampler.available():
+            caps.add("metrics")
+            sampler.start()
+            stack.callback(sampler.stop)
+
+        spawn: Callable[..., ServerProcess] | None = None
+        through: Any = None
+        if reference:
+            def spawn(**kwargs: Any) -> ServerProcess:
+                return start_server(tls=tls, log_dir=str(out_dir), **kwargs)
+
+            @contextlib.contextmanager
+            def through(srv: ServerProcess) -> Iterator[str]:
+                scheme = "https" if srv.tls else "http"
+                with _network(network, srv.host, srv.port, scheme, verify, False,
+                              args.seed) as (o, _m):
+                    yield o + "/v1"
+
+        ctx = Context(base_url=base_url, direct_url=direct, network=network, quick=args.quick,
+                      api_key=api_key, model=model, budget=24 if args.quick else 200,
+                      capabilities=frozenset(caps), verify=verify, seed=args.seed,
+                      network_measured=measured, server=server, spawn_server=spawn,
+                      progress=_progress, through_network=through)
+        stack.callback(ctx.close)
+        _progress(f"model {model}; capabilities: {', '.join(sorted(caps))}")
+        results: list[ScenarioResult] = []
+        crashed = 0
+        for i, scenario in enumerate(chosen, 1):
+            _progress(f"[{i}/{len(chosen)}] {scenario.name}: {scenario.description}")
+            t0 = time.perf_counter()
+            try:
+                result = _run_one(scenario, ctx)
+            except Exception as exc:  # one broken scenario must not lose the others' results
+                traceback.print_exc()
+                crashed += 1
+                result = ScenarioResult.not_available(
+                    scenario, f"crashed: {type(exc).__name__}: {exc}")
+            results.append(result)
+            _progress(_one_line(result, time.perf_counter() - t0))
+        gpu = sampler.stop() if "metrics" in caps else []
+        meta = {
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv),
+            "quick": args.quick,
+            "host": {"python": platform.python_version(), "platform": platform.platform(),
+                     "cpus": os.cpu_count()},
+            "server": ({"profile": server.profile, "tls": server.tls, "origin": server.origin,
+                        "log": server.log_path, "start_s": server.started_s}
+                       if server else {"base_url": args.base_url}),
+            "model": model,
+            "network": measured,
+            "harness_overhead": overhead,
+            "capabilities": sorted(caps),
+            "gpu_samples": gpu,
+        }
+        doc = build_result(results, meta, slo)
+        json_path, html_path = write_result(doc, out_dir)
+    print()
+    print(render_table(doc))
+    if doc["advice"]:
+        print("\nadvice:")
+        for line in doc["advice"]:
+            print(f"  - {line}")
+    print(f"\nwrote {json_path} and {html_path}")
+    return 1 if crashed else 0
+
+
+def _harness_overhead(measure: Any) -> dict[str, float]:
+    import asyncio
+
+    return asyncio.run(measure())
+
+
+def _describe_network(measured: dict[str, Any]) -> str:
+    if "rtt_ms" not in measured:
+        return f"  network: {measured.get('profile')}"
+    with contextlib.suppress(Exception):
+        from benchmarks.netem import format_measurement
+
+        return "\n".join("  " + line for line in format_measurement(measured).splitlines())
+    return f"  network: {measured}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "compare":
+        from benchmarks.compare import main as compare_main
+
+        cargs = _compare_parser().parse_args(argv[1:])
+        return compare_main(cargs.baseline, cargs.current, cargs.max_p99_regression,
+                            cargs.min_samples)
+    return run_suite(_parser().parse_args(argv))

@@ -1,0 +1,351 @@
+"""Request drivers: one request through one way of calling the API, returned as a record.
+
+Three ways apps call LLM APIs, compared in the suite:
+
+- ``fresh-connection``: a new ``httpx.AsyncClient`` (HTTP/1.1) per call, as scripts and
+  serverless handlers often do; every call pays TCP + TLS handshakes over the network.
+- ``openai``: the official ``openai.AsyncOpenAI`` client with its defaults (one pooled
+  HTTP/1.1 client, 2 retries).
+- ``llmclient``: ``llmclient.AsyncOpenAI`` (warm HTTP/2, orjson), with per-call options.
+
+Every request carries a W3C ``traceparent`` so a slow request can be found in the server's log;
+llmclient makes its own and reports it as ``response.trace_id``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from benchmarks._scenario import (
+    ChatRequest,
+    Driver,
+    RequestRecord,
+    new_trace_id,
+    traceparent,
+)
+
+if TYPE_CHECKING:
+    from benchmarks._scenario import Context
+
+__all__ = ["DRIVERS", "classify_error", "make_driver", "parse_server_timing"]
+
+DRIVERS = ("fresh-connection", "openai", "llmclient")
+TIMEOUT_S = 120.0
+
+_TIMING_ENTRY = re.compile(r"\s*([!#$%&'*+\-.^_`|~0-9A-Za-z]+)((?:\s*;\s*[^,;]*)*)")
+
+
+def parse_server_timing(value: str | None) -> dict[str, float]:
+    """``Server-Timing`` (W3C Server Timing §3) -> {name: dur ms}; entries without dur skipped."""
+    out: dict[str, float] = {}
+    if not value:
+        return out
+    for entry in value.split(","):
+        match = _TIMING_ENTRY.match(entry)
+        if not match:
+            continue
+        for param in match.group(2).split(";"):
+            key, _, raw = param.strip().partition("=")
+            if key.strip().lower() == "dur":
+                try:
+                    out[match.group(1)] = float(raw.strip().strip('"'))
+                except ValueError:
+                    pass
+    return out
+
+
+def classify_error(exc: BaseException) -> str:
+    """A failure's kind from its exception class names (works across httpx, openai, llmclient)."""
+    names = " ".join(cls.__name__ for cls in type(exc).__mro__).lower()
+    for needle, kind in (("timeout", "timeout"), ("incomplete", "truncated"),
+                         ("truncat", "truncated"), ("connecterror", "connect"),
+                         ("remoteprotocol", "reset"), ("readerror", "reset"),
+                         ("reset", "reset"), ("connection", "connect"),
+                         ("decode", "malformed"), ("jsondecode", "malformed")):
+        if needle in names:
+            return kind
+    return "other"
+
+
+def _status_of(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def _body(request: ChatRequest, model: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "messages": request.messages,
+                            "max_tokens": request.max_tokens, **request.extra_body}
+    if request.stream:
+        body["stream"] = True
+        body.setdefault("stream_options", {"include_usage": True})
+    return body
+
+
+class _Timer:
+    """Collects what every driver measures the same way: TTFT, inter-token gaps, tokens."""
+
+    def __init__(self, ctx: Context, variant: str, scheduled: float | None) -> None:
+        self.ctx = ctx
+        self.variant = variant
+        self.sent = time.perf_counter()
+        self.origin = scheduled if scheduled is not None else self.sent
+        self.ttft_ms: float | None = None
+        self.last_chunk: float | None = None
+        self.itl: list[float] = []
+        self.chunks = 0
+        self.trace_id = new_trace_id()
+
+    def content(self, text: str | None) -> None:
+        if not text:
+            return
+        now = time.perf_counter()
+        if self.ttft_ms is None:
+            self.ttft_ms = (now - self.origin) * 1000.0
+        elif self.last_chunk is not None:
+            self.itl.append((now - self.last_chunk) * 1000.0)
+        self.last_chunk = now
+        self.chunks += 1
+
+    def record(self, **fields: Any) -> RequestRecord:
+        latency = (time.perf_counter() - self.origin) * 1000.0
+        fields.setdefault("output_tokens", self.chunks or None)
+        return RequestRecord(variant=self.variant, trace_id=self.trace_id,
+                             start_s=self.origin - self.ctx.epoch, latency_ms=latency,
+                             ttft_ms=self.ttft_ms, itl_ms=self.itl,
+                             schedule_lag_ms=(self.sent - self.origin) * 1000.0, **fields)
+
+    def failure(self, exc: BaseException) -> RequestRecord:
+        status = _status_of(exc)
+        kind = None if status is not None else classify_error(exc)
+        return self.record(status=status, error_kind=kind or "http_error",
+                           output_tokens=None, extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
+
+
+def _chunk_text(chunk: Mapping[str, Any]) -> str | None:
+    choices = chunk.get("choices") or []
+    if not choices:
+        return None
+    delta = choices[0].get("delta") or {}
+    content = delta.get("content")
+    return content if isinstance(content, str) else None
+
+
+async def _sse_events(lines: AsyncIterator[str],
+                      trailer: dict[str, float]) -> AsyncIterator[dict[str, Any]]:
+    """Decode an OpenAI SSE stream (WHATWG HTML §9.2 event stream); raises on truncation.
+    The reference server sends its Server-Timing as a ``: server-timing ...`` comment line
+    before ``[DONE]`` (headers are long gone by then); it lands in ``trailer``."""
+    done = False
+    async for line in lines:
+        if line.startswith(": server-timing"):
+            trailer.update(parse_server_timing(line.removeprefix(": server-timing")))
+            continue
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            done = True
+            break
+        yield json.loads(data)
+    if not done:
+        raise _TruncatedStream("stream ended without [DONE]")
+
+
+class _TruncatedStream(Exception):
+    pass
+
+
+def _fresh_connection(ctx: Context, variant: str) -> Driver:
+    import httpx
+
+    url = ctx.base_url.rstrip("/") + "/chat/completions"
+
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        timer = _Timer(ctx, variant, scheduled)
+        stamps: dict[str, float] = {}
+
+        async def trace(name: str, info: Mapping[str, Any]) -> None:
+            stamps[name] = time.perf_counter()
+
+        headers = {"authorization": f"Bearer {ctx.api_key}",
+                   "traceparent": traceparent(timer.trace_id), **request.headers}
+        body = json.dumps(_body(request, ctx.model)).encode()
+        try:
+            async with (
+                httpx.AsyncClient(http2=False, verify=ctx.verify, timeout=TIMEOUT_S) as client,
+                client.stream("POST", url, content=body, headers=headers,
+                              extensions={"trace": trace}) as response,
+            ):
+                    usage: dict[str, Any] = {}
+                    server_timing = parse_server_timing(response.headers.get("server-timing"))
+                    if response.status_code >= 400:
+                        await response.aread()
+                        return timer.record(status=response.status_code,
+                                            error_kind="http_error", output_tokens=None,
+                                            bytes_sent=len(body))
+                    if request.stream:
+                        async for event in _sse_events(response.aiter_lines(), server_timing):
+                            timer.content(_chunk_text(event))
+                            usage = event.get("usage") or usage
+                        received = response.num_bytes_downloaded
+                    else:
+                        raw = await response.aread()
+                        received = len(raw)
+                        usage = json.loads(raw).get("usage") or {}
+            breakdown = _phase_breakdown(stamps)
+            breakdown.update({f"server.{k}": v for k, v in server_timing.items()})
+            return timer.record(status=response.status_code, bytes_sent=len(body),
+                                bytes_received=received, breakdown=breakdown,
+                                output_tokens=usage.get("completion_tokens") or timer.chunks or None,
+                                prompt_tokens=usage.get("prompt_tokens"))
+        except Exception as exc:
+            return timer.failure(exc)
+
+    return send
+
+
+def _phase_breakdown(stamps: Mapping[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for label, prefix in (("connect", "connection.connect_tcp"), ("tls", "connection.start_tls")):
+        start, end = stamps.get(f"{prefix}.started"), stamps.get(f"{prefix}.complete")
+        if start is not None and end is not None:
+            out[label] = (end - start) * 1000.0
+    return out
+
+
+def _openai(ctx: Context, variant: str) -> Driver:
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("the official client is missing: pip install 'llmclient[bench]'") from exc
+    state: dict[str, Any] = {}
+
+    def client() -> Any:
+        if "client" not in state:
+            kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key}
+            if ctx.verify is not True:
+                # Only the CA bundle differs from the defaults (the reference server's own CA).
+                kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ctx.verify)
+            state["client"] = openai.AsyncOpenAI(**kwargs)
+            ctx.closers.append(state["client"].close)
+        return state["client"]
+
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        timer = _Timer(ctx, variant, scheduled)
+        headers = {"traceparent": traceparent(timer.trace_id), **request.headers}
+        body = _body(request, ctx.model)
+        body.pop("model")
+        try:
+            if request.stream:
+                stream = await client().chat.completions.create(
+                    model=ctx.model, extra_headers=headers, **body)
+                tokens = None
+                async for chunk in stream:
+                    if chunk.choices:
+                        timer.content(chunk.choices[0].delta.content)
+                    if chunk.usage:
+                        tokens = chunk.usage.completion_tokens
+                return timer.record(status=200, output_tokens=tokens or timer.chunks or None)
+            raw = await client().chat.completions.with_raw_response.create(
+                model=ctx.model, extra_headers=headers, **body)
+            completion = raw.parse()
+            usage = completion.usage
+            return timer.record(
+                status=raw.status_code,
+                output_tokens=usage.completion_tokens if usage else None,
+                prompt_tokens=usage.prompt_tokens if usage else None,
+                breakdown={f"server.{k}": v for k, v in
+                           parse_server_timing(raw.headers.get("server-timing")).items()})
+        except Exception as exc:
+            return timer.failure(exc)
+
+    return send
+
+
+def _llmclient(ctx: Context, variant: str, **options: Any) -> Driver:
+    state: dict[str, Any] = {}
+    client_options = options.pop("client_options", {})
+
+    def client() -> Any:
+        if "client" not in state:
+            # Imported by name: llmclient is optional for the harness (the suite reports it
+            # "not available" when it is missing) and typed loosely here on purpose.
+            llmclient = importlib.import_module("llmclient")
+            kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key,
+                                      **client_options}
+            if ctx.verify is not True:
+                kwargs.setdefault("verify", ctx.verify)
+            state["client"] = llmclient.AsyncOpenAI(**kwargs)
+            close = getattr(state["client"], "close", None) or state["client"].aclose
+            ctx.closers.append(close)
+        return state["client"]
+
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        timer = _Timer(ctx, variant, scheduled)
+        body = _body(request, ctx.model)
+        body.pop("model")
+        try:
+            response = await client().chat.completions.create(
+                model=ctx.model, extra_headers=dict(request.headers), **body, **options)
+            tokens = None
+            if request.stream:
+                async for chunk in response:
+                    if chunk.choices:
+                        timer.content(chunk.choices[0].delta.content)
+                    if getattr(chunk, "usage", None):
+                        tokens = chunk.usage.completion_tokens
+            else:
+                usage = getattr(response, "usage", None)
+                tokens = usage.completion_tokens if usage else None
+            timer.trace_id = getattr(response, "trace_id", None) or timer.trace_id
+            timings = getattr(response, "timings", None)
+            return timer.record(status=200, output_tokens=tokens or timer.chunks or None,
+                                **_from_call_record(timings))
+        except Exception as exc:
+            trace_id = getattr(exc, "trace_id", None)
+            if trace_id:
+                timer.trace_id = trace_id
+            return timer.failure(exc)
+
+    return send
+
+
+def _from_call_record(timings: Any) -> dict[str, Any]:
+    """Record fields from llmclient's CallRecord (``response.timings``), when it has one."""
+    if timings is None:
+        return {}
+    breakdown: dict[str, float] = {}
+    for name, attr in (("client_queue", "queued_ms"), ("connect", "connect_ms"),
+                       ("tls", "tls_ms"), ("image_prep", "image_prep_ms")):
+        value = getattr(timings, attr, None)
+        if value is not None:
+            breakdown[name] = float(value)
+    for key, value in (getattr(timings, "server_timing", None) or {}).items():
+        breakdown[f"server.{key}"] = float(value)
+    extra = {key: getattr(timings, key, None) for key in
+             ("http_version", "connection_reused", "retries", "cache", "prefetch_joined",
+              "wire", "image_bytes_saved")}
+    return {"breakdown": breakdown, "bytes_sent": getattr(timings, "bytes_sent", None),
+            "bytes_received": getattr(timings, "bytes_received", None),
+            "extra": {k: v for k, v in extra.items() if v is not None}}
+
+
+def make_driver(kind: str, ctx: Context, **options: Any) -> Driver:
+    variant = options.pop("variant", kind)
+    if kind == "fresh-connection":
+        return _fresh_connection(ctx, variant)
+    if kind == "openai":
+        return _openai(ctx, variant)
+    if kind == "llmclient":
+        return _llmclient(ctx, variant, **options)
+    raise ValueError(f"unknown driver {kind!r}; known: {', '.join(DRIVERS)}")

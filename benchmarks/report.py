@@ -1,0 +1,464 @@
+"""Results as data, a terminal table and a self-contained HTML report (inline SVG, no JS).
+
+``build_result`` turns scenario results into the JSON document (schema ``llmclient-bench/1``)
+that ``compare`` and ``render_html`` read; everything after it is a pure function of that dict,
+so a stored result can be re-rendered and tested without running anything.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks._scenario import RequestRecord, ScenarioResult
+from benchmarks.stats import SLO, cdf, ratio, summarize
+
+__all__ = ["SCHEMA", "build_result", "render_html", "render_table", "write_result"]
+
+SCHEMA = "llmclient-bench/1"
+# Goodput SLO used in reports unless the CLI is given others: interactive chat targets.
+DEFAULT_SLO = SLO(ttft_ms=2000.0, tpot_ms=200.0, e2e_ms=30_000.0)
+_COLOURS = ("#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c", "#6c757d",
+            "#e07a5f", "#3d405b", "#81b29a")
+
+
+# ---- result document ------------------------------------------------------------------------
+def _row_json(row: Any, summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    base, cand = summaries.get(row.baseline, {}), summaries.get(row.candidate, {})
+    b, c = base.get(row.metric, {}), cand.get(row.metric, {})
+    return {
+        "label": row.label, "baseline": row.baseline, "candidate": row.candidate,
+        "metric": row.metric,
+        "baseline_p50": b.get("p50"), "baseline_p99": b.get("p99"),
+        "candidate_p50": c.get("p50"), "candidate_p99": c.get("p99"),
+        "ratio_p50": ratio(b.get("p50"), c.get("p50")),
+        "ratio_p99": ratio(b.get("p99"), c.get("p99")),
+        # n_*: samples behind the percentiles (successes); requests_*: everything sent.
+        "n_baseline": b.get("n", 0), "n_candidate": c.get("n", 0),
+        "requests_baseline": base.get("n", 0), "requests_candidate": cand.get("n", 0),
+        "failed_baseline": base.get("n_failed", 0), "failed_candidate": cand.get("n_failed", 0),
+    }
+
+
+def scenario_json(result: ScenarioResult, slo: SLO = DEFAULT_SLO) -> dict[str, Any]:
+    summaries = {name: summarize(recs, slo) for name, recs in result.variants.items()}
+    return {
+        "name": result.name,
+        "description": result.description,
+        "skipped": result.skipped,
+        "notes": result.notes,
+        "rows": [_row_json(row, summaries) for row in result.rows],
+        "summaries": summaries,
+        "series": _jsonable(result.series),
+        "records": {name: [r.to_json() for r in recs] for name, recs in result.variants.items()},
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, RequestRecord):
+        return value.to_json()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items() if k != "records"}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def build_result(scenarios: Sequence[ScenarioResult], meta: Mapping[str, Any],
+                 slo: SLO = DEFAULT_SLO) -> dict[str, Any]:
+    from benchmarks.advice import advise
+
+    doc: dict[str, Any] = {"schema": SCHEMA, **meta,
+                           "scenarios": [scenario_json(s, slo) for s in scenarios]}
+    doc["advice"] = advise(doc)
+    return doc
+
+
+def write_result(doc: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = out_dir / "result.json", out_dir / "report.html"
+    json_path.write_text(json.dumps(doc, indent=1, allow_nan=False, default=str))
+    html_path.write_text(render_html(doc))
+    return json_path, html_path
+
+
+# ---- terminal ---------------------------------------------------------------------------------
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _failures(summary: Mapping[str, Any]) -> str:
+    parts = {**summary.get("failures_by_status", {}),
+             **{k: v for k, v in summary.get("failures_by_kind", {}).items() if k != "http_error"}}
+    return ",".join(f"{k}:{v}" for k, v in sorted(parts.items())) or "0"
+
+
+def render_table(doc: Mapping[str, Any]) -> str:
+    """The savings table: one line per row, then per-variant lines for row-less scenarios."""
+    head = (f"{'row':<52} {'metric':<7} {'base p50':>8} {'p99':>7} {'llmc p50':>8} {'p99':>7} "
+            f"{'p50 x':>6} {'p99 x':>6} {'requests':>9} {'failures b/c'}")
+    lines = [head, "-" * len(head)]
+    for scen in doc.get("scenarios", []):
+        if scen.get("skipped"):
+            lines.append(f"{scen['name']:<52} not available: {scen['skipped']}")
+            continue
+        for row in scen["rows"]:
+            s = scen["summaries"]
+            metric = "ttft" if row["metric"] == "ttft_ms" else "e2e"
+            lines.append(
+                f"{row['label'][:52]:<52} {metric:<7} {_ms(row['baseline_p50']):>8} "
+                f"{_ms(row['baseline_p99']):>7} {_ms(row['candidate_p50']):>8} "
+                f"{_ms(row['candidate_p99']):>7} {_x(row['ratio_p50']):>6} "
+                f"{_x(row['ratio_p99']):>6} "
+                f"{row.get('requests_baseline', 0):>4}/{row.get('requests_candidate', 0):<4} "
+                f"{_failures(s.get(row['baseline'], {}))}/{_failures(s.get(row['candidate'], {}))}")
+        if not scen["rows"]:
+            for name, s in scen["summaries"].items():
+                lat = s["latency_ms"]
+                lines.append(
+                    f"{(scen['name'] + ': ' + name)[:52]:<52} e2e     p50 {_ms(lat.get('p50'))} "
+                    f"p90 {_ms(lat.get('p90'))} p99 {_ms(lat.get('p99'))} "
+                    f"p99.9 {_ms(lat.get('p999'))} ms, ttft p50 {_ms(s['ttft_ms'].get('p50'))}, "
+                    f"n={s['n']} failures {_failures(s)}"
+                    + (f", goodput {s['goodput_rps']:.1f}/s" if "goodput_rps" in s else ""))
+        knee = scen.get("series", {}).get("knee_rate")
+        if scen["name"] == "sweep":
+            lines.append(f"{'':<52} knee at {knee} req/s" if knee else f"{'':<52} no knee found")
+    notes = [f"  {scen['name']}: {note}" for scen in doc.get("scenarios", [])
+             for note in scen.get("notes", [])]
+    if notes:
+        lines += ["", "notes:", *notes]
+    return "\n".join(lines)
+
+
+# ---- SVG --------------------------------------------------------------------------------------
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+class _Axes:
+    """A plot area mapping data to pixels; log-x optional (latency CDFs span decades)."""
+
+    def __init__(self, xs: Iterable[float], ys: Iterable[float], width: int = 560,
+                 height: int = 260, log_x: bool = False, y_min: float | None = None) -> None:
+        xs, ys = list(xs), list(ys)
+        self.w, self.h, self.log_x = width, height, log_x and min(xs, default=1) > 0
+        self.left, self.right, self.top, self.bottom = 60, 20, 20, 40
+        self.x0, self.x1 = min(xs, default=0.0), max(xs, default=1.0)
+        self.y0 = min(ys, default=0.0) if y_min is None else y_min
+        self.y1 = max(ys, default=1.0)
+        if self.x1 <= self.x0:
+            self.x1 = self.x0 + 1.0
+        if self.y1 <= self.y0:
+            self.y1 = self.y0 + 1.0
+
+    def _fx(self, x: float) -> float:
+        if self.log_x:
+            x, lo, hi = math.log10(max(x, 1e-9)), math.log10(self.x0), math.log10(self.x1)
+        else:
+            lo, hi = self.x0, self.x1
+        return self.left + (x - lo) / ((hi - lo) or 1.0) * (self.w - self.left - self.right)
+
+    def _fy(self, y: float) -> float:
+        span = self.h - self.top - self.bottom
+        return self.top + span - (y - self.y0) / (self.y1 - self.y0) * span
+
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        return self._fx(x), self._fy(y)
+
+    def frame(self, x_label: str, y_label: str) -> str:
+        parts = [f'<rect x="{self.left}" y="{self.top}" width="{self.w - self.left - self.right}"'
+                 f' height="{self.h - self.top - self.bottom}" fill="none" stroke="#999"/>']
+        for i in range(5):
+            fx = i / 4
+            if self.log_x:
+                xv = 10 ** (math.log10(self.x0) + fx * (math.log10(self.x1) - math.log10(self.x0)))
+            else:
+                xv = self.x0 + fx * (self.x1 - self.x0)
+            yv = self.y0 + fx * (self.y1 - self.y0)
+            px, py = self._fx(xv), self._fy(yv)
+            parts.append(f'<text x="{px:.1f}" y="{self.h - self.bottom + 14}" font-size="10" '
+                         f'text-anchor="middle">{_num(xv)}</text>')
+            parts.append(f'<text x="{self.left - 4}" y="{py + 3:.1f}" font-size="10" '
+                         f'text-anchor="end">{_num(yv)}</text>')
+        parts.append(f'<text x="{self.w / 2:.0f}" y="{self.h - 6}" font-size="11" '
+                     f'text-anchor="middle">{_esc(x_label)}</text>')
+        parts.append(f'<text x="12" y="{self.h / 2:.0f}" font-size="11" text-anchor="middle" '
+                     f'transform="rotate(-90 12 {self.h / 2:.0f})">{_esc(y_label)}</text>')
+        return "".join(parts)
+
+
+def _num(v: float) -> str:
+    if abs(v) >= 1e9:
+        return f"{v / 1e9:.1f}G"
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:.1f}M"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.2g}" if abs(v) < 1 else f"{v:.1f}"
+
+
+def _svg(body: str, width: int, height: int, title: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'role="img" aria-label="{_esc(title)}"><title>{_esc(title)}</title>{body}</svg>')
+
+
+def _legend(names: Sequence[str], x: int, y: int) -> str:
+    return "".join(
+        f'<rect x="{x}" y="{y + i * 14}" width="10" height="10" fill="{_COLOURS[i % 10]}"/>'
+        f'<text x="{x + 14}" y="{y + i * 14 + 9}" font-size="10">{_esc(n)}</text>'
+        for i, n in enumerate(names))
+
+
+def svg_lines(series: Mapping[str, Sequence[tuple[float, float]]], x_label: str, y_label: str,
+              title: str, log_x: bool = False, marker_x: float | None = None,
+              step: bool = False) -> str:
+    xs = [p[0] for pts in series.values() for p in pts]
+    ys = [p[1] for pts in series.values() for p in pts]
+    if not xs:
+        return ""
+    ax = _Axes(xs, ys, log_x=log_x, y_min=0.0)
+    body = [ax.frame(x_label, y_label)]
+    for i, (name, pts) in enumerate(series.items()):
+        coords = []
+        prev_y: float | None = None
+        for x, y in pts:
+            px, py = ax.point(x, y)
+            if step and prev_y is not None:
+                coords.append(f"{px:.1f},{prev_y:.1f}")
+            coords.append(f"{px:.1f},{py:.1f}")
+            prev_y = py
+        body.append(f'<polyline fill="none" stroke="{_COLOURS[i % 10]}" stroke-width="2" '
+                    f'points="{" ".join(coords)}"><title>{_esc(name)}</title></polyline>')
+    if marker_x is not None:
+        px, _ = ax.point(marker_x, ax.y0)
+        body.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{ax.top}" y2="{ax.h - ax.bottom}" '
+                    f'stroke="#000" stroke-dasharray="4 3"/><text x="{px + 4:.1f}" '
+                    f'y="{ax.top + 12}" font-size="11">knee {_num(marker_x)}</text>')
+    body.append(_legend(list(series), ax.left + 8, ax.top + 6))
+    return _svg("".join(body), ax.w, ax.h, title)
+
+
+def svg_hbars(bars: Sequence[tuple[str, Mapping[str, float]]], unit: str, title: str,
+              stacked: bool = True, reference: float | None = None) -> str:
+    """Horizontal bars; with several parts per bar they stack (latency breakdown). A
+    ``reference`` value gets a dashed line (1.0x on the savings chart: no change)."""
+    if not bars:
+        return ""
+    parts_order = list(dict.fromkeys(p for _, parts in bars for p in parts))
+    total = max((sum(p.values()) if stacked else max(p.values(), default=0.0))
+                for _, p in bars) or 1.0
+    label_w, width, bar_h = 260, 760, 18
+    scale = (width - label_w - 70) / total
+    height = len(bars) * (bar_h + 6) + 30 + 14 * len(parts_order)
+    body = []
+    for i, (label, parts) in enumerate(bars):
+        y = 10 + i * (bar_h + 6)
+        body.append(f'<text x="{label_w - 6}" y="{y + 13}" font-size="11" '
+                    f'text-anchor="end">{_esc(label[:44])}</text>')
+        x = float(label_w)
+        for name in parts_order:
+            value = parts.get(name)
+            if value is None or value <= 0:
+                continue
+            w = value * scale
+            colour = _COLOURS[parts_order.index(name) % 10]
+            body.append(f'<rect x="{x:.1f}" y="{y}" width="{max(w, 0.5):.1f}" height="{bar_h}" '
+                        f'fill="{colour}"><title>{_esc(name)}: {value:.1f} {unit}</title></rect>')
+            if stacked:
+                x += w
+        shown = sum(parts.values()) if stacked else max(parts.values(), default=0.0)
+        body.append(f'<text x="{label_w + shown * scale + 4:.1f}" y="{y + 13}" '
+                    f'font-size="10">{_num(shown)} {_esc(unit)}</text>')
+    if reference is not None and reference <= total:
+        rx = label_w + reference * scale
+        body.append(f'<line x1="{rx:.1f}" x2="{rx:.1f}" y1="4" y2="{10 + len(bars) * (bar_h + 6)}"'
+                    f' stroke="#000" stroke-dasharray="3 3"><title>{_num(reference)} {_esc(unit)}'
+                    f'</title></line>')
+    if len(parts_order) > 1 or stacked:
+        body.append(_legend(parts_order, label_w, 10 + len(bars) * (bar_h + 6) + 4))
+    return _svg("".join(body), width, height, title)
+
+
+# ---- HTML ------------------------------------------------------------------------------------
+_CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1100px;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px solid #ddd;
+padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+h2{margin-top:32px;border-bottom:1px solid #ccc}.note{color:#555;font-size:13px}
+.advice li{margin:4px 0}section{margin-bottom:18px}code{background:#f5f5f5;padding:1px 4px}"""
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _savings_section(doc: Mapping[str, Any]) -> str:
+    rows, bars = [], []
+    for scen in doc.get("scenarios", []):
+        if scen.get("skipped"):
+            rows.append([scen["name"], "not available: " + scen["skipped"], "", "", "", "", "", ""])
+            continue
+        for r in scen["rows"]:
+            rows.append([r["label"], r["metric"], _ms(r["baseline_p50"]), _ms(r["baseline_p99"]),
+                         _ms(r["candidate_p50"]), _ms(r["candidate_p99"]), _x(r["ratio_p50"]),
+                         f"{r.get('requests_baseline')}/{r.get('requests_candidate')}"])
+            if r["ratio_p50"] is not None:
+                bars.append((r["label"], {"p50 speed-up": r["ratio_p50"]}))
+    table = _table(["row", "metric", "baseline p50 ms", "p99", "llmclient p50 ms", "p99",
+                    "p50 ratio", "requests b/c"], rows)
+    chart = svg_hbars(bars, "x", "savings per technique (baseline p50 / llmclient p50)",
+                      stacked=False, reference=1.0)
+    return (f'<section id="savings"><h2>Savings per technique</h2>{table}{chart}'
+            f'<p class="note">Ratio = baseline / llmclient; 2.00x means half the latency. '
+            f'Baseline and llmclient ran interleaved (A B A B).</p></section>')
+
+
+def _cdf_section(doc: Mapping[str, Any]) -> str:
+    out = []
+    for scen in doc.get("scenarios", []):
+        records = scen.get("records", {})
+        for r in scen.get("rows", []):
+            key = "ttft_ms" if r["metric"] == "ttft_ms" else "latency_ms"
+            series = {}
+            for variant in (r["baseline"], r["candidate"]):
+                values = [rec[key] for rec in records.get(variant, [])
+                          if rec.get(key) is not None and rec.get("error_kind") is None
+                          and (rec.get("status") or 0) < 400]
+                if values:
+                    series[variant] = cdf(values)
+            if series:
+                out.append(svg_lines(series, f"{key} (log scale)", "fraction <= x",
+                                     f"{r['label']}: CDF", log_x=True, step=True))
+    return (f'<section id="cdfs"><h2>Latency CDFs, baseline vs llmclient</h2>{"".join(out)}'
+            '</section>') if out else ""
+
+
+def _breakdown_section(doc: Mapping[str, Any]) -> str:
+    bars = []
+    for scen in doc.get("scenarios", []):
+        for variant, s in scen.get("summaries", {}).items():
+            parts = {k: v["p50"] for k, v in s.get("breakdown_p50_ms", {}).items()
+                     if k not in ("client_queue", "server.total")}
+            total = s["latency_ms"].get("p50")
+            if not parts or total is None:
+                continue
+            rest = total - sum(parts.values())
+            if rest > 0:
+                parts["network + rest"] = rest
+            bars.append((f"{scen['name']}: {variant}", parts))
+    chart = svg_hbars(bars, "ms", "latency breakdown at p50 (stacked medians)")
+    return (f'<section id="breakdown"><h2>Latency breakdown</h2>{chart}<p class="note">Medians '
+            'of each component over successful requests (client timings: connect, tls; server '
+            'Server-Timing: server.*); "network + rest" is the p50 latency not covered by them.'
+            '</p></section>') if chart else ""
+
+
+def _sweep_section(doc: Mapping[str, Any]) -> str:
+    for scen in doc.get("scenarios", []):
+        points = scen.get("series", {}).get("points")
+        if not points:
+            continue
+        series = {q: [(p["rate"], p["latency_ms"][q]) for p in points if q in p["latency_ms"]]
+                  for q in ("p50", "p99")}
+        chart = svg_lines(series, "offered rate (req/s)", "latency ms",
+                          "latency vs request rate", marker_x=scen["series"].get("knee_rate"))
+        rows = [[p["rate"], p["n"], p["n_failed"], _ms(p["latency_ms"].get("p50")),
+                 _ms(p["latency_ms"].get("p99"))] for p in points]
+        return (f'<section id="sweep"><h2>Latency vs request rate '
+                f'({_esc(scen["series"].get("profile", ""))})</h2>{chart}'
+                f'{_table(["req/s", "n", "failed", "p50 ms", "p99 ms"], rows)}</section>')
+    return ""
+
+
+def _errors_section(doc: Mapping[str, Any]) -> str:
+    bars, rows = [], []
+    for scen in doc.get("scenarios", []):
+        for variant, s in scen.get("summaries", {}).items():
+            if not s.get("n_failed"):
+                continue
+            counts = {f"status {k}": float(v) for k, v in s["failures_by_status"].items()}
+            counts.update({f"kind {k}": float(v) for k, v in s["failures_by_kind"].items()
+                           if k != "http_error"})
+            bars.append((f"{scen['name']}: {variant}", counts))
+            rows.append([f"{scen['name']}: {variant}", s["n"], s["n_failed"],
+                         json.dumps(s["failures_by_status"]), json.dumps(s["failures_by_kind"])])
+    if not bars:
+        return '<section id="errors"><h2>Errors</h2><p>No failed requests.</p></section>'
+    return (f'<section id="errors"><h2>Error distribution</h2>'
+            f'{svg_hbars(bars, "requests", "failures by status and kind")}'
+            f'{_table(["variant", "n", "failed", "by status", "by kind"], rows)}</section>')
+
+
+def _gpu_section(doc: Mapping[str, Any]) -> str:
+    samples = doc.get("gpu_samples") or []
+    if not any("gpu_memory_used_bytes" in s for s in samples):
+        return ""
+    mem = [(s["t_s"], s["gpu_memory_used_bytes"] / 2**30) for s in samples
+           if "gpu_memory_used_bytes" in s]
+    util = [(s["t_s"], s["gpu_utilization_percent"]) for s in samples
+            if "gpu_utilization_percent" in s]
+    charts = svg_lines({"GPU memory GiB": mem}, "seconds", "GiB", "GPU memory over time")
+    if util:
+        charts += svg_lines({"GPU utilisation %": util}, "seconds", "%", "GPU utilisation")
+    return f'<section id="gpu"><h2>GPU over time</h2>{charts}</section>'
+
+
+def _slowest_section(doc: Mapping[str, Any], k: int = 10) -> str:
+    everything = [(scen["name"], rec) for scen in doc.get("scenarios", [])
+                  for recs in scen.get("records", {}).values() for rec in recs]
+    everything.sort(key=lambda item: item[1].get("latency_ms", 0.0), reverse=True)
+    rows = [[name, rec["variant"], rec["trace_id"], _ms(rec["latency_ms"]), rec.get("status"),
+             rec.get("error_kind") or ""] for name, rec in everything[:k]]
+    return (f'<section id="slowest"><h2>Slowest requests (find them in the server log by trace '
+            f'id)</h2>{_table(["scenario", "variant", "trace id", "ms", "status", "error"], rows)}'
+            '</section>') if rows else ""
+
+
+def _env_section(doc: Mapping[str, Any]) -> str:
+    net = doc.get("network", {})
+    rows = [[k, json.dumps(v) if isinstance(v, dict | list) else v] for k, v in net.items()]
+    harness = doc.get("harness_overhead", {})
+    rows += [[f"harness: {k}", v] for k, v in harness.items()]
+    rows += [[k, doc.get(k)] for k in ("created", "server", "base_url", "quick", "host")
+             if doc.get(k) is not None]
+    return f'<section id="environment"><h2>Network and harness</h2>{_table(["", ""], rows)}</section>'
+
+
+def _scenario_notes(doc: Mapping[str, Any]) -> str:
+    items = []
+    for scen in doc.get("scenarios", []):
+        status = f"not available: {scen['skipped']}" if scen.get("skipped") else "; ".join(
+            scen.get("notes", []))
+        items.append(f"<li><b>{_esc(scen['name'])}</b>: {_esc(scen['description'])}. "
+                     f"<span class='note'>{_esc(status)}</span></li>")
+    return f'<section id="scenarios"><h2>Scenarios</h2><ul>{"".join(items)}</ul></section>'
+
+
+def render_html(doc: Mapping[str, Any]) -> str:
+    advice = "".join(f"<li>{_esc(a)}</li>" for a in doc.get("advice", []))
+    sections = [
+        _savings_section(doc),
+        f'<section id="advice"><h2>Advice from these measurements</h2><ul class="advice">'
+        f'{advice or "<li>No advice: nothing stood out.</li>"}</ul></section>',
+        _cdf_section(doc), _breakdown_section(doc), _sweep_section(doc), _errors_section(doc),
+        _gpu_section(doc), _env_section(doc), _scenario_notes(doc), _slowest_section(doc),
+    ]
+    title = f"llmclient benchmark: {doc.get('network', {}).get('profile', '?')} network"
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}"
+            f"</title><style>{_CSS}</style></head><body><h1>{_esc(title)}</h1>"
+            f"<p class='note'>{_esc(doc.get('created', ''))} · schema {_esc(doc.get('schema'))}"
+            f"</p>{''.join(sections)}</body></html>")

@@ -1,0 +1,89 @@
+"""Connection handling: what a warm HTTP/2 connection saves over how apps connect today.
+
+The same chat workload (non-streamed and streamed) through
+  (a) ``fresh-connection``: a new HTTP/1.1 client per call (TCP + TLS handshake every time),
+  (b) ``openai``: the official client with its defaults (pooled HTTP/1.1 keep-alive),
+  (c) ``llmclient``: warm HTTP/2,
+interleaved request by request over the emulated network. Against a TLS server every handshake
+pays the network's round trips, which is the cost this row is about.
+"""
+
+from __future__ import annotations
+
+import random
+
+from benchmarks._scenario import Context, RequestRecord, Row, ScenarioResult
+from benchmarks.load import LengthModel, mixed_requests, run_closed_loop
+
+ORDER = 10
+
+# Short chat turns: connection setup matters most where the answer itself is quick.
+_LENGTHS = LengthModel(prompt_median_words=60, prompt_sigma=0.6, prompt_max_words=600,
+                       output_median_tokens=16, output_sigma=0.5, output_max_tokens=64)
+VARIANTS = ("fresh-connection", "openai", "llmclient")
+
+
+class ConnectionHandling:
+    name = "connection"
+    description = ("same chat workload via a fresh connection per call, the official openai "
+                   "client's defaults, and llmclient's warm HTTP/2 (non-stream and stream)")
+    requires = ("llmclient", "openai")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 10)
+        n = max(10, ctx.budget // 2) if not ctx.quick else 10
+        records = {}
+        for stream in (False, True):
+            suffix = "/stream" if stream else ""
+            drivers = {f"{kind}{suffix}": ctx.driver(kind, variant=f"{kind}{suffix}")
+                       for kind in VARIANTS}
+            requests = mixed_requests(n, rng, stream=stream, lengths=_LENGTHS)
+            ctx.progress(f"  connection{suffix or '/non-stream'}: {n} requests x 3 variants")
+            records.update(ctx.interleave(drivers, requests))
+        rows = [
+            Row("connection: fresh conn/call -> llmclient", "fresh-connection", "llmclient"),
+            Row("connection: openai defaults -> llmclient", "openai", "llmclient"),
+            Row("connection (stream TTFT): fresh -> llmclient", "fresh-connection/stream",
+                "llmclient/stream", metric="ttft_ms"),
+            Row("connection (stream TTFT): openai -> llmclient", "openai/stream",
+                "llmclient/stream", metric="ttft_ms"),
+        ]
+        notes = [f"{n} requests per variant and mode, interleaved, 2 warm-up rounds dropped"]
+        if "tls" not in ctx.capabilities:
+            notes.append("server without TLS: handshake savings understated")
+        return ScenarioResult.of(self, records, rows=rows, notes=notes)
+
+
+class Concurrency:
+    name = "concurrency"
+    description = ("closed loop at fixed concurrency: official client (HTTP/1.1 pool) vs "
+                   "llmclient (HTTP/2 multiplexing), fresh clients, blocks alternated A B A B")
+    requires = ("llmclient", "openai")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 11)
+        concurrency = 8
+        blocks, per_block = (2, 16) if ctx.quick else (6, 64)
+        records: dict[str, list[RequestRecord]] = {"openai": [], "llmclient": []}
+        ctx.progress(f"  concurrency {concurrency}: {blocks} blocks of {per_block} requests "
+                     "per client, alternating")
+        for block in range(blocks):
+            order = ("openai", "llmclient") if block % 2 == 0 else ("llmclient", "openai")
+            requests = mixed_requests(per_block, rng, stream=True, lengths=_LENGTHS)
+            for kind in order:
+                # A new client per block: the pool must open its connections under load,
+                # which is where one multiplexed HTTP/2 connection differs from a pool.
+                driver = ctx.driver(kind, variant=kind)
+                out = run_closed_loop(ctx, driver, requests, concurrency)
+                records[kind] += out
+        rows = [Row(f"concurrency {concurrency}: openai -> llmclient", "openai", "llmclient"),
+                Row(f"concurrency {concurrency} (TTFT): openai -> llmclient", "openai",
+                    "llmclient", metric="ttft_ms")]
+        return ScenarioResult.of(
+            self, records, rows=rows,
+            notes=[f"{blocks * per_block} requests per client at concurrency {concurrency}, "
+                   "new client per block (its pool starts cold)"],
+            series={"concurrency": concurrency})
+
+
+SCENARIOS = (ConnectionHandling(), Concurrency())

@@ -1,0 +1,280 @@
+"""Caching, encoding and everything combined: the rows the other scenario modules do not make.
+
+- ``cache``: classification-style prompts repeated with a Zipf distribution (a few prompts
+  asked often, a long tail asked once), temperature 0. The official client, llmclient without
+  a cache, and llmclient with ``cache="memory"``, interleaved request by request; the second
+  row isolates what the cache alone saves.
+- ``encoding``: ten-turn conversations of about 16 KB per request (the shape of a chat app's
+  requests late in a session). The official client (JSON), llmclient's JSON path (orjson, the
+  body compressed with zstd once the origin said it reads it) and llmclient with
+  ``wire="protobuf"`` (falls back to JSON by itself where the server does not speak it).
+- ``combined``: app sessions of three calls with think time between them, the same code
+  through ``openai.AsyncOpenAI`` and ``llmclient.AsyncOpenAI``: a question about a 12 MP photo,
+  a follow-up ("explain in more detail", offered as ``prefetch``), and an FAQ drawn from a
+  Zipf distribution. llmclient runs with its defaults plus ``cache="memory"`` and speculation;
+  sessions alternate between the two clients so machine noise hits both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import statistics
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks._scenario import (
+    ChatRequest,
+    Context,
+    NotAvailable,
+    RequestRecord,
+    Row,
+    ScenarioResult,
+)
+from benchmarks.load import readable_text
+
+ORDER = 70
+
+ZIPF_S = 1.1              # rank-frequency exponent of repeated prompts (web queries: ~1)
+DISTINCT_PROMPTS = 40
+CONVERSATION_TURNS = 10
+TURN_WORDS = 200           # ~16 KB of JSON per 10-turn request
+LIKELY = ("explain in more detail",)
+THINK_S = (0.5, 1.0)       # a reader's pause between the calls of a session
+
+
+def zipf_indices(n: int, distinct: int, s: float, rng: random.Random) -> list[int]:
+    """``n`` draws from ranks ``0..distinct-1`` with P(k) proportional to 1/(k+1)**s."""
+    if distinct < 1 or n < 0:
+        raise ValueError(f"need distinct >= 1 and n >= 0, got {distinct}, {n}")
+    weights = [1.0 / (k + 1) ** s for k in range(distinct)]
+    return rng.choices(range(distinct), weights=weights, k=n)
+
+
+def _median(values: Sequence[float | int | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+class Caching:
+    name = "cache"
+    description = (f"Zipf-repeated prompts (s={ZIPF_S}, {DISTINCT_PROMPTS} distinct, temperature 0): "
+                   "openai vs llmclient vs llmclient with cache='memory'")
+    requires = ("llmclient", "llmclient.cache", "openai")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 71)
+        prompts = [f"Classify the sentiment of this review as positive, negative or neutral: "
+                   f"{readable_text(rng.randint(20, 60), rng)}" for _ in range(DISTINCT_PROMPTS)]
+        n = ctx.budget
+        picks = zipf_indices(n, DISTINCT_PROMPTS, ZIPF_S, rng)
+        requests = [ctx.chat_request(prompts[i], max_tokens=16, temperature=0) for i in picks]
+        drivers = {
+            "openai": ctx.driver("openai"),
+            "llmclient": ctx.driver("llmclient"),
+            "llmclient+cache": ctx.driver("llmclient", variant="llmclient+cache",
+                                          client_options={"cache": "memory"}),
+        }
+        ctx.progress(f"  cache: {n} requests per variant over {len(set(picks))} distinct prompts")
+        records = ctx.interleave(drivers, requests, warmup=0)
+        served = Counter(r.extra.get("cache") or "miss" for r in records["llmclient+cache"])
+        hits = served.get("hit", 0) + served.get("join", 0)
+        repeats = n - len(set(picks))
+        notes = [f"{n} requests per variant, {len(set(picks))} distinct prompts: "
+                 f"{hits} served from the cache ({hits / n:.0%}); {repeats} were repeats",
+                 "the cache starts empty: every first ask of a prompt is a miss"]
+        hit_ms = _median([r.latency_ms for r in records["llmclient+cache"]
+                          if r.extra.get("cache") in ("hit", "join")])
+        miss_ms = _median([r.latency_ms for r in records["llmclient+cache"]
+                           if r.extra.get("cache") not in ("hit", "join")])
+        if hit_ms is not None and miss_ms is not None:
+            notes.append(f"median latency of a cache hit {hit_ms:.2f} ms vs a miss {miss_ms:.0f} ms "
+                         f"({miss_ms / hit_ms:,.0f}x); the p50 row moves once more than half "
+                         "the calls are hits")
+        return ScenarioResult.of(
+            self, records,
+            rows=[Row("cache (Zipf repeats): openai -> llmclient+cache", "openai", "llmclient+cache"),
+                  Row("cache alone: llmclient -> llmclient+cache", "llmclient", "llmclient+cache")],
+            notes=notes,
+            series={"zipf_s": ZIPF_S, "distinct": DISTINCT_PROMPTS, "requests": n,
+                    "served": dict(served), "hit_rate": hits / n if n else None})
+
+
+def conversation(rng: random.Random, turns: int = CONVERSATION_TURNS,
+                 words: int = TURN_WORDS) -> list[dict[str, Any]]:
+    """A chat history of ``turns`` user/assistant exchanges ending on a user turn."""
+    tag = uuid.uuid4().hex[:8]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": f"You are a helpful travel assistant ({tag})."}]
+    for _ in range(turns - 1):
+        messages.append({"role": "user", "content": readable_text(words // 3, rng)})
+        messages.append({"role": "assistant", "content": readable_text(words, rng)})
+    messages.append({"role": "user", "content": "And what should I pack for the last leg?"})
+    return messages
+
+
+class Encoding:
+    name = "encoding"
+    description = ("ten-turn conversations (~16 KB a request): openai (JSON) vs llmclient "
+                   "(orjson, zstd-compressed body) vs llmclient wire='protobuf'")
+    requires = ("llmclient", "llmclient.protobuf", "openai")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 72)
+        n = max(8, ctx.budget // 2)
+        requests = [ChatRequest(messages=conversation(rng), max_tokens=32) for _ in range(n)]
+        drivers = {
+            "openai": ctx.driver("openai"),
+            "llmclient": ctx.driver("llmclient"),
+            "llmclient+protobuf": ctx.driver("llmclient", variant="llmclient+protobuf",
+                                             client_options={"wire": "protobuf"}),
+        }
+        size = len(_json_size(requests[0], ctx.model))
+        ctx.progress(f"  encoding: {n} conversations of {size / 1024:.1f} KB per variant")
+        records = ctx.interleave(drivers, requests)
+        sent = {name: _median([r.bytes_sent for r in recs]) for name, recs in records.items()}
+        received = {name: _median([r.bytes_received for r in recs]) for name, recs in records.items()}
+        wires = Counter(r.extra.get("wire") for r in records["llmclient+protobuf"])
+        notes = [f"{n} requests per variant; request JSON {size} bytes; median bytes on the wire "
+                 "(request/response): " + ", ".join(
+                     f"{name} {_fmt(sent[name])}/{_fmt(received[name])}" for name in records
+                     if sent[name] is not None)]
+        if wires.get("protobuf", 0) < len(records["llmclient+protobuf"]):
+            notes.append(f"the server answered protobuf calls as JSON {wires.get('json', 0)} times "
+                         "(it does not speak protobuf: llmclient fell back)")
+        return ScenarioResult.of(
+            self, records,
+            rows=[Row("encoding 16 KB chat: openai -> llmclient", "openai", "llmclient"),
+                  Row("encoding: llmclient JSON -> protobuf", "llmclient", "llmclient+protobuf")],
+            notes=notes,
+            series={"request_json_bytes": size, "median_bytes_sent": sent,
+                    "median_bytes_received": received})
+
+
+def _json_size(request: ChatRequest, model: str) -> bytes:
+    import json
+
+    return json.dumps({"model": model, "messages": request.messages,
+                       "max_tokens": request.max_tokens}).encode()
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1024:.1f} KB"
+
+
+class Combined:
+    name = "combined"
+    description = ("app sessions (photo question, predictable follow-up, Zipf FAQ) with think "
+                   "time: the same code through openai and through llmclient with every feature")
+    requires = ("llmclient", "llmclient.cache", "llmclient.prefetch", "llmclient.images",
+                "openai", "vision")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        from benchmarks.scenarios.images import photo_bytes
+
+        rng = random.Random(ctx.seed + 73)
+        sessions = 3 if ctx.quick else max(6, ctx.budget // 12)
+        faqs = [f"FAQ: {readable_text(rng.randint(12, 30), rng)}?" for _ in range(12)]
+        ctx.progress(f"  combined: {sessions} sessions of 3 calls per client (photos cached on disk)")
+        photos = [photo_bytes(ctx.seed * 1000 + i) for i in range(sessions)]
+        clients = {"openai": _openai_client(ctx), "llmclient": _llmclient(ctx)}
+        records: dict[str, list[RequestRecord]] = {name: [] for name in clients}
+        for i in range(sessions):
+            order = list(clients) if i % 2 == 0 else list(clients)[::-1]
+            faq = faqs[zipf_indices(1, len(faqs), ZIPF_S, rng)[0]]
+            think = [rng.uniform(*THINK_S) for _ in range(2)]
+            for name in order:
+                ctx.progress(f"  combined: session {i + 1}/{sessions} ({name})")
+                records[name] += ctx.run(_session(ctx, clients[name], name, photos[i], faq, think))
+        variants: dict[str, list[RequestRecord]] = dict(records)
+        steps = ("photo", "follow-up", "faq")
+        for name in clients:
+            for step in steps:
+                variants[f"{name}/{step}"] = [r for r in records[name] if r.extra.get("step") == step]
+        rows = [Row("all combined: openai -> llmclient (every call)", "openai", "llmclient"),
+                *(Row(f"combined {step}: openai -> llmclient", f"openai/{step}", f"llmclient/{step}")
+                  for step in steps)]
+        served = Counter(r.extra.get("cache") or "network" for r in records["llmclient"])
+        notes = [f"{sessions} sessions x 3 calls per client, think {THINK_S[0]}-{THINK_S[1]} s "
+                 "between calls (not counted); sessions alternate which client goes first",
+                 "llmclient calls answered: " + ", ".join(f"{k} {v}" for k, v in sorted(served.items()))]
+        return ScenarioResult.of(self, variants, rows=rows, notes=notes,
+                                 series={"sessions": sessions, "served": dict(served)})
+
+
+def _openai_client(ctx: Context) -> Any:
+    try:
+        import openai
+    except ImportError as exc:  # pragma: no cover - the scenario requires "openai"
+        raise NotAvailable("the official openai client is not installed") from exc
+    kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key}
+    if ctx.verify is not True:
+        kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ctx.verify)
+    client = openai.AsyncOpenAI(**kwargs)
+    ctx.closers.append(client.close)
+    return client
+
+
+def _llmclient(ctx: Context) -> Any:
+    import llmclient
+
+    kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key,
+                              "cache": "memory", "speculation": llmclient.SpeculationConfig()}
+    if ctx.verify is not True:
+        kwargs["verify"] = ctx.verify
+    client = llmclient.AsyncOpenAI(**kwargs)
+    ctx.closers.append(client.close)
+    return client
+
+
+async def _session(ctx: Context, client: Any, variant: str, photo: bytes, faq: str,
+                   think: Sequence[float]) -> list[RequestRecord]:
+    """One app session; the code is what an app writes, plus llmclient's options when present."""
+    is_llmclient = type(client).__module__.startswith("llmclient")
+    tag = f"{variant}-{uuid.uuid4().hex[:8]}"  # no session reuses another's server-side prefix
+    url = "data:image/jpeg;base64," + base64.b64encode(photo).decode("ascii")
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [
+        {"type": "text", "text": f"What is in this photo? ({tag})"},
+        {"type": "image_url", "image_url": {"url": url}}]}]
+    extra: dict[str, Any] = {"prefetch": list(LIKELY)} if is_llmclient else {}
+    out: list[RequestRecord] = []
+
+    async def call(step: str, msgs: list[dict[str, Any]], **kw: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            response = await client.chat.completions.create(
+                model=ctx.model, messages=msgs, temperature=0, max_tokens=24, **kw)
+        except Exception as exc:
+            out.append(RequestRecord(
+                variant=variant, trace_id=str(getattr(exc, "trace_id", "") or ""),
+                start_s=started - ctx.epoch, latency_ms=(time.perf_counter() - started) * 1000.0,
+                status=getattr(exc, "status_code", None), error_kind=type(exc).__name__,
+                extra={"step": step}))
+            return None
+        timings = getattr(response, "timings", None)
+        usage = getattr(response, "usage", None)
+        out.append(RequestRecord(
+            variant=variant, trace_id=getattr(response, "trace_id", "") or "",
+            start_s=started - ctx.epoch, latency_ms=(time.perf_counter() - started) * 1000.0,
+            status=200, output_tokens=getattr(usage, "completion_tokens", None),
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            extra={"step": step, "cache": getattr(timings, "cache", None)}))
+        return response
+
+    answer = await call("photo", messages, **extra)
+    if answer is None:
+        return out
+    await asyncio.sleep(think[0])
+    follow = [*messages, {"role": "assistant", "content": answer.choices[0].message.content},
+              {"role": "user", "content": LIKELY[0]}]
+    await call("follow-up", follow, **extra)
+    await asyncio.sleep(think[1])
+    await call("faq", [{"role": "user", "content": f"{faq} ({variant})"}])
+    return out
+
+
+SCENARIOS = (Caching(), Encoding(), Combined())

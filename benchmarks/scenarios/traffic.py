@@ -1,0 +1,262 @@
+"""Load-shape scenarios: steady state, rate sweep, cold start, faults and long prompts.
+
+- ``steady``: Poisson open loop at a fixed rate through llmclient, mixed (lognormal) prompt and
+  output lengths, streamed; warm-up dropped; P50/P99/P99.9 with n >= 1000 outside quick mode.
+- ``sweep``: open loop at rising rates against a server on the ``a100-175b`` profile; the knee
+  (where latency turns up) is marked.
+- ``coldstart``: server start to first success, and a fresh client's first call (openai vs
+  llmclient), each trial with new clients.
+- ``faults``: a server injecting 429/503/504/stragglers/resets; openai vs llmclient side by
+  side, failures counted by status and kind.
+- ``longprompt``: prompts of tens of thousands of characters (upload and encoding cost).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from benchmarks._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from benchmarks.load import (
+    LengthModel,
+    long_prompt,
+    mixed_requests,
+    poisson_arrivals,
+    run_open_loop,
+    run_sweep,
+)
+from benchmarks.serverproc import ServerError
+from benchmarks.stats import find_knee
+
+ORDER = 80
+
+SWEEP_PROFILE = "a100-175b"
+# That profile's context is 2,048 tokens: keep prompt + answer inside it (~1.15 tokens a word).
+SWEEP_LENGTHS = LengthModel(prompt_max_words=1400, output_max_tokens=256)
+# Quick mode: shorter answers so each rate drains in seconds (the knee is in the queueing).
+SWEEP_LENGTHS_QUICK = LengthModel(prompt_max_words=1400, output_median_tokens=24,
+                                  output_max_tokens=64)
+# Run-wide fault mix for the ``faults`` scenario: each rolled per request, including retries,
+# the way real overload and gateway errors arrive (benchmarks/server/faults.py grammar).
+FAULT_MIX = ",".join([
+    "status=429;retry_after=0.2;prob=0.05",
+    "status=503;prob=0.03",
+    "status=504;prob=0.02",
+    "straggler=8;prob=0.03",
+    "reset;prob=0.02",
+])
+
+
+class Steady:
+    name = "steady"
+    description = "Poisson open loop at a fixed rate through llmclient (mixed lengths, streamed)"
+    requires = ("llmclient",)
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 20)
+        rate = 8.0 if ctx.quick else 20.0
+        n = 100 if ctx.quick else 1200
+        warmup = 10 if ctx.quick else 100
+        driver = ctx.driver("llmclient")
+        ctx.progress(f"  steady: warm-up {warmup}, then {n} requests at {rate:g} req/s (Poisson)")
+        run_open_loop(ctx, driver, mixed_requests(warmup, rng, stream=True),
+                      poisson_arrivals(rate, warmup, rng))
+        records = run_open_loop(ctx, driver, mixed_requests(n, rng, stream=True),
+                                poisson_arrivals(rate, n, rng))
+        for record in records:
+            record.variant = "llmclient"
+        notes = [f"{n} requests at {rate:g} req/s after {warmup} warm-up requests"]
+        if n < 1000:
+            notes.append("quick mode: fewer than 1000 requests, P99.9 is not reliable")
+        return ScenarioResult.of(self, {"llmclient": records}, notes=notes,
+                                 series={"rate": rate})
+
+
+class Sweep:
+    name = "sweep"
+    description = f"rate sweep (open loop, Poisson) on the {SWEEP_PROFILE} profile, knee marked"
+    requires = ("llmclient", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        assert ctx.spawn_server is not None
+        rng = random.Random(ctx.seed + 30)
+        rates = [2.0, 8.0, 16.0, 32.0] if ctx.quick else [1, 2, 4, 6, 8, 12, 16, 24, 32, 48]
+        seconds, min_n = (2.0, 8) if ctx.quick else (20.0, 60)
+        server = _spawn(ctx, profile=SWEEP_PROFILE)
+        try:
+            with ctx.routed(server) as url:
+                sub = _on(ctx, server, url)
+                driver = sub.driver("llmclient")
+                lengths = SWEEP_LENGTHS_QUICK if ctx.quick else SWEEP_LENGTHS
+                make = lambda k: mixed_requests(k, rng, stream=True, lengths=lengths)  # noqa: E731
+                points: list[dict[str, Any]] = []
+                for rate in rates:
+                    per_rate = max(min_n, int(rate * seconds))
+                    point = run_sweep(sub, driver, [float(rate)], per_rate, make, rng)[0]
+                    points.append(point)
+                    summary = point["summary"]
+                    if summary["n_failed"] > summary["n"] / 2:
+                        break  # past saturation: more load only adds failures
+        finally:
+            server.stop()
+        p50 = [p["summary"]["latency_ms"].get("p50", float("inf")) for p in points]
+        knee = find_knee([p["rate"] for p in points], p50)
+        variants: dict[str, list[RequestRecord]] = {}
+        for point in points:
+            name = f"llmclient@{point['rate']:g}rps"
+            for record in point["records"]:
+                record.variant = name
+            variants[name] = point["records"]
+        series = {
+            "points": [{"rate": p["rate"], "n": p["summary"]["n"],
+                        "n_failed": p["summary"]["n_failed"],
+                        "latency_ms": p["summary"]["latency_ms"],
+                        "ttft_ms": p["summary"]["ttft_ms"]} for p in points],
+            "knee_rate": points[knee]["rate"] if knee is not None else None,
+            "profile": SWEEP_PROFILE,
+        }
+        notes = ["knee: Kneedle on p50 latency vs offered rate"]
+        if knee is None:
+            notes.append("no knee found: latency did not turn up over the rates tried")
+        return ScenarioResult.of(self, variants, notes=notes, series=series)
+
+
+class ColdStart:
+    name = "coldstart"
+    description = "server start to first success; a fresh client's first call (openai vs llmclient)"
+    requires = ("llmclient", "openai", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        assert ctx.spawn_server is not None
+        trials = 3 if ctx.quick else 10
+        server_trials: list[dict[str, float]] = []
+        for _ in range(1 if ctx.quick else 3):
+            t0 = time.perf_counter()
+            server = _spawn(ctx, wait=False,
+                            profile=ctx.server.profile if ctx.server else "zero")
+            try:
+                ready = time.perf_counter() - t0
+                first = _first_success(ctx, server, t0)
+                server_trials.append({"ready_s": ready, "first_success_s": first})
+            finally:
+                server.stop()
+        variants: dict[str, list[RequestRecord]] = {"openai/first-call": [],
+                                                    "llmclient/first-call": []}
+        request = ctx.chat_request("Say hello in five words.", max_tokens=8)
+        for i in range(trials):
+            order = ["openai", "llmclient"] if i % 2 == 0 else ["llmclient", "openai"]
+            for kind in order:
+                # A new driver is a new client: its first call pays DNS, TCP, TLS and (for h2)
+                # the connection preface, exactly what a freshly started app pays.
+                driver = ctx.driver(kind, variant=f"{kind}/first-call")
+                variants[f"{kind}/first-call"].append(ctx.run(driver(request, None)))
+        rows = [Row("cold start: fresh client's first call", "openai/first-call",
+                    "llmclient/first-call")]
+        starts = "; ".join(f"READY after {t['ready_s']:.2f}s, first success after "
+                           f"{t['first_success_s']:.2f}s" for t in server_trials)
+        return ScenarioResult.of(
+            self, variants, rows=rows,
+            notes=[f"{trials} trials per client, new client each trial",
+                   f"server start ({ctx.server.profile if ctx.server else 'zero'}): {starts}"],
+            series={"server_start": server_trials})
+
+
+class Faults:
+    name = "faults"
+    description = ("429/503/504/stragglers/resets injected server-side: openai vs llmclient, "
+                   "plus llmclient without retries to show the raw failure mix")
+    requires = ("llmclient", "openai", "faults", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 40)
+        n = 16 if ctx.quick else 300
+        # Short answers: this row is about failure handling, not decode time.
+        lengths = LengthModel(output_median_tokens=8, output_sigma=0.5, output_max_tokens=32)
+        server = _spawn(ctx, profile=ctx.server.profile if ctx.server else "zero",
+                        faults=FAULT_MIX)
+        try:
+            with ctx.routed(server) as url:
+                sub = _on(ctx, server, url)
+                drivers = {kind: sub.driver(kind) for kind in ("openai", "llmclient")}
+                drivers["llmclient/no-retry"] = sub.driver(
+                    "llmclient", variant="llmclient/no-retry",
+                    client_options={"max_retries": 0})
+                records = sub.interleave(drivers, mixed_requests(n, rng, lengths=lengths))
+        finally:
+            server.stop()
+        rows = [Row("faults: openai -> llmclient (e2e of successes)", "openai", "llmclient")]
+        retries = sum(int(r.extra.get("retries") or 0) for r in records["llmclient"])
+        return ScenarioResult.of(
+            self, records, rows=rows,
+            notes=[f"{n} requests per client; server faults: {FAULT_MIX}",
+                   f"llmclient retried {retries} times in all; the no-retry variant shows the "
+                   "injected failures by status and kind"],
+            series={"faults": FAULT_MIX, "llmclient_retries": retries})
+
+
+class LongPrompt:
+    name = "longprompt"
+    description = "prompts of 20k-35k characters: openai vs llmclient (upload + encoding)"
+    requires = ("llmclient", "openai")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 50)
+        n = 6 if ctx.quick else 40
+        # 35k characters is ~6.7k tokens: inside an 8k context (h100-8b) with room to answer.
+        requests = [ctx.chat_request(long_prompt(rng.randint(20_000, 35_000), rng), max_tokens=8)
+                    for _ in range(n)]
+        records = ctx.interleave({k: ctx.driver(k) for k in ("openai", "llmclient")}, requests,
+                                 warmup=1)
+        return ScenarioResult.of(self, records,
+                                 rows=[Row("long prompts (20-35k chars)", "openai", "llmclient")],
+                                 notes=[f"{n} requests per client"])
+
+
+def _spawn(ctx: Context, wait: bool = True, **kwargs: Any) -> Any:
+    """A new reference server; with ``wait``, only once its model has loaded."""
+    assert ctx.spawn_server is not None
+    try:
+        server = ctx.spawn_server(**kwargs)
+    except (ServerError, OSError) as exc:
+        raise NotAvailable(f"could not start a reference server ({kwargs}): {exc}") from exc
+    if not wait:
+        return server
+    try:
+        loaded = server.wait_healthy()
+    except ServerError as exc:
+        server.stop()
+        raise NotAvailable(f"reference server ({kwargs}) never became healthy: {exc}") from exc
+    if loaded > 1.0:
+        ctx.progress(f"  server ({kwargs.get('profile')}) loaded its model in {loaded:.1f}s")
+    return server
+
+
+def _on(ctx: Context, server: Any, url: str) -> Context:
+    """A context for a spawned server: its URL, its model and its own CA (each generates one)."""
+    return ctx.derive(base_url=url, direct_url=server.base_url, verify=server.ca_path or ctx.verify,
+                      model=server.model(ctx.api_key) or ctx.model)
+
+
+def _first_success(ctx: Context, server: Any, t0: float, timeout_s: float = 60.0) -> float:
+    """Seconds from spawn (t0) until a chat request succeeds (straight to the server)."""
+    import httpx
+
+    deadline = t0 + timeout_s
+    with httpx.Client(verify=server.ca_path or ctx.verify, timeout=10.0) as client:
+        while time.perf_counter() < deadline:
+            try:
+                response = client.post(
+                    server.base_url + "/chat/completions",
+                    headers={"authorization": f"Bearer {ctx.api_key}"},
+                    json={"model": ctx.model, "max_tokens": 1,
+                          "messages": [{"role": "user", "content": "hi"}]})
+                if response.status_code == 200:
+                    return time.perf_counter() - t0
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+    raise NotAvailable(f"no successful request within {timeout_s:.0f}s of server start")
+
+
+SCENARIOS = (Steady(), Sweep(), ColdStart(), Faults(), LongPrompt())

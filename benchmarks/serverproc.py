@@ -1,0 +1,162 @@
+"""Start and stop the embedded reference server as a subprocess.
+
+``python -m benchmarks.server --port 0 --profile NAME [--tls] [--faults SPEC]`` prints
+``READY <origin>`` on stdout once it listens; with ``--tls`` it first prints the CA bundle that
+signs its certificate (a line ``CA <path>``), which clients then verify against. The server's
+log (stderr, one line per request with its trace id) goes to ``log_path`` so a slow request
+from a result file can be looked up there.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["ServerError", "ServerProcess", "parse_ready", "start_server"]
+
+_READY = re.compile(r"^READY\s+(https?://[^\s]+)")
+_CA = re.compile(r"^CA\s+(\S+)")
+
+
+class ServerError(RuntimeError):
+    """The reference server did not start (the message carries its last output)."""
+
+
+def parse_ready(line: str) -> str | None:
+    """The origin from a ``READY http://127.0.0.1:PORT`` line, else None."""
+    match = _READY.match(line.strip())
+    return match.group(1).rstrip("/") if match else None
+
+
+@dataclass
+class ServerProcess:
+    origin: str                    # "http://127.0.0.1:PORT" (https with TLS)
+    process: subprocess.Popen[str]
+    profile: str
+    tls: bool
+    ca_path: str | None = None
+    started_s: float = 0.0         # seconds from spawn to READY
+    output: list[str] = field(default_factory=list)
+    log_path: str | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.origin.rsplit(":", 1)[1])
+
+    @property
+    def host(self) -> str:
+        return self.origin.split("//", 1)[1].rsplit(":", 1)[0]
+
+    @property
+    def base_url(self) -> str:
+        return self.origin + "/v1"
+
+    def model(self, api_key: str = "bench-key") -> str | None:
+        """The first model the server lists (each profile serves its own model name)."""
+        import httpx
+
+        try:
+            response = httpx.get(self.base_url + "/models", verify=self.ca_path or True,
+                                 headers={"authorization": f"Bearer {api_key}"}, timeout=10.0)
+            data = response.json().get("data") or []
+            return str(data[0]["id"]) if data else None
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, AttributeError):
+            return None
+
+    def wait_healthy(self, timeout: float = 120.0) -> float:
+        """Block until ``/health`` answers 200 (the model has loaded); seconds waited.
+        Profiles with a cold start answer 503 until then."""
+        import httpx
+
+        t0 = time.perf_counter()
+        with httpx.Client(verify=self.ca_path or True, timeout=5.0) as client:
+            while time.perf_counter() - t0 < timeout:
+                if self.process.poll() is not None:
+                    raise ServerError(f"reference server exited with {self.process.returncode}")
+                try:
+                    if client.get(self.origin + "/health").status_code == 200:
+                        return time.perf_counter() - t0
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+        raise ServerError(f"reference server not healthy within {timeout:.0f}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout)
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(profile: str = "zero", tls: bool = False, faults: str | None = None,
+                 extra_args: tuple[str, ...] = (), timeout: float = 60.0,
+                 log_dir: str | None = None) -> ServerProcess:
+    """Spawn the reference server on a free port and wait for READY."""
+    args = [sys.executable, "-m", "benchmarks.server", "--port", "0", "--profile", profile]
+    if tls:
+        args.append("--tls")
+    if faults:
+        args += ["--faults", faults]
+    args += list(extra_args)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    log_fd, log_path = tempfile.mkstemp(prefix=f"refserver-{profile}-", suffix=".log",
+                                        dir=log_dir)
+    t0 = time.perf_counter()
+    try:
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log_fd, text=True,
+                                   cwd=root, env=env, bufsize=1)
+    finally:
+        os.close(log_fd)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        # Keep draining stdout for the server's whole life so it never blocks on a full pipe.
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True, name="refserver-stdout").start()
+    output: list[str] = []
+    origin: str | None = None
+    ca_path: str | None = None
+    deadline = t0 + timeout
+    while origin is None:
+        try:
+            line = lines.get(timeout=max(0.05, deadline - time.perf_counter()))
+        except queue.Empty:
+            line = ""
+        if line is None or time.perf_counter() > deadline:
+            process.kill()
+            with open(log_path, errors="replace") as log:
+                tail = log.readlines()[-30:]
+            raise ServerError(f"reference server ({' '.join(args[1:])}) did not become ready "
+                              f"within {timeout:.0f}s; output:\n" + "".join(output[-30:] + tail))
+        output.append(line)
+        ca_match = _CA.match(line.strip())
+        if ca_match:
+            ca_path = ca_match.group(1)
+        origin = parse_ready(line)
+    started = time.perf_counter() - t0
+    return ServerProcess(origin=origin, process=process, profile=profile, tls=tls,
+                         ca_path=ca_path, started_s=started, output=output, log_path=log_path)
