@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 ARGS   ?=
 
-.PHONY: setup bench test lint typecheck check ci clean system-deps
+.PHONY: setup bench test test-torch lint typecheck check ci clean system-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,19 @@ bench: setup
 ## The test suite (real reference server, real Redis, real SQLite, real Pillow).
 test: setup
 	$(PY) -m pytest -q $(ARGS)
+
+## The torch engine's tests (real forward passes on CPU, tiny config). Installs the CPU build of
+## torch (TORCH_INDEX) and transformers into the venv first; when that cannot be done here it
+## says why and skips, as the suite itself skips these tests without torch.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+test-torch: setup
+	@if $(PY) -c 'import torch, transformers' 2>/dev/null || \
+	   $(PY) -m pip install -q --disable-pip-version-check --retries 1 --timeout 30 \
+	     --extra-index-url $(TORCH_INDEX) 'torch>=2.1' 'transformers>=4.40'; then \
+	  $(PY) -m pytest -q tests/server/test_torch_engine.py tests/server/test_calibrate.py; \
+	else \
+	  echo "torch engine tests skipped: could not install torch (CPU build) from $(TORCH_INDEX) or PyPI"; \
+	fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check llmclient preprocess speculative benchmarks tests examples

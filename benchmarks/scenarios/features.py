@@ -70,7 +70,7 @@ class Caching:
         rng = random.Random(ctx.seed + 71)
         prompts = [f"Classify the sentiment of this review as positive, negative or neutral: "
                    f"{readable_text(rng.randint(20, 60), rng)}" for _ in range(DISTINCT_PROMPTS)]
-        n = ctx.budget
+        n = 16 if ctx.quick else ctx.budget
         picks = zipf_indices(n, DISTINCT_PROMPTS, ZIPF_S, rng)
         requests = [ctx.chat_request(prompts[i], max_tokens=16, temperature=0) for i in picks]
         drivers = {
@@ -125,7 +125,7 @@ class Encoding:
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 72)
-        n = max(8, ctx.budget // 2)
+        n = 6 if ctx.quick else max(8, ctx.budget // 2)
         requests = [ChatRequest(messages=conversation(rng), max_tokens=32) for _ in range(n)]
         drivers = {
             "openai": ctx.driver("openai"),
@@ -135,7 +135,7 @@ class Encoding:
         }
         size = len(_json_size(requests[0], ctx.model))
         ctx.progress(f"  encoding: {n} conversations of {size / 1024:.1f} KB per variant")
-        records = ctx.interleave(drivers, requests)
+        records = ctx.interleave(drivers, requests, warmup=1)
         sent = {name: _median([r.bytes_sent for r in recs]) for name, recs in records.items()}
         received = {name: _median([r.bytes_received for r in recs]) for name, recs in records.items()}
         wires = Counter(r.extra.get("wire") for r in records["llmclient+protobuf"])
@@ -177,7 +177,7 @@ class Combined:
         from benchmarks.scenarios.images import photo_bytes
 
         rng = random.Random(ctx.seed + 73)
-        sessions = 3 if ctx.quick else max(6, ctx.budget // 12)
+        sessions = 2 if ctx.quick else max(6, ctx.budget // 12)
         faqs = [f"FAQ: {readable_text(rng.randint(12, 30), rng)}?" for _ in range(12)]
         ctx.progress(f"  combined: {sessions} sessions of 3 calls per client (photos cached on disk)")
         photos = [photo_bytes(ctx.seed * 1000 + i) for i in range(sessions)]

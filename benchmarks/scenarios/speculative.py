@@ -108,7 +108,7 @@ def _followups(ctx: Context, rng: random.Random) -> tuple[dict[str, list[Request
 
     clients = {"baseline": _client(ctx),
                "speculation": _client(ctx, speculation=SpeculationConfig(budget=_budget()))}
-    rounds = max(2, ctx.budget // (CONCURRENT_CONVERSATIONS * FOLLOWUPS_PER_CONVERSATION))
+    rounds = 2 if ctx.quick else max(2, ctx.budget // (CONCURRENT_CONVERSATIONS * FOLLOWUPS_PER_CONVERSATION))
     records: dict[str, list[RequestRecord]] = {name: [] for name in clients}
     for r in range(rounds * 2):
         name = ("baseline", "speculation")[(r + r // 2) % 2]  # A B B A A B ...: neither always first
@@ -189,7 +189,7 @@ async def _ttft(ctx: Context, client: Any, variant: str, messages: list[dict[str
 
 def _prefix(ctx: Context, rng: random.Random) -> tuple[dict[str, list[RequestRecord]], dict[str, Any]]:
     client = _client(ctx)
-    trials = max(3, min(8, ctx.budget // 8))
+    trials = 2 if ctx.quick else max(3, min(8, ctx.budget // 8))
     records: dict[str, list[RequestRecord]] = {"long/cold": [], "long/warmed": []}
     for i in range(trials * 2):
         warm = (i + i // 2) % 2 == 1

@@ -88,6 +88,10 @@ class AppConfig:
     api_key: str | None = None
     max_body_bytes: int = 32 * 1024 * 1024
     models: tuple[str, ...] = DEFAULT_ALIASES
+    # One INFO line per request (method, path, status, ms, Server-Timing; the log format adds
+    # request_id and traceparent), so a slow request found in a benchmark's result.json is one
+    # grep away. Off by default: benchmarks count the server's CPU as noise.
+    access_log: bool = False
 
 
 @dataclass
@@ -99,6 +103,9 @@ class _Req:
     fault: FaultSpec | None
     t0: float
     timings: dict[str, float] = field(default_factory=dict)
+    # 1 for traffic that may wait (``x-llm-priority: low``: llmclient's prefetch and prefix
+    # warm-ups), so the engine serves the app's own calls first.
+    priority: int = 0
 
     def add_engine_timing(self, t: RequestTiming | None) -> None:
         if t is None:
@@ -163,6 +170,8 @@ class App:
         REQUEST_ID.set(rid)
         TRACEPARENT.set(header(scope, b"traceparent") or "-")
         req = _Req(rid, header(scope, b"accept"), None, time.perf_counter())
+        if header(scope, b"x-llm-priority") == "low":
+            req.priority = 1
         status_box = [0]
 
         async def counting_send(message: Any) -> None:
@@ -189,6 +198,11 @@ class App:
         finally:
             self.counters.in_flight -= 1
             self.counters.record(status_box[0] or 499)
+            if self.config.access_log:
+                log.info("%s %s %d %.1fms priority=%s %s", scope.get("method", "-"),
+                         scope.get("path", "-"), status_box[0] or 499,
+                         (time.perf_counter() - req.t0) * 1000.0,
+                         "low" if req.priority else "normal", req.header_value().decode("latin-1"))
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send, req: _Req) -> None:
         method, path = scope["method"], scope["path"]
@@ -371,7 +385,8 @@ class App:
         limit = max_tokens if max_tokens is not None else window - prompt_tokens
         return [EngineRequest(f"{req.request_id}-{first_index + i}", prompt_ids, limit,
                               image_tokens=image_tokens, image_digest=digest,
-                              temperature=temperature, seed=seed, n_index=i)
+                              temperature=temperature, seed=seed, n_index=i,
+                              priority=req.priority)
                 for i in range(n)]
 
     async def _chat(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
