@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from benchmarks.load import zipf_indices
 from benchmarks.stats import percentile
 from llmclient.cache import RedisBackend, ResponseCache, replay_response, scope_hash
 
@@ -141,9 +142,7 @@ def bench_client_layer(spec: str | Any, n: int) -> dict[str, float] | None:
 
 def zipf_workload(requests: int, prompts: int, s: float, seed: int) -> list[int]:
     """Prompt indices drawn with P(k) proportional to 1/k^s (k = 1..prompts)."""
-    rng = random.Random(seed)
-    weights = [1.0 / (k ** s) for k in range(1, prompts + 1)]
-    return rng.choices(range(prompts), weights=weights, k=requests)
+    return zipf_indices(requests, prompts, s, random.Random(seed))
 
 
 def bench_zipf(specs: dict[str, Callable[[], Any]], args: argparse.Namespace) -> dict[str, Any]:

@@ -72,6 +72,15 @@ def gamma_arrivals(rate: float, cv: float, n: int, rng: random.Random) -> list[f
 _WORDS = ["the", "system", "answers", "each", "question", "about", "travel", "plans", "weather", "reports", "and", "recipes", "while", "a", "careful", "reader", "checks", "every", "claim", "against", "the", "source", "material", "before", "writing", "a", "short", "summary", "for", "the", "team", "meeting", "on", "monday", "morning", "because", "deadlines", "move", "quickly", "and", "clear", "notes", "help", "people", "decide", "what", "to", "build", "next", "in", "the", "project", "including", "tests", "benchmarks", "documentation", "and", "small", "examples", "that", "show", "how", "the", "client", "sends", "requests", "over", "a", "network", "with", "real", "delay", "bandwidth", "limits", "and", "occasional", "packet", "loss", "so", "latency", "numbers", "reflect", "what", "users", "would", "see", "in", "production", "rather", "than", "on", "a", "quiet", "laptop"]
 
 
+def zipf_indices(n: int, distinct: int, s: float, rng: random.Random) -> list[int]:
+    """``n`` draws from ranks ``0..distinct-1`` with P(k) proportional to 1/(k+1)**s: a few
+    prompts asked often, a long tail asked once (web queries and chat prompts: s near 1)."""
+    if distinct < 1 or n < 0:
+        raise ValueError(f"need distinct >= 1 and n >= 0, got {distinct}, {n}")
+    weights = [1.0 / (k + 1) ** s for k in range(distinct)]
+    return rng.choices(range(distinct), weights=weights, k=n)
+
+
 def readable_text(n_words: int, rng: random.Random) -> str:
     """Sentence-shaped English-like text of ``n_words`` words (tokenizes like prose)."""
     words: list[str] = []

@@ -471,6 +471,75 @@ def _describe_transport_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+class _Attempts:
+    """Where one call stands among its attempts: every decision between two attempts (retry
+    or raise, how long to wait, resend plainer), shared by the sync and async send loops, which
+    only do the I/O (send, read, close, sleep)."""
+
+    __slots__ = ("attempt", "call", "client", "codec", "content", "free", "free_used", "resent")
+
+    def __init__(self, client: BaseClient, call: Call, content: bytes | None, codec: Codec) -> None:
+        self.client, self.call, self.content, self.codec = client, call, content, codec
+        self.attempt = self.free_used = 0
+        self.free = self.resent = False
+        call.record.start()
+
+    def request(self, on_trace: Any) -> httpx.Request:
+        return self.client._build_request(self.call, self.content, self.codec, on_trace)
+
+    def after_exception(self, exc: Exception, request: httpx.Request) -> float:
+        """The delay before the next attempt, or raises the public error (the original
+        exception when it is not a transport error)."""
+        call, client = self.call, self.client
+        delay, self.free = client._error_retry(call, exc, self.attempt, self.free_used)
+        if not isinstance(exc, httpx.TransportError):
+            raise exc
+        err = client._connection_error(call, exc, request)
+        if delay is None:
+            raise err from exc
+        client._log_attempt(call, self.attempt, str(err), delay)
+        return delay
+
+    def after_headers(self, response: httpx.Response) -> Literal["ok", "resend", "error"]:
+        """``ok``: hand the response on; ``resend``: the origin refused our wire or coding,
+        send the body once more in a plainer form (the response must be closed unread);
+        ``error``: read the body and call :meth:`after_status`."""
+        call = self.call
+        resend = self.client._on_headers(call, response)
+        if response.status_code < 400:
+            return "ok"
+        if resend and not self.resent:
+            self.resent = True
+            if call.record.wire == "json":
+                self.codec = JSON_CODEC
+            self.content = self.client._encode(call, self.codec)
+            call.record.new_attempt()
+            return "resend"
+        return "error"
+
+    def after_status(self, response: httpx.Response, raw: bytes) -> float:
+        """The delay before retrying an error status, or raises its public error."""
+        call, client = self.call, self.client
+        call.record.bytes_received += len(raw)
+        delay = client._status_retry_delay(call, response, self.attempt)
+        if delay is None:
+            call.record.finish()
+            raise client._status_error(call, response, raw)
+        client._log_attempt(call, self.attempt, f"HTTP {response.status_code}", delay)
+        self.free = False
+        return delay
+
+    def next(self) -> None:
+        """Start the next attempt (after the caller slept the delay). A free retry (the
+        request never reached the server) does not count against ``max_retries``."""
+        if self.free:
+            self.free_used += 1
+        else:
+            self.attempt += 1
+        self.call.record.retries += 1
+        self.call.record.new_attempt()
+
+
 class OpenAI(BaseClient):
     """Synchronous client (drop-in for ``openai.OpenAI``)."""
 
@@ -546,36 +615,19 @@ class OpenAI(BaseClient):
         return self._http_client.send(request, stream=True)
 
     def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        attempt = free_used = 0
-        resent = False
-        call.record.start()
+        tries = _Attempts(self, call, content, codec)
         while True:
-            request = self._build_request(call, content, codec, call.record.on_trace)
+            request = tries.request(call.record.on_trace)
             try:
                 response = self._send_once(request, call.stream)
             except Exception as exc:
-                delay, free = self._error_retry(call, exc, attempt, free_used)
-                err = self._connection_error(call, exc, request) if isinstance(exc, httpx.TransportError) else None
-                if err is None:
-                    raise
-                if delay is None:
-                    raise err from exc
-                self._log_attempt(call, attempt, str(err), delay)
-                if free:
-                    free_used += 1
-                    call.record.retries += 1
-                    call.record.new_attempt()
-                    continue
+                delay = tries.after_exception(exc, request)  # raises when there is no retry
             else:
-                resend = self._on_headers(call, response)
-                if response.status_code < 400:
+                verdict = tries.after_headers(response)
+                if verdict == "ok":
                     return response
-                if resend and not resent:  # refused our wire or coding: once more, plainer
-                    resent = True
+                if verdict == "resend":
                     response.close()
-                    codec = JSON_CODEC if call.record.wire == "json" else codec
-                    content = self._encode(call, codec)
-                    call.record.new_attempt()
                     continue
                 try:
                     raw = response.read()
@@ -583,17 +635,10 @@ class OpenAI(BaseClient):
                     raw = b""
                 finally:
                     response.close()
-                call.record.bytes_received += len(raw)
-                delay = self._status_retry_delay(call, response, attempt)
-                if delay is None:
-                    call.record.finish()
-                    raise self._status_error(call, response, raw)
-                self._log_attempt(call, attempt, f"HTTP {response.status_code}", delay)
+                delay = tries.after_status(response, raw)  # raises when there is no retry
             if delay > 0:
                 time.sleep(delay)
-            attempt += 1
-            call.record.retries += 1
-            call.record.new_attempt()
+            tries.next()
 
     def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
         token = current_trace_id.set(call.trace.trace_id)
@@ -736,36 +781,19 @@ class AsyncOpenAI(BaseClient):
         return await self._http_client.send(request, stream=True)
 
     async def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        attempt = free_used = 0
-        resent = False
-        call.record.start()
+        tries = _Attempts(self, call, content, codec)
         while True:
-            request = self._build_request(call, content, codec, call.record.on_trace_async)
+            request = tries.request(call.record.on_trace_async)
             try:
                 response = await self._send_once(request)
             except Exception as exc:
-                delay, free = self._error_retry(call, exc, attempt, free_used)
-                err = self._connection_error(call, exc, request) if isinstance(exc, httpx.TransportError) else None
-                if err is None:
-                    raise
-                if delay is None:
-                    raise err from exc
-                self._log_attempt(call, attempt, str(err), delay)
-                if free:
-                    free_used += 1
-                    call.record.retries += 1
-                    call.record.new_attempt()
-                    continue
+                delay = tries.after_exception(exc, request)  # raises when there is no retry
             else:
-                resend = self._on_headers(call, response)
-                if response.status_code < 400:
+                verdict = tries.after_headers(response)
+                if verdict == "ok":
                     return response
-                if resend and not resent:  # refused our wire or coding: once more, plainer
-                    resent = True
+                if verdict == "resend":
                     await response.aclose()
-                    codec = JSON_CODEC if call.record.wire == "json" else codec
-                    content = self._encode(call, codec)
-                    call.record.new_attempt()
                     continue
                 try:
                     raw = await response.aread()
@@ -773,17 +801,10 @@ class AsyncOpenAI(BaseClient):
                     raw = b""
                 finally:
                     await response.aclose()
-                call.record.bytes_received += len(raw)
-                delay = self._status_retry_delay(call, response, attempt)
-                if delay is None:
-                    call.record.finish()
-                    raise self._status_error(call, response, raw)
-                self._log_attempt(call, attempt, f"HTTP {response.status_code}", delay)
+                delay = tries.after_status(response, raw)  # raises when there is no retry
             if delay > 0:
                 await _async_sleep(delay)
-            attempt += 1
-            call.record.retries += 1
-            call.record.new_attempt()
+            tries.next()
 
     async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
         token = current_trace_id.set(call.trace.trace_id)

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["TraceContext", "new_trace_context"]
 
@@ -71,9 +72,10 @@ def new_trace_context(
 
 
 def _otel_parent() -> tuple[str, str, str] | None:
-    try:
-        from opentelemetry import trace  # optional extra "otel"
-    except ImportError:  # pragma: no cover - only reached when the module was half-imported
+    # Only called once the app imported OpenTelemetry (the optional "otel" extra): we never
+    # import it ourselves, so `import llmclient` stays light.
+    trace: Any = sys.modules.get("opentelemetry.trace")
+    if trace is None or not hasattr(trace, "get_current_span"):
         return None
     ctx = trace.get_current_span().get_span_context()
     if not ctx.is_valid:

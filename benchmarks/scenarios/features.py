@@ -2,8 +2,9 @@
 
 - ``cache``: classification-style prompts repeated with a Zipf distribution (a few prompts
   asked often, a long tail asked once), temperature 0. The official client, llmclient without
-  a cache, and llmclient with ``cache="memory"``, interleaved request by request; the second
-  row isolates what the cache alone saves.
+  a cache, and llmclient with ``cache="memory"`` (outside quick mode also SQLite in a temp file
+  and a private loopback Redis), interleaved request by request; the "cache alone" rows
+  isolate what each cache saves.
 - ``encoding``: ten-turn conversations of about 16 KB per request (the shape of a chat app's
   requests late in a session). The official client (JSON), llmclient's JSON path (orjson, the
   body compressed with zstd once the origin said it reads it) and llmclient with
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import random
 import statistics
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -35,7 +38,8 @@ from benchmarks._scenario import (
     Row,
     ScenarioResult,
 )
-from benchmarks.load import readable_text
+from benchmarks.cache_hit import redis_server
+from benchmarks.load import readable_text, zipf_indices
 
 ORDER = 70
 
@@ -45,14 +49,6 @@ CONVERSATION_TURNS = 10
 TURN_WORDS = 200           # ~16 KB of JSON per 10-turn request
 LIKELY = ("explain in more detail",)
 THINK_S = (0.5, 1.0)       # a reader's pause between the calls of a session
-
-
-def zipf_indices(n: int, distinct: int, s: float, rng: random.Random) -> list[int]:
-    """``n`` draws from ranks ``0..distinct-1`` with P(k) proportional to 1/(k+1)**s."""
-    if distinct < 1 or n < 0:
-        raise ValueError(f"need distinct >= 1 and n >= 0, got {distinct}, {n}")
-    weights = [1.0 / (k + 1) ** s for k in range(distinct)]
-    return rng.choices(range(distinct), weights=weights, k=n)
 
 
 def _median(values: Sequence[float | int | None]) -> float | None:
@@ -79,8 +75,19 @@ class Caching:
             "llmclient+cache": ctx.driver("llmclient", variant="llmclient+cache",
                                           client_options={"cache": "memory"}),
         }
-        ctx.progress(f"  cache: {n} requests per variant over {len(set(picks))} distinct prompts")
-        records = ctx.interleave(drivers, requests, warmup=0)
+        with contextlib.ExitStack() as stack:
+            if not ctx.quick:  # the persistent and the shared backends, beside memory
+                folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="llmclient-bench-"))
+                drivers["llmclient+sqlite"] = ctx.driver(
+                    "llmclient", variant="llmclient+sqlite",
+                    client_options={"cache": f"sqlite:///{folder}/cache.db"})
+                redis_url = stack.enter_context(redis_server())
+                if redis_url is not None:
+                    drivers["llmclient+redis"] = ctx.driver(
+                        "llmclient", variant="llmclient+redis", client_options={"cache": redis_url})
+            ctx.progress(f"  cache: {n} requests x {len(drivers)} variants over "
+                         f"{len(set(picks))} distinct prompts")
+            records = ctx.interleave(drivers, requests, warmup=0)
         served = Counter(r.extra.get("cache") or "miss" for r in records["llmclient+cache"])
         hits = served.get("hit", 0) + served.get("join", 0)
         repeats = n - len(set(picks))
@@ -95,13 +102,27 @@ class Caching:
             notes.append(f"median latency of a cache hit {hit_ms:.2f} ms vs a miss {miss_ms:.0f} ms "
                          f"({miss_ms / hit_ms:,.0f}x); the p50 row moves once more than half "
                          "the calls are hits")
+        for backend in ("sqlite", "redis"):
+            name = f"llmclient+{backend}"
+            if name in records:
+                hit = _median([r.latency_ms for r in records[name]
+                               if r.extra.get("cache") in ("hit", "join")])
+                notes.append(f"{backend}: median hit {_fmt_ms(hit)}")
+        if not ctx.quick and "llmclient+redis" not in records:
+            notes.append("redis: not measured (redis-server not found)")
         return ScenarioResult.of(
             self, records,
             rows=[Row("cache (Zipf repeats): openai -> llmclient+cache", "openai", "llmclient+cache"),
-                  Row("cache alone: llmclient -> llmclient+cache", "llmclient", "llmclient+cache")],
+                  Row("cache alone: llmclient -> llmclient+cache", "llmclient", "llmclient+cache"),
+                  *(Row(f"cache alone: llmclient -> {name}", "llmclient", name)
+                    for name in ("llmclient+sqlite", "llmclient+redis") if name in records)],
             notes=notes,
             series={"zipf_s": ZIPF_S, "distinct": DISTINCT_PROMPTS, "requests": n,
                     "served": dict(served), "hit_rate": hits / n if n else None})
+
+
+def _fmt_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} ms"
 
 
 def conversation(rng: random.Random, turns: int = CONVERSATION_TURNS,
