@@ -31,7 +31,7 @@ class ConnectionHandling:
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 10)
-        n = max(10, ctx.budget // 2) if not ctx.quick else 6
+        n = max(10, ctx.budget // 2) if not ctx.quick else 5
         records = {}
         for stream in (False, True):
             suffix = "/stream" if stream else ""

@@ -56,7 +56,7 @@ class Steady:
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 20)
         rate = 8.0 if ctx.quick else 20.0
-        n = 60 if ctx.quick else 1200
+        n = 40 if ctx.quick else 1200
         warmup = 10 if ctx.quick else 100
         driver = ctx.driver("llmclient")
         ctx.progress(f"  steady: warm-up {warmup}, then {n} requests at {rate:g} req/s (Poisson)")
@@ -82,7 +82,7 @@ class Sweep:
         assert ctx.spawn_server is not None
         rng = random.Random(ctx.seed + 30)
         rates = [2.0, 8.0, 16.0, 32.0] if ctx.quick else [1, 2, 4, 6, 8, 12, 16, 24, 32, 48]
-        seconds, min_n = (1.0, 5) if ctx.quick else (20.0, 60)
+        seconds, min_n = (1.0, 4) if ctx.quick else (20.0, 60)
         server = _spawn(ctx, profile=SWEEP_PROFILE)
         try:
             with ctx.routed(server) as url:
@@ -170,7 +170,7 @@ class Faults:
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 40)
-        n = 10 if ctx.quick else 300
+        n = 8 if ctx.quick else 300
         # Short answers: this row is about failure handling, not decode time.
         lengths = LengthModel(output_median_tokens=8, output_sigma=0.5, output_max_tokens=32)
         server = _spawn(ctx, profile=ctx.server.profile if ctx.server else "zero",
