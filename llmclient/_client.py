@@ -434,6 +434,17 @@ class BaseClient:
             d["_request_id"] = response.headers.get("x-request-id") if response is not None else None
         return obj
 
+    def _stream_parts(self, call: Call, response: httpx.Response, codec: Codec, handle: Any) -> tuple[Any, Any]:
+        """The decoder of a streamed body, and what runs when it completes (the cache's store,
+        then speculation's follow-ups)."""
+        decoder = self._stream_decoder(call, response, codec)
+        on_complete = handle.on_stream_complete if handle is not None else None
+        if call.options.prefetch:
+            from . import _prefetch
+
+            on_complete = _prefetch.on_stream_complete(self, on_complete)
+        return decoder, on_complete
+
     def _stream_decoder(self, call: Call, response: httpx.Response, codec: Codec) -> Any:
         try:
             return codec.stream_decoder(response.headers.get("content-type", ""))
@@ -659,12 +670,7 @@ class OpenAI(BaseClient):
             content = self._encode(call, codec)
             response = self._send(call, content, codec)
             if call.stream:
-                decoder = self._stream_decoder(call, response, codec)
-                on_complete = handle.on_stream_complete if handle is not None else None
-                if call.options.prefetch:
-                    from . import _prefetch
-
-                    on_complete = _prefetch.on_stream_complete(self, on_complete)
+                decoder, on_complete = self._stream_parts(call, response, codec, handle)
                 result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
                 return RawResponse(response, result) if raw else result
             try:
@@ -829,12 +835,7 @@ class AsyncOpenAI(BaseClient):
             content = self._encode(call, codec)
             response = await self._send(call, content, codec)
             if call.stream:
-                decoder = self._stream_decoder(call, response, codec)
-                on_complete = handle.on_stream_complete if handle is not None else None
-                if call.options.prefetch:
-                    from . import _prefetch
-
-                    on_complete = _prefetch.on_stream_complete(self, on_complete)
+                decoder, on_complete = self._stream_parts(call, response, codec, handle)
                 result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
                 return RawResponse(response, result) if raw else result
             try:

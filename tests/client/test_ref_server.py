@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
+import time
 from typing import Any
 
+import httpx
 import pytest
 
 import llmclient
@@ -126,6 +129,19 @@ def test_early_close_keeps_the_h2_connection(request: pytest.FixtureRequest, fix
                                        extra_headers={"x-fault": "slow_ms=10"})
     next(iter(stream))
     stream.close()
+    closed = time.monotonic()
     for _ in range(5):
         r = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
         assert r.timings.connection_reused is True and r.timings.http_version == "HTTP/2"
+    # The server stops generating: the stream had 500 tokens at 10 ms each (5 s) to go.
+    server = request.getfixturevalue(fixture)
+    while _in_flight(server) > 1:  # the /metrics GET itself
+        assert time.monotonic() - closed < 3.0, "the server kept generating a cancelled stream"
+        time.sleep(0.02)
+
+
+def _in_flight(server: Any) -> float:
+    verify = ssl.create_default_context(cafile=server.ca_path) if server.ca_path else True
+    text = httpx.get(server.url + "/metrics", verify=verify).text
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("http_requests_in_flight")]
+    return float(line.split()[-1])
