@@ -254,11 +254,20 @@ def _find_h2_stream(stream: Any) -> Any:
     return None
 
 
+def _h2_stream_open(conn: Any, stream_id: int) -> bool:
+    """Whether the server may still send on this stream. httpcore closes its side of an
+    abandoned stream without telling the server (no RST_STREAM), so its own flag is no guide;
+    the h2 state machine knows whether the stream ended."""
+    h2_state = getattr(conn, "_h2_state", None)
+    stream = getattr(h2_state, "streams", {}).get(stream_id) if h2_state is not None else None
+    return stream is not None and not stream.closed
+
+
 def _reset_h2_stream_sync(stream: Any) -> None:
     h2s = _find_h2_stream(stream)
-    if h2s is None or h2s._closed:
+    conn = h2s._connection if h2s is not None else None
+    if conn is None or not _h2_stream_open(conn, h2s._stream_id):
         return
-    conn = h2s._connection
     try:
         conn._h2_state.reset_stream(h2s._stream_id, error_code=_RST_CANCEL)
         conn._write_outgoing_data(h2s._request)
@@ -268,9 +277,9 @@ def _reset_h2_stream_sync(stream: Any) -> None:
 
 async def _reset_h2_stream_async(stream: Any) -> None:
     h2s = _find_h2_stream(stream)
-    if h2s is None or h2s._closed:
+    conn = h2s._connection if h2s is not None else None
+    if conn is None or not _h2_stream_open(conn, h2s._stream_id):
         return
-    conn = h2s._connection
     try:
         conn._h2_state.reset_stream(h2s._stream_id, error_code=_RST_CANCEL)
         await conn._write_outgoing_data(h2s._request)
@@ -289,9 +298,19 @@ class _LaneStream(httpx.SyncByteStream):
         self.bytes_received = 0
 
     def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._inner:
-            self.bytes_received += len(chunk)
-            yield chunk
+        try:
+            for chunk in self._inner:
+                self.bytes_received += len(chunk)
+                yield chunk
+        except BaseException:
+            # Abandoned mid-body (the caller's loop ended, the generator was collected, an
+            # error): cancel the HTTP/2 stream now, while httpcore still has it open; closing
+            # it first would drop the stream without telling the server, which would go on
+            # generating an answer nobody reads.
+            if not self._done:
+                self._done = True
+                _reset_h2_stream_sync(self._inner)
+            raise
         self._done = True
 
     def close(self) -> None:
@@ -313,9 +332,15 @@ class _AsyncLaneStream(httpx.AsyncByteStream):
         self.bytes_received = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            self.bytes_received += len(chunk)
-            yield chunk
+        try:
+            async for chunk in self._inner:
+                self.bytes_received += len(chunk)
+                yield chunk
+        except BaseException:
+            if not self._done:  # see _LaneStream.__iter__
+                self._done = True
+                await _reset_h2_stream_async(self._inner)
+            raise
         self._done = True
 
     async def aclose(self) -> None:

@@ -133,8 +133,14 @@ def test_early_close_keeps_the_h2_connection(request: pytest.FixtureRequest, fix
     for _ in range(5):
         r = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
         assert r.timings.connection_reused is True and r.timings.http_version == "HTTP/2"
-    # The server stops generating: the stream had 500 tokens at 10 ms each (5 s) to go.
+    # The server was told (RST_STREAM) and stopped generating: the stream had 500 tokens at
+    # 10 ms each (5 s) to go.
     server = request.getfixturevalue(fixture)
+    cancelled = f"request_id={stream.trace_id}"
+    while not any(cancelled in line and "client disconnected" in line
+                  for line in server.log_path.read_text().splitlines()):
+        assert time.monotonic() - closed < 3.0, "the server never heard of the cancelled stream"
+        time.sleep(0.02)
     while _in_flight(server) > 1:  # the /metrics GET itself
         assert time.monotonic() - closed < 3.0, "the server kept generating a cancelled stream"
         time.sleep(0.02)
