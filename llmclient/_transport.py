@@ -268,11 +268,22 @@ def _reset_h2_stream_sync(stream: Any) -> None:
     conn = h2s._connection if h2s is not None else None
     if conn is None or not _h2_stream_open(conn, h2s._stream_id):
         return
+    # h2's state machine is not thread-safe: httpcore only feeds it received data under its
+    # read lock. A stream closed from another thread while some thread reads the connection
+    # (a prefetch cancelled by the app's call) is left to httpcore, which drops it quietly,
+    # rather than racing that reader.
+    read_lock = getattr(getattr(conn, "_read_lock", None), "_lock", None)
+    if read_lock is not None and not read_lock.acquire(blocking=False):
+        logger.debug("RST_STREAM not sent: the connection is being read by another thread")
+        return
     try:
         conn._h2_state.reset_stream(h2s._stream_id, error_code=_RST_CANCEL)
         conn._write_outgoing_data(h2s._request)
     except Exception as exc:  # the stream or connection already ended: nothing to cancel
         logger.debug("RST_STREAM not sent: %r", exc)
+    finally:
+        if read_lock is not None:
+            read_lock.release()
 
 
 async def _reset_h2_stream_async(stream: Any) -> None:
