@@ -140,11 +140,13 @@ def plan_resize(width: int, height: int, target: Target) -> tuple[int, int]:
     if scale >= 1.0:
         return width, height
     w2, h2 = max(1, round(width * scale)), max(1, round(height * scale))
-    return _clamp(w2, h2, target)
+    return _clamp(w2, h2, width, height, target)
 
 
-def _clamp(w: int, h: int, target: Target) -> tuple[int, int]:
-    # Rounding can overshoot a limit by a pixel; shave the long side until all limits hold.
+def _clamp(w: int, h: int, width: int, height: int, target: Target) -> tuple[int, int]:
+    # Rounding can overshoot a limit by a pixel; step the long side down and recompute the
+    # short one from the original aspect ratio until all limits hold (shaving only the long
+    # side would distort a small image: 209x251 under 5000 px gave 65x76, not 63x76).
     def fits(w: int, h: int) -> bool:
         return (
             (target.max_side is None or max(w, h) <= target.max_side)
@@ -153,10 +155,12 @@ def _clamp(w: int, h: int, target: Target) -> tuple[int, int]:
         )
 
     while not fits(w, h) and max(w, h) > 1:
-        if w >= h:
+        if width >= height:
             w -= 1
+            h = max(1, round(w * height / width))
         else:
             h -= 1
+            w = max(1, round(h * width / height))
     return w, h
 
 

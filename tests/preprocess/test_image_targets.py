@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import preprocess
@@ -56,6 +56,7 @@ def test_plan_is_idempotent(w: int, h: int, target: Target) -> None:
 
 
 @given(st.integers(100, 20_000), st.integers(100, 20_000), targets)
+@example(209, 251, Target(max_pixels=5000))  # rounding overshot; shaving one side distorted it
 def test_plan_keeps_aspect_ratio(w: int, h: int, target: Target) -> None:
     w2, h2 = plan_resize(w, h, target)
     if min(w2, h2) >= 20:
