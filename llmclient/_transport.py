@@ -309,19 +309,9 @@ class _LaneStream(httpx.SyncByteStream):
         self.bytes_received = 0
 
     def __iter__(self) -> Iterator[bytes]:
-        try:
-            for chunk in self._inner:
-                self.bytes_received += len(chunk)
-                yield chunk
-        except BaseException:
-            # Abandoned mid-body (the caller's loop ended, the generator was collected, an
-            # error): cancel the HTTP/2 stream now, while httpcore still has it open; closing
-            # it first would drop the stream without telling the server, which would go on
-            # generating an answer nobody reads.
-            if not self._done:
-                self._done = True
-                _reset_h2_stream_sync(self._inner)
-            raise
+        for chunk in self._inner:
+            self.bytes_received += len(chunk)
+            yield chunk
         self._done = True
 
     def close(self) -> None:
@@ -343,15 +333,9 @@ class _AsyncLaneStream(httpx.AsyncByteStream):
         self.bytes_received = 0
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._inner:
-                self.bytes_received += len(chunk)
-                yield chunk
-        except BaseException:
-            if not self._done:  # see _LaneStream.__iter__
-                self._done = True
-                await _reset_h2_stream_async(self._inner)
-            raise
+        async for chunk in self._inner:
+            self.bytes_received += len(chunk)
+            yield chunk
         self._done = True
 
     async def aclose(self) -> None:
