@@ -1,0 +1,1084 @@
+"""Our own HTTP/2 client connections (RFC 9113): the protocol as plain state, sync and async I/O.
+
+Why not httpcore + h2: measured per non-streamed chat call, the httpx -> httpcore -> h2 ->
+hpack -> hyperframe stack spent ~95% of llmclient's client CPU (HPACK alone ~120 us a call;
+for streams h2 builds ``repr(frame)`` of every received frame, re-serialising it, for a trace
+log that is off). An LLM client needs a small part of HTTP/2: client streams, no server push,
+no priorities. Done here in a few hundred lines it costs a fraction. httpcore still carries
+HTTP/1.1 (see _transport.py).
+
+Layout:
+
+* :class:`H2State` - the protocol, no I/O: ``receive(bytes)`` parses frames and updates
+  streams; request methods append frames to ``out``. Flow control both ways (we advertise a 4 MiB
+  stream window and a 16 MiB connection window, and return credit as the application consumes
+  data, so a slow reader bounds what is buffered), SETTINGS, PING, GOAWAY, RST_STREAM,
+  CONTINUATION, padding, HPACK (_hpack.py).
+* :class:`SyncConnection` - a socket shared by threads: whoever waits for data reads the socket
+  for everyone (one reader at a time, like httpcore), under one lock for the state.
+* :class:`AsyncConnection` - an asyncio Protocol: the event loop feeds ``data_received`` and
+  wakes exactly the streams that got something.
+
+Errors are httpx's exceptions (ConnectError, ReadTimeout, RemoteProtocolError ...), worded as
+httpcore words them where the retry rules (_retry.py) read the text ("Server disconnected",
+"last_stream_id:N"). Trace events use httpcore's names (``connection.connect_tcp.started`` ...)
+so :class:`~llmclient._timings.CallRecord` reads both stacks the same way.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import httpx
+
+from ._hpack import Decoder, Encoder, HPACKError
+from ._logging import logger
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["AsyncConnection", "H2State", "NotHTTP2", "SyncConnection", "connect_sync"]
+
+PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+END_STREAM = ACK = 0x1
+END_HEADERS, PADDED, PRIORITY_FLAG = 0x4, 0x8, 0x20
+NO_ERROR, PROTOCOL_ERROR, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, CANCEL, COMPRESSION_ERROR = 0, 1, 3, 6, 8, 9
+
+# Settings identifiers (RFC 9113 section 6.5.2).
+_S_HEADER_TABLE_SIZE, _S_ENABLE_PUSH, _S_MAX_CONCURRENT_STREAMS = 1, 2, 3
+_S_INITIAL_WINDOW_SIZE, _S_MAX_FRAME_SIZE, _S_MAX_HEADER_LIST_SIZE = 4, 5, 6
+
+STREAM_WINDOW: Final = 4 * 1024 * 1024  # what each response may send before we read it
+CONNECTION_WINDOW: Final = 16 * 1024 * 1024
+MAX_HEADER_LIST: Final = 256 * 1024
+_DEFAULT_WINDOW: Final = 65535
+_MAX_WINDOW: Final = 2**31 - 1
+_READ_SIZE: Final = 256 * 1024
+
+_FRAME_HEADER = struct.Struct(">BHBBI")  # 24-bit length (as 8 + 16), type, flags, stream id
+_U32 = struct.Struct(">I")
+_SETTING = struct.Struct(">HI")
+_GOAWAY = struct.Struct(">II")
+
+# Connection-specific headers that HTTP/2 forbids (RFC 9113 section 8.2.2); Host becomes
+# :authority.
+_DROPPED_HEADERS: Final = frozenset(
+    {b"host", b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
+)
+
+
+def frame(ftype: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
+    n = len(payload)
+    return _FRAME_HEADER.pack(n >> 16, n & 0xFFFF, ftype, flags, stream_id) + payload
+
+
+class NotHTTP2(httpx.RemoteProtocolError):
+    """The peer does not speak HTTP/2 (ALPN chose http/1.1, or h2c was answered in HTTP/1.x)."""
+
+
+class _ConnectionError(Exception):
+    """A connection-level protocol error: GOAWAY(code) and close."""
+
+    def __init__(self, code: int, why: str) -> None:
+        super().__init__(why)
+        self.code = code
+
+
+class Stream:
+    """One request/response exchange on a connection."""
+
+    __slots__ = (
+        "data", "ended", "error", "headers", "id", "local_closed", "send_window", "unacked",
+        "waiter",
+    )
+
+    def __init__(self, stream_id: int, send_window: int) -> None:
+        self.id = stream_id
+        self.headers: list[tuple[bytes, bytes]] | None = None
+        self.data: list[bytes] = []
+        self.ended = False  # the server sent END_STREAM
+        self.local_closed = False  # we sent END_STREAM (or RST_STREAM)
+        self.error: Exception | None = None
+        self.send_window = send_window
+        self.unacked = 0  # bytes the application consumed that we have not credited back
+        self.waiter: Any = None  # async: the future the stream's reader awaits
+
+
+class H2State:
+    """Client-side HTTP/2 state: bytes in, frames out (``out``), no I/O, not thread-safe."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.streams: dict[int, Stream] = {}
+        self.next_id = 1
+        self.encoder = Encoder()
+        self.decoder = Decoder(max_header_list_size=MAX_HEADER_LIST)
+        # The server's settings as they apply to what we send.
+        self.max_streams = 100  # until its SETTINGS say otherwise
+        self.send_initial_window = _DEFAULT_WINDOW
+        self.send_window = _DEFAULT_WINDOW  # connection-level
+        self.max_frame_out = 16384
+        self.settings_received = False
+        self.goaway_last_id: int | None = None
+        self.error: Exception | None = None  # set once the connection is unusable
+        self.recv_unacked = 0  # connection-level credit not yet returned
+        self.pings_acked = 0
+        self._inbuf = b""
+        self._header_block: tuple[int, int, bytearray] | None = None  # (stream id, flags, block)
+
+    # -- what we send --------------------------------------------------------------------------
+
+    def initiate(self) -> None:
+        settings = b"".join(_SETTING.pack(k, v) for k, v in (
+            (_S_ENABLE_PUSH, 0),
+            (_S_MAX_CONCURRENT_STREAMS, 100),
+            (_S_INITIAL_WINDOW_SIZE, STREAM_WINDOW),
+            (_S_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
+        ))
+        self.out += PREFACE + frame(SETTINGS, 0, 0, settings)
+        self.out += frame(WINDOW_UPDATE, 0, 0, _U32.pack(CONNECTION_WINDOW - _DEFAULT_WINDOW))
+
+    @property
+    def usable(self) -> bool:
+        """New streams may start here."""
+        return (self.error is None and self.goaway_last_id is None
+                and self.next_id < _MAX_WINDOW and len(self.streams) < self.max_streams)
+
+    def open_stream(self, headers: list[tuple[bytes, bytes]], end_stream: bool) -> Stream:
+        sid = self.next_id
+        self.next_id += 2
+        stream = Stream(sid, self.send_initial_window)
+        self.streams[sid] = stream
+        block = self.encoder.encode(headers)
+        flags = END_STREAM if end_stream else 0
+        stream.local_closed = end_stream
+        limit = self.max_frame_out
+        if len(block) <= limit:
+            self.out += frame(HEADERS, flags | END_HEADERS, sid, block)
+        else:
+            self.out += frame(HEADERS, flags, sid, block[:limit])
+            for i in range(limit, len(block), limit):
+                last = END_HEADERS if i + limit >= len(block) else 0
+                self.out += frame(CONTINUATION, last, sid, block[i:i + limit])
+        return stream
+
+    def send_data(self, stream: Stream, data: memoryview, end_stream: bool) -> int:
+        """Queue as much of ``data`` as the windows allow; the count queued (END_STREAM goes
+        with the last byte, or alone when ``data`` is empty)."""
+        if stream.local_closed or stream.id not in self.streams:
+            return len(data)  # the server already answered or reset it: nothing more to send
+        sent, total = 0, len(data)
+        while sent < total:
+            n = min(total - sent, self.send_window, stream.send_window, self.max_frame_out)
+            if n <= 0:
+                return sent
+            last = end_stream and sent + n == total
+            self.out += frame(DATA, END_STREAM if last else 0, stream.id, bytes(data[sent:sent + n]))
+            self.send_window -= n
+            stream.send_window -= n
+            sent += n
+        if end_stream and total == 0:
+            self.out += frame(DATA, END_STREAM, stream.id)
+        if end_stream:
+            stream.local_closed = True
+        return sent
+
+    def consumed(self, stream: Stream, n: int) -> None:
+        """The application read ``n`` bytes of ``stream``: return the credit in batches."""
+        stream.unacked += n
+        self.recv_unacked += n
+        if stream.unacked >= STREAM_WINDOW // 2 and not stream.ended:
+            self.out += frame(WINDOW_UPDATE, 0, stream.id, _U32.pack(stream.unacked))
+            stream.unacked = 0
+        if self.recv_unacked >= CONNECTION_WINDOW // 2:
+            self.out += frame(WINDOW_UPDATE, 0, 0, _U32.pack(self.recv_unacked))
+            self.recv_unacked = 0
+
+    def reset(self, stream: Stream, code: int = CANCEL) -> None:
+        """Cancel a stream (RFC 9113 section 8.7): the server stops generating."""
+        if self.streams.pop(stream.id, None) is not None and self.error is None:
+            self.out += frame(RST_STREAM, 0, stream.id, _U32.pack(code))
+            # Credit what the server sent and nobody will read.
+            pending = sum(len(d) for d in stream.data)
+            stream.data.clear()
+            self.recv_unacked += pending
+        stream.local_closed = True
+        if stream.error is None and not stream.ended:
+            stream.error = httpx.StreamClosed()
+
+    def ping(self, payload: bytes = b"\0" * 8) -> None:
+        self.out += frame(PING, 0, 0, payload)
+
+    def close(self) -> None:
+        if self.error is None:
+            self.out += frame(GOAWAY, 0, 0, _GOAWAY.pack(self.next_id - 2 if self.next_id > 1 else 0, NO_ERROR))
+            self.fail(httpx.RemoteProtocolError("connection closed by the client"))
+
+    # -- what we receive -----------------------------------------------------------------------
+
+    def receive(self, data: bytes) -> list[Stream]:
+        """Parse what arrived; the streams that got something (headers, data, end, error)."""
+        if self._inbuf:
+            data = self._inbuf + data
+            self._inbuf = b""
+        touched: list[Stream] = []
+        pos, n = 0, len(data)
+        unpack = _FRAME_HEADER.unpack_from
+        try:
+            if not self.settings_received and n >= 9 and data[3] != SETTINGS:
+                raise NotHTTP2(f"the server did not answer in HTTP/2: {bytes(data[:40])!r}")
+            while n - pos >= 9:
+                hi, lo, ftype, flags, sid = unpack(data, pos)
+                length = (hi << 16) | lo
+                end = pos + 9 + length
+                if end > n:
+                    if length > 16384 * 64:  # we never raise SETTINGS_MAX_FRAME_SIZE: 16384
+                        raise _ConnectionError(FRAME_SIZE_ERROR, f"frame of {length} bytes")
+                    break
+                payload = data[pos + 9:end]
+                pos = end
+                sid &= 0x7FFFFFFF
+                if self._header_block is not None and ftype != CONTINUATION:
+                    raise _ConnectionError(PROTOCOL_ERROR, "expected CONTINUATION")
+                if ftype == DATA:
+                    self._on_data(sid, flags, payload, touched)
+                elif ftype == HEADERS:
+                    self._on_headers(sid, flags, payload, touched)
+                elif ftype == CONTINUATION:
+                    self._on_continuation(sid, flags, payload, touched)
+                elif ftype == SETTINGS:
+                    self._on_settings(flags, payload)
+                elif ftype == WINDOW_UPDATE:
+                    self._on_window_update(sid, payload)
+                elif ftype == PING:
+                    if flags & ACK:
+                        self.pings_acked += 1
+                    else:
+                        self.out += frame(PING, ACK, 0, payload)
+                elif ftype == RST_STREAM:
+                    self._on_rst(sid, payload, touched)
+                elif ftype == GOAWAY:
+                    self._on_goaway(payload, touched)
+                elif ftype == PUSH_PROMISE:
+                    raise _ConnectionError(PROTOCOL_ERROR, "PUSH_PROMISE with push disabled")
+                # PRIORITY and unknown frame types are ignored (section 5.5)
+        except _ConnectionError as exc:
+            self.out += frame(GOAWAY, 0, 0, _GOAWAY.pack(0, exc.code) + str(exc).encode()[:200])
+            self.fail(httpx.RemoteProtocolError(f"HTTP/2 protocol error from the server: {exc}"))
+            return list(touched)
+        except NotHTTP2 as exc:
+            self.fail(exc)
+            return []
+        except (HPACKError, struct.error, IndexError) as exc:
+            self.out += frame(GOAWAY, 0, 0, _GOAWAY.pack(0, COMPRESSION_ERROR))
+            self.fail(httpx.RemoteProtocolError(f"HTTP/2 protocol error from the server: {exc!r}"))
+            return []
+        if pos < n:
+            self._inbuf = bytes(data[pos:])
+        return touched
+
+    def connection_lost(self, why: str = "Server disconnected without sending a response.") -> None:
+        if self.error is None:
+            if self.goaway_last_id is not None:
+                why = f"{why} (after GOAWAY, last_stream_id:{self.goaway_last_id})"
+            self.fail(httpx.RemoteProtocolError(why))
+
+    def fail(self, exc: Exception) -> None:
+        """The connection is over: every open stream gets ``exc`` (streams already ended keep
+        their data)."""
+        if self.error is None:
+            self.error = exc
+        for stream in self.streams.values():
+            if stream.error is None and not stream.ended:
+                stream.error = exc
+        self.streams.clear()
+
+    @staticmethod
+    def _unpad(flags: int, payload: bytes) -> bytes:
+        if flags & PADDED:
+            pad = payload[0]
+            if pad >= len(payload):
+                raise _ConnectionError(PROTOCOL_ERROR, "padding longer than the frame")
+            return payload[1:len(payload) - pad]
+        return payload
+
+    def _on_data(self, sid: int, flags: int, payload: bytes, touched: list[Stream]) -> None:
+        stream = self.streams.get(sid)
+        body = self._unpad(flags, payload) if flags & PADDED else payload
+        if stream is None:  # reset by us, or unknown: credit the connection window at once
+            self.recv_unacked += len(payload)
+            self._maybe_credit_connection()
+            return
+        if stream.headers is None:
+            raise _ConnectionError(PROTOCOL_ERROR, f"DATA before HEADERS on stream {sid}")
+        if len(payload) != len(body):
+            self.recv_unacked += len(payload) - len(body)  # padding: nobody reads it
+        if body:
+            stream.data.append(body)
+        if flags & END_STREAM:
+            self._remote_end(stream)
+        touched.append(stream)
+
+    def _maybe_credit_connection(self) -> None:
+        if self.recv_unacked >= CONNECTION_WINDOW // 2:
+            self.out += frame(WINDOW_UPDATE, 0, 0, _U32.pack(self.recv_unacked))
+            self.recv_unacked = 0
+
+    def _remote_end(self, stream: Stream) -> None:
+        stream.ended = True
+        if stream.local_closed:
+            self.streams.pop(stream.id, None)
+
+    def _on_headers(self, sid: int, flags: int, payload: bytes, touched: list[Stream]) -> None:
+        if flags & PADDED:
+            payload = self._unpad(flags, payload)
+        if flags & PRIORITY_FLAG:
+            payload = payload[5:]
+        if flags & END_HEADERS:
+            self._headers_done(sid, flags, payload, touched)
+        else:
+            self._header_block = (sid, flags, bytearray(payload))
+
+    def _on_continuation(self, sid: int, flags: int, payload: bytes, touched: list[Stream]) -> None:
+        block = self._header_block
+        if block is None or block[0] != sid:
+            raise _ConnectionError(PROTOCOL_ERROR, f"unexpected CONTINUATION on stream {sid}")
+        block[2].extend(payload)
+        if len(block[2]) > MAX_HEADER_LIST * 2:
+            raise _ConnectionError(PROTOCOL_ERROR, "header block too large")
+        if flags & END_HEADERS:
+            self._header_block = None
+            self._headers_done(sid, block[1], bytes(block[2]), touched)
+
+    def _headers_done(self, sid: int, flags: int, block: bytes, touched: list[Stream]) -> None:
+        headers = self.decoder.decode(block)  # always: the HPACK table must stay in step
+        stream = self.streams.get(sid)
+        if stream is None:
+            return
+        if stream.headers is None:
+            status = headers[0][1] if headers and headers[0][0] == b":status" else b""
+            if status[:1] == b"1":  # 1xx informational: the real response follows
+                return
+            if not status.isdigit():
+                stream.error = httpx.RemoteProtocolError(f"response on stream {sid} has no valid :status")
+                self.reset(stream, PROTOCOL_ERROR)
+                touched.append(stream)
+                return
+            stream.headers = headers
+        # else: trailers, which the OpenAI API does not use
+        if flags & END_STREAM:
+            self._remote_end(stream)
+        touched.append(stream)
+
+    def _on_settings(self, flags: int, payload: bytes) -> None:
+        if flags & ACK:
+            return
+        if len(payload) % 6:
+            raise _ConnectionError(FRAME_SIZE_ERROR, "SETTINGS length not a multiple of 6")
+        for i in range(0, len(payload), 6):
+            key, value = _SETTING.unpack_from(payload, i)
+            if key == _S_MAX_CONCURRENT_STREAMS:
+                self.max_streams = value
+            elif key == _S_INITIAL_WINDOW_SIZE:
+                if value > _MAX_WINDOW:
+                    raise _ConnectionError(FLOW_CONTROL_ERROR, "initial window over 2^31-1")
+                delta = value - self.send_initial_window
+                self.send_initial_window = value
+                for stream in self.streams.values():
+                    stream.send_window += delta
+            elif key == _S_MAX_FRAME_SIZE:
+                if not 16384 <= value <= 16777215:
+                    raise _ConnectionError(PROTOCOL_ERROR, f"SETTINGS_MAX_FRAME_SIZE {value}")
+                self.max_frame_out = value
+            elif key == _S_HEADER_TABLE_SIZE:
+                self.encoder.set_max_table_size(min(value, 4096))
+        self.settings_received = True
+        self.out += frame(SETTINGS, ACK, 0)
+
+    def _on_window_update(self, sid: int, payload: bytes) -> None:
+        increment = _U32.unpack(payload)[0] & 0x7FFFFFFF
+        if sid == 0:
+            self.send_window += increment
+            if self.send_window > _MAX_WINDOW:
+                raise _ConnectionError(FLOW_CONTROL_ERROR, "connection window over 2^31-1")
+        else:
+            stream = self.streams.get(sid)
+            if stream is not None:
+                stream.send_window += increment
+
+    def _on_rst(self, sid: int, payload: bytes, touched: list[Stream]) -> None:
+        stream = self.streams.pop(sid, None)
+        if stream is None:
+            return
+        code = _U32.unpack(payload)[0]
+        if code == NO_ERROR and stream.ended:
+            return  # the server had answered in full and tells us to stop sending
+        if code == NO_ERROR and stream.headers is not None:
+            # RFC 9113 section 8.1: the response is complete, the request body is not wanted
+            stream.local_closed = True
+            return
+        stream.error = httpx.RemoteProtocolError(
+            f"the server reset stream {sid} (error code {code}{', REFUSED_STREAM: not processed' if code == 7 else ''})"
+        )
+        touched.append(stream)
+
+    def _on_goaway(self, payload: bytes, touched: list[Stream]) -> None:
+        last_id, code = _GOAWAY.unpack_from(payload)
+        last_id &= 0x7FFFFFFF
+        self.goaway_last_id = last_id
+        logger.debug("server sent GOAWAY (error_code:%d, last_stream_id:%d)", code, last_id)
+        # Streams above last_stream_id were not processed (RFC 9113 section 6.8): safe to
+        # send again. Streams at or below it may still be answered, and those already
+        # answering go on to their end. But hypercorn names the stream that tripped its
+        # keep_alive_max_requests in last_stream_id and never answers it, nor closes; so, as
+        # httpcore does, a stream with no response yet fails here (the client retries it once,
+        # with the same Idempotency-Key: _retry.free_retry).
+        for sid in [s for s, st in self.streams.items() if s > last_id or st.headers is None]:
+            stream = self.streams.pop(sid)
+            why = "was not processed" if sid > last_id else "has no response"
+            stream.error = httpx.RemoteProtocolError(
+                f"server sent GOAWAY (error_code:{code}, last_stream_id:{last_id}): stream {sid} {why}"
+            )
+            touched.append(stream)
+
+
+# -- shared by the sync and async connections -------------------------------------------------
+
+
+def request_headers(request: httpx.Request) -> list[tuple[bytes, bytes]]:
+    url = request.url
+    authority = url.netloc
+    headers = [
+        (b":method", request.method.encode("ascii")),
+        (b":authority", authority),
+        (b":scheme", url.scheme.encode("ascii")),
+        (b":path", url.raw_path),
+    ]
+    for name, value in request.headers.raw:
+        name = name.lower()
+        if name not in _DROPPED_HEADERS:
+            headers.append((name, value))
+    return headers
+
+
+def make_response(stream: Stream, body: Any) -> httpx.Response:
+    headers = stream.headers or []
+    status = int(headers[0][1])
+    return httpx.Response(
+        status,
+        headers=[(n, v) for n, v in headers if not n.startswith(b":")],
+        stream=body,
+        extensions={"http_version": b"HTTP/2", "stream_id": stream.id},
+    )
+
+
+def _timeout(request: httpx.Request, key: str) -> float | None:
+    value: float | None = request.extensions.get("timeout", {}).get(key)
+    return value
+
+
+def _origin(url: httpx.URL) -> tuple[str, int, bool]:
+    tls = url.scheme == "https"
+    return url.host, url.port or (443 if tls else 80), tls
+
+
+# -- sync -------------------------------------------------------------------------------------
+
+
+def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Request,
+                 trace: Callable[[str, dict[str, Any]], Any] | None) -> SyncConnection:
+    """Open a connection (TCP, TLS with ALPN h2 when https) and send the HTTP/2 preface."""
+    host, port, tls = _origin(url)
+    timeout = _timeout(request, "connect")
+    if trace:
+        trace("connection.connect_tcp.started", {})
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except TimeoutError as exc:
+        raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
+    except OSError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if trace:
+        trace("connection.connect_tcp.complete", {})
+    if tls:
+        if trace:
+            trace("connection.start_tls.started", {})
+        try:
+            ssl_context.set_alpn_protocols(["h2", "http/1.1"])
+            sock = ssl_context.wrap_socket(sock, server_hostname=host)
+        except TimeoutError as exc:
+            sock.close()
+            raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
+        except (OSError, ssl.SSLError) as exc:
+            sock.close()
+            raise httpx.ConnectError(str(exc)) from exc
+        if trace:
+            trace("connection.start_tls.complete", {})
+        if sock.selected_alpn_protocol() != "h2":
+            sock.close()
+            raise NotHTTP2(f"{host}:{port} chose {sock.selected_alpn_protocol() or 'no protocol'} over ALPN")
+    conn = SyncConnection(sock)
+    conn.start(timeout)
+    return conn
+
+
+class SyncConnection:
+    """One HTTP/2 connection used from any number of threads."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.state = H2State()
+        self._sock = sock
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._write_lock = threading.Lock()
+        self._reading = False
+        self.last_used = time.monotonic()
+
+    def start(self, timeout: float | None) -> None:
+        with self._lock:
+            self.state.initiate()
+        self._flush(timeout)
+
+    # -- what the pool asks ----------------------------------------------------------------------
+
+    @property
+    def usable(self) -> bool:
+        return self.state.usable
+
+    @property
+    def idle(self) -> bool:
+        return not self.state.streams
+
+    @property
+    def closed(self) -> bool:
+        return self.state.error is not None
+
+    def check_idle(self) -> None:
+        """An idle connection has nothing to read unless the server closed it or sent GOAWAY
+        (or a PING): read what is there without blocking."""
+        import select
+
+        with self._lock:
+            if self._reading or self.state.streams or self.state.error is not None:
+                return
+            self._reading = True
+        try:
+            pending = isinstance(self._sock, ssl.SSLSocket) and self._sock.pending()
+            if not pending and not select.select([self._sock], [], [], 0)[0]:
+                return
+            self._sock.settimeout(0.05)
+            try:
+                data = self._sock.recv(_READ_SIZE)
+            except (TimeoutError, ssl.SSLWantReadError):
+                return
+            except OSError:
+                data = b""
+            with self._lock:
+                if data:
+                    self.state.receive(data)
+                else:
+                    self.state.connection_lost()
+        finally:
+            with self._cond:
+                self._reading = False
+                self._cond.notify_all()
+        self._flush(1.0)
+
+    def close(self) -> None:
+        with self._lock:
+            self.state.close()
+        try:
+            self._flush(1.0)
+        except Exception:
+            pass
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    # -- one request ---------------------------------------------------------------------------
+
+    def request(self, request: httpx.Request) -> httpx.Response:
+        trace = request.extensions.get("trace")
+        body = request.content
+        headers = request_headers(request)
+        view = memoryview(body)
+        with self._lock:
+            if not self.state.usable:
+                raise self.state.error or httpx.RemoteProtocolError("connection not usable")
+            stream = self.state.open_stream(headers, end_stream=not body)
+            if body:  # as much of the body as the windows allow goes out with the headers
+                view = view[self.state.send_data(stream, view, end_stream=True):]
+        self.last_used = time.monotonic()
+        if trace:
+            trace("http2.send_request_headers.started", {"stream_id": stream.id})
+        write_timeout = _timeout(request, "write")
+        try:
+            self._flush(write_timeout)
+            if view:
+                self._send_body(stream, view, write_timeout, _timeout(request, "read"))
+        except BaseException:
+            self._abandon(stream)
+            raise
+        if trace:
+            trace("http2.send_request_body.complete", {"stream_id": stream.id})
+        read_timeout = _timeout(request, "read")
+        try:
+            self._wait(stream, _has_headers, read_timeout)
+        except BaseException:
+            self._abandon(stream)
+            raise
+        if trace:
+            trace("http2.receive_response_headers.complete", {"stream_id": stream.id})
+        return make_response(stream, _SyncBody(self, stream, read_timeout))
+
+    def _send_body(self, stream: Stream, view: memoryview, write_timeout: float | None,
+                   read_timeout: float | None) -> None:
+        """The rest of a body that did not fit the flow-control windows."""
+        while view:  # out of window: read until the server grants more
+            self._wait(stream, lambda s: (s.send_window > 0 and self.state.send_window > 0) or s.ended,
+                       read_timeout or write_timeout)
+            if stream.ended:
+                return
+            with self._lock:
+                if stream.error is not None:
+                    raise stream.error
+                n = self.state.send_data(stream, view, end_stream=True)
+            view = view[n:]
+            self._flush(write_timeout)
+
+    def _abandon(self, stream: Stream) -> None:
+        with self._lock:
+            self.state.reset(stream)
+        try:
+            self._flush(1.0)
+        except Exception:
+            pass
+
+    # -- I/O -------------------------------------------------------------------------------------
+
+    def _flush(self, timeout: float | None) -> None:
+        with self._write_lock:
+            with self._lock:
+                out = self.state.out
+                if not out:
+                    return
+                data = bytes(out)
+                out.clear()
+            try:
+                self._sock.settimeout(timeout)
+                self._sock.sendall(data)
+            except TimeoutError as exc:
+                self._broken(httpx.WriteTimeout("write timed out"))
+                raise httpx.WriteTimeout("write timed out") from exc
+            except OSError as exc:
+                err = httpx.WriteError(str(exc) or type(exc).__name__)
+                self._broken(err)
+                raise err from exc
+
+    def _broken(self, exc: Exception) -> None:
+        with self._cond:
+            self.state.fail(exc)
+            self._cond.notify_all()
+
+    def _wait(self, stream: Stream, ready: Callable[[Stream], bool], timeout: float | None) -> None:
+        """Until ``ready(stream)``: read the socket for everyone, or wait while another thread
+        does. Raises the stream's error, or ReadTimeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._cond:
+                while True:
+                    if ready(stream):
+                        return
+                    if stream.error is not None:
+                        raise stream.error
+                    if not self._reading:
+                        self._reading = True
+                        break
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise httpx.ReadTimeout("read timed out")
+                    self._cond.wait(remaining)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            error: Exception | None = None
+            data = b""
+            try:
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError
+                self._sock.settimeout(remaining)
+                data = self._sock.recv(_READ_SIZE)
+            except TimeoutError:
+                error = httpx.ReadTimeout("read timed out")
+            except OSError as exc:
+                data = b""
+                text = str(exc) or type(exc).__name__
+                with self._cond:
+                    self.state.connection_lost(f"Connection reset: {text}" if isinstance(exc, ConnectionResetError) else text)
+            with self._cond:
+                self._reading = False
+                if error is None:
+                    if data:
+                        self.state.receive(data)
+                    else:
+                        self.state.connection_lost()
+                self._cond.notify_all()
+            if self.state.out:
+                self._flush(1.0 if timeout is None else timeout)
+            if error is not None:
+                raise error
+
+    def read_some(self, stream: Stream, timeout: float | None) -> list[bytes]:
+        """The data the stream has (waiting for some); [] at its end."""
+        with self._lock:
+            chunks = stream.data
+            if chunks:
+                stream.data = []
+                self.state.consumed(stream, sum(map(len, chunks)))
+                out = bool(self.state.out)
+            elif stream.ended:
+                return []
+            else:
+                out = False
+                chunks = []
+        if out:
+            self._flush(timeout)
+        if chunks:
+            return chunks
+        self._wait(stream, _has_data_or_end, timeout)
+        return self.read_some(stream, timeout)
+
+    def cancel(self, stream: Stream) -> None:
+        with self._lock:
+            if stream.ended and stream.id not in self.state.streams:
+                return
+            self.state.reset(stream)
+        try:
+            self._flush(1.0)
+        except Exception as exc:
+            logger.debug("RST_STREAM not sent: %r", exc)
+
+
+def _has_headers(stream: Stream) -> bool:
+    return stream.headers is not None
+
+
+def _has_data_or_end(stream: Stream) -> bool:
+    return bool(stream.data) or stream.ended
+
+
+class _SyncBody(httpx.SyncByteStream):
+    def __init__(self, conn: SyncConnection, stream: Stream, timeout: float | None) -> None:
+        self._conn = conn
+        self._stream = stream
+        self._timeout = timeout
+        self._done = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        conn, stream, timeout = self._conn, self._stream, self._timeout
+        while True:
+            chunks = conn.read_some(stream, timeout)
+            if not chunks:
+                self._done = True
+                return
+            yield from chunks
+
+    def close(self) -> None:
+        if not self._done:
+            self._done = True
+            self._conn.cancel(self._stream)
+
+
+# -- async ------------------------------------------------------------------------------------
+
+
+async def connect_async(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Request,
+                        trace: Any) -> AsyncConnection:
+    import asyncio
+
+    host, port, tls = _origin(url)
+    timeout = _timeout(request, "connect")
+    loop = asyncio.get_running_loop()
+    if trace:
+        await trace("connection.connect_tcp.started", {})
+    try:
+        transport, protocol = await asyncio.wait_for(
+            loop.create_connection(_new_protocol, host, port), timeout)
+    except asyncio.TimeoutError as exc:
+        raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
+    except OSError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    proto = cast(AsyncConnection, protocol)
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+    if trace:
+        await trace("connection.connect_tcp.complete", {})
+    if tls:
+        if trace:
+            await trace("connection.start_tls.started", {})
+        try:
+            ssl_context.set_alpn_protocols(["h2", "http/1.1"])
+            new = await asyncio.wait_for(
+                loop.start_tls(transport, protocol, ssl_context, server_hostname=host), timeout)
+        except asyncio.TimeoutError as exc:
+            transport.close()
+            raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
+        except (OSError, ssl.SSLError) as exc:
+            transport.close()
+            raise httpx.ConnectError(str(exc)) from exc
+        if new is None:  # pragma: no cover - start_tls returns None only when closing
+            raise httpx.ConnectError("TLS handshake failed")
+        transport = new
+        proto.transport = new
+        if trace:
+            await trace("connection.start_tls.complete", {})
+        ssl_object = transport.get_extra_info("ssl_object")
+        alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
+        if alpn != "h2":
+            transport.close()
+            raise NotHTTP2(f"{host}:{port} chose {alpn or 'no protocol'} over ALPN")
+    proto.start()
+    return proto
+
+
+def _new_protocol() -> asyncio.Protocol:
+    # AsyncConnection has the asyncio.Protocol methods without subclassing it: this module is
+    # imported by every client, and most never import asyncio.
+    return cast("asyncio.Protocol", AsyncConnection())
+
+
+class AsyncConnection:
+    """One HTTP/2 connection on the running event loop (an asyncio Protocol)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.state = H2State()
+        self.transport: Any = None
+        self._loop = asyncio.get_running_loop()
+        self._window_waiters: list[asyncio.Future[None]] = []
+        self._drain: asyncio.Future[None] | None = None
+        self.last_used = time.monotonic()
+
+    # asyncio.Protocol ----------------------------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        state = self.state
+        before = (state.send_window, len(state.streams))
+        touched = state.receive(data)
+        if state.out:
+            self._flush()
+        for stream in touched:
+            self._wake(stream)
+        if self._window_waiters and (before != (state.send_window, len(state.streams)) or touched
+                                     or state.error is not None):
+            waiters, self._window_waiters = self._window_waiters, []
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+        if state.error is not None:
+            self._wake_all()
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        streams = list(self.state.streams.values())
+        if exc is not None and isinstance(exc, ConnectionResetError):
+            self.state.connection_lost(f"Connection reset: {exc}")
+        else:
+            self.state.connection_lost()
+        for stream in streams:
+            self._wake(stream)
+        self._wake_all()
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._drain is None or self._drain.done():
+            self._drain = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    # -- what the pool asks ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.state.initiate()
+        self._flush()
+
+    @property
+    def usable(self) -> bool:
+        return self.state.usable
+
+    @property
+    def idle(self) -> bool:
+        return not self.state.streams
+
+    @property
+    def closed(self) -> bool:
+        return self.state.error is not None
+
+    def check_idle(self) -> None:
+        """Nothing to do: the event loop already fed us whatever the server sent."""
+
+    async def aclose(self) -> None:
+        self.state.close()
+        self._flush()
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- one request -----------------------------------------------------------------------------
+
+    async def request(self, request: httpx.Request) -> httpx.Response:
+        trace = request.extensions.get("trace")
+        body = request.content
+        state = self.state
+        if not state.usable:
+            raise state.error or httpx.RemoteProtocolError("connection not usable")
+        stream = state.open_stream(request_headers(request), end_stream=not body)
+        view = memoryview(body)
+        if body:  # as much of the body as the windows allow goes out with the headers
+            view = view[state.send_data(stream, view, end_stream=True):]
+        self.last_used = time.monotonic()
+        if trace:
+            await trace("http2.send_request_headers.started", {"stream_id": stream.id})
+        read_timeout = _timeout(request, "read")
+        try:
+            self._flush()
+            if view or (self._drain is not None and not self._drain.done()):
+                await self._send_body(stream, view, _timeout(request, "write"))
+            if trace:
+                await trace("http2.send_request_body.complete", {"stream_id": stream.id})
+            while stream.headers is None:
+                if stream.error is not None:
+                    raise stream.error
+                await self._wait(stream, read_timeout)
+        except BaseException:
+            self.cancel(stream)
+            raise
+        if trace:
+            await trace("http2.receive_response_headers.complete", {"stream_id": stream.id})
+        return make_response(stream, _AsyncBody(self, stream, read_timeout))
+
+    async def _send_body(self, stream: Stream, view: memoryview, timeout: float | None) -> None:
+        """The rest of a body that did not fit the flow-control windows."""
+        while view:
+            if self._drain is not None and not self._drain.done():
+                await self._wait_drain(timeout)
+            if stream.ended:
+                return
+            if stream.error is not None:
+                raise stream.error
+            n = self.state.send_data(stream, view, end_stream=True)
+            view = view[n:]
+            self._flush()
+            if view and n == 0:
+                fut = self._loop.create_future()
+                self._window_waiters.append(fut)
+                await self._until(fut, timeout, httpx.WriteTimeout)
+        if self._drain is not None and not self._drain.done():
+            await self._wait_drain(timeout)
+
+    async def _wait_drain(self, timeout: float | None) -> None:
+        assert self._drain is not None
+        await self._until(self._drain, timeout, httpx.WriteTimeout)
+        if self.state.error is not None:
+            raise self.state.error
+
+    async def _wait(self, stream: Stream, timeout: float | None) -> None:
+        fut = stream.waiter
+        if fut is None or fut.done():
+            fut = stream.waiter = self._loop.create_future()
+        await self._until(fut, timeout, httpx.ReadTimeout)
+
+    async def _until(self, fut: Any, timeout: float | None, exc: type[httpx.TimeoutException]) -> None:
+        if timeout is None:
+            await fut
+            return
+        handle = self._loop.call_later(timeout, _expire, fut, exc)
+        try:
+            await fut
+        finally:
+            handle.cancel()
+
+    def _wake(self, stream: Stream) -> None:
+        fut = stream.waiter
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    def _wake_all(self) -> None:
+        waiters, self._window_waiters = self._window_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _flush(self) -> None:
+        out = self.state.out
+        if out and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(bytes(out))
+        out.clear()
+
+    async def read_some(self, stream: Stream, timeout: float | None) -> list[bytes]:
+        while True:
+            chunks = stream.data
+            if chunks:
+                stream.data = []
+                self.state.consumed(stream, sum(map(len, chunks)))
+                if self.state.out:
+                    self._flush()
+                return chunks
+            if stream.ended:
+                return []
+            if stream.error is not None:
+                raise stream.error
+            await self._wait(stream, timeout)
+
+    def cancel(self, stream: Stream) -> None:
+        if stream.ended and stream.id not in self.state.streams:
+            return
+        self.state.reset(stream)
+        self._flush()
+
+
+def _expire(fut: Any, exc: type[httpx.TimeoutException]) -> None:
+    if not fut.done():
+        fut.set_exception(exc("read timed out" if exc is httpx.ReadTimeout else "write timed out"))
+
+
+class _AsyncBody(httpx.AsyncByteStream):
+    def __init__(self, conn: AsyncConnection, stream: Stream, timeout: float | None) -> None:
+        self._conn = conn
+        self._stream = stream
+        self._timeout = timeout
+        self._done = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn, stream, timeout = self._conn, self._stream, self._timeout
+        while True:
+            chunks = await conn.read_some(stream, timeout)
+            if not chunks:
+                self._done = True
+                return
+            for chunk in chunks:
+                yield chunk
+
+    async def aclose(self) -> None:
+        if not self._done:
+            self._done = True
+            self._conn.cancel(self._stream)
