@@ -194,11 +194,18 @@ def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> di
 # -- parent side ----------------------------------------------------------------------------
 
 def import_ms(module: str, repeats: int = 5) -> float:
-    """Median cumulative ``-X importtime`` of ``import module`` in a fresh interpreter."""
+    """Median cumulative ``-X importtime`` of ``import module`` in a fresh interpreter.
+
+    Bytecode as an installed package has it: pip compiles site-packages at install time, but
+    a source checkout with PYTHONDONTWRITEBYTECODE set would recompile every module on every
+    import (~20 ms for llmclient). So the measuring interpreters may write bytecode, and a first,
+    untimed import writes it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cmd = [sys.executable, "-X", "importtime", "-c", f"import {module}"]
+    subprocess.run(cmd, capture_output=True, cwd=ROOT, check=True, env=env)
     samples = []
     for _ in range(repeats):
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
-                              capture_output=True, text=True, cwd=ROOT, check=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True, env=env)
         for line in proc.stderr.splitlines():
             parts = [p.strip() for p in line.split("|")]
             if len(parts) == 3 and parts[2] == module:

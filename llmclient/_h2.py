@@ -540,6 +540,11 @@ class SyncConnection:
         self._cond = threading.Condition(self._lock)
         self._write_lock = threading.Lock()
         self._reading = False
+        self._waiting = 0  # threads waiting on the condition for the reader's news
+        self._kernel_timeouts = not isinstance(sock, ssl.SSLSocket) and hasattr(socket, "SO_RCVTIMEO")
+        if self._kernel_timeouts:
+            sock.settimeout(None)
+        self._sock_timeout: float | None = -1.0  # nothing set yet
         self.last_used = time.monotonic()
 
     def start(self, timeout: float | None) -> None:
@@ -574,10 +579,10 @@ class SyncConnection:
             pending = isinstance(self._sock, ssl.SSLSocket) and self._sock.pending()
             if not pending and not select.select([self._sock], [], [], 0)[0]:
                 return
-            self._sock.settimeout(0.05)
+            self._set_timeout(0.05)
             try:
                 data = self._sock.recv(_READ_SIZE)
-            except (TimeoutError, ssl.SSLWantReadError):
+            except (TimeoutError, BlockingIOError, ssl.SSLWantReadError):
                 return
             except OSError:
                 data = b""
@@ -674,15 +679,30 @@ class SyncConnection:
                 data = bytes(out)
                 out.clear()
             try:
-                self._sock.settimeout(timeout)
+                self._set_timeout(timeout)
                 self._sock.sendall(data)
-            except TimeoutError as exc:
+            except (TimeoutError, BlockingIOError) as exc:
                 self._broken(httpx.WriteTimeout("write timed out"))
                 raise httpx.WriteTimeout("write timed out") from exc
             except OSError as exc:
                 err = httpx.WriteError(str(exc) or type(exc).__name__)
                 self._broken(err)
                 raise err from exc
+
+    def _set_timeout(self, timeout: float | None) -> None:
+        if timeout == self._sock_timeout:
+            return
+        self._sock_timeout = timeout
+        if self._kernel_timeouts:
+            # A cleartext socket stays blocking, its timeouts in the kernel (SO_RCVTIMEO,
+            # SO_SNDTIMEO): each read is one recv() instead of CPython's poll() + recv(), and a
+            # stream reads once per packet. Expiry is EAGAIN (BlockingIOError) -> our timeouts.
+            seconds = 0.0 if timeout is None else max(timeout, 1e-3)
+            tv = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        else:  # TLS: the ssl module retries SSL_read on EAGAIN, so it keeps Python's timeouts
+            self._sock.settimeout(timeout)
 
     def _broken(self, exc: Exception) -> None:
         with self._cond:
@@ -692,68 +712,81 @@ class SyncConnection:
     def _wait(self, stream: Stream, ready: Callable[[Stream], bool], timeout: float | None) -> None:
         """Until ``ready(stream)``: read the socket for everyone, or wait while another thread
         does. Raises the stream's error, or ReadTimeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._cond:
-                while True:
-                    if ready(stream):
-                        return
-                    if stream.error is not None:
-                        raise stream.error
-                    if not self._reading:
-                        self._reading = True
-                        break
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
+        while not self._read_once(stream, ready, timeout):
+            pass
+
+    def _read_once(self, stream: Stream, ready: Callable[[Stream], bool], timeout: float | None) -> bool:
+        """One step of :meth:`_wait`: True once ready. The lock is taken bare (``with
+        self._lock``) on this path, the condition only to wait and to wake waiters: it runs
+        once per packet of every stream."""
+        lock = self._lock
+        with lock:
+            if ready(stream):
+                return True
+            if stream.error is not None:
+                raise stream.error
+            if self._reading:  # another thread reads for us: wait for its news
+                self._waiting += 1
+                try:
+                    if not self._cond.wait(timeout):
                         raise httpx.ReadTimeout("read timed out")
-                    self._cond.wait(remaining)
-            remaining = None if deadline is None else deadline - time.monotonic()
-            error: Exception | None = None
-            data = b""
-            try:
-                if remaining is not None and remaining <= 0:
-                    raise TimeoutError
-                self._sock.settimeout(remaining)
-                data = self._sock.recv(_READ_SIZE)
-            except TimeoutError:
-                error = httpx.ReadTimeout("read timed out")
-            except OSError as exc:
-                data = b""
-                text = str(exc) or type(exc).__name__
-                with self._cond:
-                    self.state.connection_lost(f"Connection reset: {text}" if isinstance(exc, ConnectionResetError) else text)
-            with self._cond:
+                finally:
+                    self._waiting -= 1
+                return False
+            self._reading = True
+        error: Exception | None = None
+        data = b""
+        try:
+            # httpx's read timeout bounds each wait for bytes, not the whole response.
+            if timeout != self._sock_timeout:
+                self._set_timeout(timeout)
+            data = self._sock.recv(_READ_SIZE)
+        except (TimeoutError, BlockingIOError):
+            error = httpx.ReadTimeout("read timed out")
+        except OSError as exc:
+            text = str(exc) or type(exc).__name__
+            with lock:
+                self.state.connection_lost(
+                    f"Connection reset: {text}" if isinstance(exc, ConnectionResetError) else text)
+        except BaseException:
+            with lock:
                 self._reading = False
-                if error is None:
-                    if data:
-                        self.state.receive(data)
-                    else:
-                        self.state.connection_lost()
+                if self._waiting:
+                    self._cond.notify_all()
+            raise
+        with lock:
+            self._reading = False
+            if error is None:
+                if data:
+                    self.state.receive(data)
+                else:
+                    self.state.connection_lost()
+            if self._waiting:
                 self._cond.notify_all()
-            if self.state.out:
-                self._flush(1.0 if timeout is None else timeout)
-            if error is not None:
-                raise error
+            out = bool(self.state.out)
+        if out:
+            self._flush(1.0 if timeout is None else timeout)
+        if error is not None:
+            raise error
+        return False
 
     def read_some(self, stream: Stream, timeout: float | None) -> list[bytes]:
         """The data the stream has (waiting for some); [] at its end."""
-        with self._lock:
-            chunks = stream.data
+        while True:
+            with self._lock:
+                chunks = stream.data
+                if chunks:
+                    stream.data = []
+                    state = self.state
+                    state.consumed(stream, sum(map(len, chunks)))
+                    out = bool(state.out)
+                elif stream.ended:
+                    return []
             if chunks:
-                stream.data = []
-                self.state.consumed(stream, sum(map(len, chunks)))
-                out = bool(self.state.out)
-            elif stream.ended:
-                return []
-            else:
-                out = False
-                chunks = []
-        if out:
-            self._flush(timeout)
-        if chunks:
-            return chunks
-        self._wait(stream, _has_data_or_end, timeout)
-        return self.read_some(stream, timeout)
+                if out:
+                    self._flush(timeout)
+                return chunks
+            self._read_once(stream, _has_data_or_end, timeout)
 
     def cancel(self, stream: Stream) -> None:
         with self._lock:
@@ -788,7 +821,8 @@ class _SyncBody(httpx.SyncByteStream):
             if not chunks:
                 self._done = True
                 return
-            yield from chunks
+            # What arrived together is handed on together: one decode pass, not one per frame.
+            yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def close(self) -> None:
         if not self._done:
@@ -1075,8 +1109,7 @@ class _AsyncBody(httpx.AsyncByteStream):
             if not chunks:
                 self._done = True
                 return
-            for chunk in chunks:
-                yield chunk
+            yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def aclose(self) -> None:
         if not self._done:

@@ -42,20 +42,26 @@ class BaseModel:
         return cls(data)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        data: dict[str, Any] = self.__dict__["_data"]
+        # Runs once per attribute (the result is cached in __dict__); on the hot path of every
+        # stream chunk, so kept to a dict lookup and a type check for scalars.
+        d = self.__dict__
         try:
-            value = data[name]
+            value = d["_data"][name]
         except KeyError:
-            if name in self._fields:
+            if name in self._fields and name[0] != "_":
                 return None
             raise AttributeError(
                 f"{type(self).__name__!r} object has no attribute {name!r}"
             ) from None
-        wrapped = _wrap(value, self._children.get(name, BaseModel))
-        self.__dict__[name] = wrapped
-        return wrapped
+        if name[0] == "_":
+            raise AttributeError(name)
+        if isinstance(value, dict):
+            value = self._children.get(name, BaseModel)(value)
+        elif type(value) is list and value and isinstance(value[0], dict):
+            model = self._children.get(name, BaseModel)
+            value = [model(v) if isinstance(v, dict) else v for v in value]
+        d[name] = value
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.__dict__["_data"][name] = value
@@ -102,14 +108,6 @@ class BaseModel:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent)
-
-
-def _wrap(value: Any, model: type[BaseModel]) -> Any:
-    if isinstance(value, dict):
-        return model(value)
-    if isinstance(value, list) and value and isinstance(value[0], dict):
-        return [model(v) if isinstance(v, dict) else v for v in value]
-    return value
 
 
 def _drop_none(value: Any) -> Any:
