@@ -8,7 +8,12 @@ Dicts and messages are mapped by hand from tables built once from the descriptor
 ``google.protobuf.json_format`` (~40x slower to encode, and it cannot say null or []): dicts
 become constructor kwargs that the runtime (upb, in C) builds in one call; bytes are parsed
 straight into dicts by a small table-driven wire parser (``_parse``), ~3x faster than the
-runtime's parse followed by ``ListFields`` walks. The
+runtime's parse followed by ``ListFields`` walks. A lazy Mapping over the runtime's parsed
+message was measured and does not pay either: the parse is ~0.5 us, but exact reads and
+decode-time errors need every message's ``nulls``, ``empty``, ``extra`` and JSON fields looked
+at, and that walk through the runtime's Python objects costs about what ``_parse`` does; through
+the response objects an app reads (``python -m benchmarks.wire_bytes``, ``dec us``) it saved
+under 10% on a short chat answer and stayed ~1.5x orjson's time. The
 mapping is lossless for any JSON object: a key or value the schema cannot hold goes into the
 message's ``extra`` JSON field, explicit nulls into ``nulls``, empty lists into ``empty``. So
 ``decode(encode(d)) == d`` for every dict the JSON path could carry, with one documented
