@@ -597,6 +597,23 @@ class SyncConnection:
                 self._cond.notify_all()
         self._flush(1.0)
 
+    def alive(self, timeout: float) -> bool:
+        """PING the server and wait for the ACK (RFC 9113 section 6.7): a connection that sat
+        idle may have been dropped silently (a NAT or load balancer forgetting it) and would
+        otherwise hang the next call until its read timeout."""
+        with self._lock:
+            if self.state.error is not None:
+                return False
+            before = self.state.pings_acked
+            self.state.ping()
+        probe = Stream(0, 0)  # not registered: only the connection's news can wake it
+        try:
+            self._flush(timeout)
+            self._wait(probe, lambda _: self.state.pings_acked > before, timeout)
+        except (httpx.TransportError, OSError):
+            return False
+        return self.state.error is None
+
     def close(self) -> None:
         with self._lock:
             self.state.close()
@@ -725,6 +742,8 @@ class SyncConnection:
                 return True
             if stream.error is not None:
                 raise stream.error
+            if self.state.error is not None:
+                raise self.state.error
             if self._reading:  # another thread reads for us: wait for its news
                 self._waiting += 1
                 try:
@@ -912,14 +931,12 @@ class AsyncConnection:
 
     def data_received(self, data: bytes) -> None:
         state = self.state
-        before = (state.send_window, len(state.streams))
         touched = state.receive(data)
         if state.out:
             self._flush()
         for stream in touched:
             self._wake(stream)
-        if self._window_waiters and (before != (state.send_window, len(state.streams)) or touched
-                                     or state.error is not None):
+        if self._window_waiters:  # body senders waiting for credit, PING probes: news
             waiters, self._window_waiters = self._window_waiters, []
             for fut in waiters:
                 if not fut.done():
@@ -970,6 +987,27 @@ class AsyncConnection:
 
     def check_idle(self) -> None:
         """Nothing to do: the event loop already fed us whatever the server sent."""
+
+    async def alive(self, timeout: float) -> bool:
+        """See :meth:`SyncConnection.alive`."""
+        state = self.state
+        if state.error is not None:
+            return False
+        before = state.pings_acked
+        state.ping()
+        self._flush()
+        deadline = time.monotonic() + timeout
+        while state.pings_acked <= before and state.error is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            fut = self._loop.create_future()
+            self._window_waiters.append(fut)  # woken by any frame (and by connection loss)
+            try:
+                await self._until(fut, remaining, httpx.ReadTimeout)
+            except httpx.ReadTimeout:
+                return False
+        return state.error is None
 
     async def aclose(self) -> None:
         self.state.close()

@@ -13,7 +13,9 @@ client CPU per call than httpcore + h2); HTTP/1.1 stays on httpcore. What this l
   once on a fresh connection (``_retry.free_retry``); responses in progress finish.
 * **Idle checking.** Connections are kept ``KEEPALIVE_EXPIRY_S``; before reusing a lane that has
   been idle, a connection the server closed or GOAWAY'd while we were idle is dropped (a
-  non-blocking read; async connections learn it from the event loop as it happens).
+  non-blocking read; async connections learn it from the event loop as it happens), and one
+  idle over ``PING_AFTER_IDLE_S`` must answer a PING first: a flow a NAT dropped silently
+  would otherwise hang the next call until its read timeout.
 * **h2c.** For ``http://`` origins we first use HTTP/2 with prior knowledge (RFC 9113 section
   3.3); if the server answers with something that is not HTTP/2 the origin is recorded as
   HTTP/1.1-only and the request is re-sent over HTTP/1.1 (the server could not have parsed it).
@@ -48,6 +50,10 @@ KEEPALIVE_EXPIRY_S = 300.0
 DEFAULT_MAX_STREAMS = 100
 # Only look for dead idle connections after this much idle time (a select() per connection).
 IDLE_CHECK_AFTER_S = 1.0
+# An HTTP/2 connection idle this long is PINGed before reuse (NATs and load balancers drop
+# idle flows silently after ~60-350 s); the ACK must come within PING_TIMEOUT_S.
+PING_AFTER_IDLE_S = 30.0
+PING_TIMEOUT_S = 2.0
 H1_MAX_CONNECTIONS = 100
 
 
@@ -224,12 +230,18 @@ class _H2PoolBase:
                 return conn
         return None
 
+    @staticmethod
+    def _idle_for(conn: Any) -> float:
+        return time.monotonic() - conn.last_used if conn.idle else 0.0
+
     def _prune(self) -> list[Any]:
         """Drop connections that are dead, or drained after GOAWAY; the ones to close."""
         keep: list[Any] = []
         gone: list[Any] = []
         for conn in self._conns:
-            (gone if conn.closed or (not conn.usable and conn.idle) else keep).append(conn)
+            expired = conn.closed or (not conn.usable and conn.idle)
+            expired = expired or self._idle_for(conn) > KEEPALIVE_EXPIRY_S
+            (gone if expired else keep).append(conn)
         self._conns = keep
         return gone
 
@@ -241,6 +253,10 @@ class _SyncH2Pool(_H2PoolBase):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         conn = self._usable()
+        if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S:
+            with self._connect_lock:
+                if self._idle_for(conn) > PING_AFTER_IDLE_S and not self._still_alive(conn):
+                    conn = None
         if conn is None:
             with self._connect_lock:
                 for old in self._prune():
@@ -253,6 +269,14 @@ class _SyncH2Pool(_H2PoolBase):
                                         request.extensions.get("trace"))
                     self._conns.append(conn)
         return conn.request(request)
+
+    def _still_alive(self, conn: Any) -> bool:
+        if self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not conn.alive(PING_TIMEOUT_S):
+            logger.debug("idle HTTP/2 connection did not answer PING: opening a new one")
+            self._conns = [c for c in self._conns if c is not conn]
+            conn.close()
+            return False
+        return True
 
     def check_idle(self) -> None:
         for conn in list(self._conns):
@@ -274,6 +298,13 @@ class _AsyncH2Pool(_H2PoolBase):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         conn = self._usable()
+        if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S and (
+            self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not await conn.alive(PING_TIMEOUT_S)
+        ):
+            logger.debug("idle HTTP/2 connection did not answer PING: opening a new one")
+            self._conns = [c for c in self._conns if c is not conn]
+            await conn.aclose()
+            conn = None
         if conn is None:
             if self._connect_lock is None:
                 import asyncio

@@ -28,7 +28,7 @@ def test_public_all_is_sorted_and_every_name_exists() -> None:
 def test_import_does_not_load_optional_heavy_modules() -> None:
     code = "import sys, llmclient; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    for heavy in ("google.protobuf", "PIL", "opentelemetry", "redis", "h2", "openai"):
+    for heavy in ("google.protobuf", "PIL", "opentelemetry", "redis", "h2", "hpack", "asyncio", "openai"):
         assert heavy not in out, f"import llmclient loaded {heavy}"
 
 
