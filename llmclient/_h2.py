@@ -1150,6 +1150,9 @@ class _AsyncBody(httpx.AsyncByteStream):
             yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def aclose(self) -> None:
+        self.abandon()
+
+    def abandon(self) -> None:
         if not self._done:
             self._done = True
             self._conn.cancel(self._stream)

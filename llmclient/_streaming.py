@@ -166,6 +166,18 @@ class AsyncStream(_StreamBase[_T]):
             self._closed = True
             await self.response.aclose()
 
+    def __del__(self) -> None:
+        # A stream dropped unread and unclosed cannot be awaited here; the transport can still
+        # reset its HTTP/2 stream and give the connection slot back without awaiting.
+        if not self.__dict__.get("_closed", True):
+            self._closed = True
+            abandon = getattr(getattr(self, "response", None) and self.response.stream, "abandon", None)
+            if abandon is not None:
+                try:
+                    abandon()
+                except Exception:
+                    pass
+
     async def __aenter__(self) -> AsyncStream[_T]:
         return self
 

@@ -370,6 +370,16 @@ class _AsyncLaneStream(httpx.AsyncByteStream):
             self._owner.release(self._lane)
             self._lane = None
 
+    def abandon(self) -> None:
+        """Without awaiting (a stream garbage-collected unclosed): reset an unfinished HTTP/2
+        stream and give the slot back. An HTTP/1.1 connection is left to httpcore."""
+        inner_abandon = getattr(self._inner, "abandon", None)
+        if inner_abandon is not None:
+            inner_abandon()
+        if self._lane is not None:
+            self._owner.release(self._lane)
+            self._lane = None
+
 
 class SyncTransport(_TransportBase):
     _transport_cls = httpx.HTTPTransport
@@ -385,9 +395,9 @@ class SyncTransport(_TransportBase):
             lane = self.pick_lane(rec)
         try:
             response = lane.transport.handle_request(request)
-        except Exception as exc:
+        except BaseException as exc:  # cancelled too: the lane slot must come back
             self.release(lane)
-            if not self.should_fall_back(rec, lane, exc):
+            if not isinstance(exc, Exception) or not self.should_fall_back(rec, lane, exc):
                 raise
             if rec.h2 is None:
                 logger.info("origin %s does not speak h2c (%r): using HTTP/1.1", rec.origin, exc)
@@ -419,9 +429,9 @@ class AsyncTransport(_TransportBase):
         lane = self.pick_lane(rec)
         try:
             response = await lane.transport.handle_async_request(request)
-        except Exception as exc:
+        except BaseException as exc:  # cancelled too: the lane slot must come back
             self.release(lane)
-            if not self.should_fall_back(rec, lane, exc):
+            if not isinstance(exc, Exception) or not self.should_fall_back(rec, lane, exc):
                 raise
             if rec.h2 is None:
                 logger.info("origin %s does not speak h2c (%r): using HTTP/1.1", rec.origin, exc)

@@ -151,3 +151,47 @@ def _in_flight(server: Any) -> float:
     text = httpx.get(server.url + "/metrics", verify=verify).text
     (line,) = [ln for ln in text.splitlines() if ln.startswith("http_requests_in_flight")]
     return float(line.split()[-1])
+
+
+def test_cancelled_async_calls_give_their_lane_slots_back(ref_server: Any) -> None:
+    """A task cancelled mid-call (asyncio.wait_for, a UI that gave up) must not keep its
+    stream slot: otherwise every cancellation shrinks the connection until calls queue."""
+    async def main() -> list[int]:
+        c = make(ref_server, llmclient.AsyncOpenAI)
+        await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+        for _ in range(20):
+            task = asyncio.create_task(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=50))
+            await asyncio.sleep(0.001)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        transport = c._transport
+        slots = [lane.inflight for rec in transport._origins.values() for lane in rec.lanes]
+        await llmclient.aclose_all()
+        return slots
+
+    assert asyncio.run(main()) == [0]
+
+
+def test_an_async_stream_dropped_unclosed_gives_its_slot_back(ref_server: Any) -> None:
+    import gc
+
+    async def main() -> list[int]:
+        c = make(ref_server, llmclient.AsyncOpenAI)
+        for read_one in (True, False):  # asyncio finalises a started iteration; __del__ the rest
+            s = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=500, stream=True)
+            if read_one:
+                async for _ in s:
+                    break
+            del s
+            gc.collect()
+            await asyncio.sleep(0.01)
+        r = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+        assert r.timings.connection_reused is True
+        slots = [lane.inflight for rec in c._transport._origins.values() for lane in rec.lanes]
+        await llmclient.aclose_all()
+        return slots
+
+    assert asyncio.run(main()) == [0]
