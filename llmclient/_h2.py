@@ -530,7 +530,25 @@ def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Req
     return conn
 
 
-class SyncConnection:
+class _PoolFacts:
+    """What a pool asks of a connection, sync or async."""
+
+    state: H2State
+
+    @property
+    def usable(self) -> bool:
+        return self.state.usable
+
+    @property
+    def idle(self) -> bool:
+        return not self.state.streams
+
+    @property
+    def closed(self) -> bool:
+        return self.state.error is not None
+
+
+class SyncConnection(_PoolFacts):
     """One HTTP/2 connection used from any number of threads."""
 
     def __init__(self, sock: socket.socket) -> None:
@@ -553,18 +571,6 @@ class SyncConnection:
         self._flush(timeout)
 
     # -- what the pool asks ----------------------------------------------------------------------
-
-    @property
-    def usable(self) -> bool:
-        return self.state.usable
-
-    @property
-    def idle(self) -> bool:
-        return not self.state.streams
-
-    @property
-    def closed(self) -> bool:
-        return self.state.error is not None
 
     def check_idle(self) -> None:
         """An idle connection has nothing to read unless the server closed it or sent GOAWAY
@@ -911,7 +917,7 @@ def _new_protocol() -> asyncio.Protocol:
     return cast("asyncio.Protocol", AsyncConnection())
 
 
-class AsyncConnection:
+class AsyncConnection(_PoolFacts):
     """One HTTP/2 connection on the running event loop (an asyncio Protocol)."""
 
     def __init__(self) -> None:
@@ -972,18 +978,6 @@ class AsyncConnection:
     def start(self) -> None:
         self.state.initiate()
         self._flush()
-
-    @property
-    def usable(self) -> bool:
-        return self.state.usable
-
-    @property
-    def idle(self) -> bool:
-        return not self.state.streams
-
-    @property
-    def closed(self) -> bool:
-        return self.state.error is not None
 
     def check_idle(self) -> None:
         """Nothing to do: the event loop already fed us whatever the server sent."""
