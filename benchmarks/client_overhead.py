@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--conc-calls", type=int, default=640, help="calls in the concurrent phase per round")
     p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are reported")
     p.add_argument("--clients", default=",".join(CLIENTS))
     p.add_argument("--out", default=str(ROOT / "results" / "client_overhead.json"))
     p.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
