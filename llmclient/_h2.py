@@ -197,9 +197,7 @@ class H2State:
         if stream.unacked >= STREAM_WINDOW // 2 and not stream.ended:
             self.out += frame(WINDOW_UPDATE, 0, stream.id, _U32.pack(stream.unacked))
             stream.unacked = 0
-        if self.recv_unacked >= CONNECTION_WINDOW // 2:
-            self.out += frame(WINDOW_UPDATE, 0, 0, _U32.pack(self.recv_unacked))
-            self.recv_unacked = 0
+        self._maybe_credit_connection()
 
     def reset(self, stream: Stream, code: int = CANCEL) -> None:
         """Cancel a stream (RFC 9113 section 8.7): the server stops generating."""

@@ -44,12 +44,8 @@ class _Field:
             return self
         d = obj.__dict__
         value = d["_data"].get(self.name)
-        if value is not None:
-            if isinstance(value, dict):
-                value = (self.child or BaseModel)(value)
-            elif type(value) is list and value and isinstance(value[0], dict):
-                model = self.child or BaseModel
-                value = [model(v) if isinstance(v, dict) else v for v in value]
+        if isinstance(value, (dict, list)):  # scalars, most reads, skip the call
+            value = _wrap(value, self.child or BaseModel)
         d[self.name] = value
         return value
 
@@ -74,8 +70,7 @@ class BaseModel:
         return cls(data)
 
     def __getattr__(self, name: str) -> Any:
-        # Runs once per attribute (the result is cached in __dict__); on the hot path of every
-        # stream chunk, so kept to a dict lookup and a type check for scalars.
+        # Unknown fields only (known ones are _Field descriptors); the result is cached.
         d = self.__dict__
         try:
             value = d["_data"][name]
@@ -87,11 +82,7 @@ class BaseModel:
             ) from None
         if name[0] == "_":
             raise AttributeError(name)
-        if isinstance(value, dict):
-            value = self._children.get(name, BaseModel)(value)
-        elif type(value) is list and value and isinstance(value[0], dict):
-            model = self._children.get(name, BaseModel)
-            value = [model(v) if isinstance(v, dict) else v for v in value]
+        value = _wrap(value, self._children.get(name, BaseModel))
         d[name] = value
         return value
 
@@ -140,6 +131,14 @@ class BaseModel:
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent)
+
+
+def _wrap(value: Any, model: type[BaseModel]) -> Any:
+    if isinstance(value, dict):
+        return model(value)
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [model(v) if isinstance(v, dict) else v for v in value]
+    return value
 
 
 def _drop_none(value: Any) -> Any:

@@ -124,17 +124,15 @@ class _TransportBase:
 
     def _new_transport(self, rec: OriginRecord, h2: bool) -> Any:
         ctx = shared_ssl_context(self.settings.verify) if rec.tls else _plain_context()
-        protocols = {"http1": True, "http2": False}
         if h2:
             return self._h2_pool_cls(ctx)
-        if rec.tls:
-            protocols = {"http1": True, "http2": False}  # ALPN already chose http/1.1 here
+        # httpcore carries HTTP/1.1 only: h2c was refused or ALPN chose http/1.1 for this origin
         limits = httpx.Limits(
             max_connections=H1_MAX_CONNECTIONS,
             max_keepalive_connections=H1_MAX_CONNECTIONS,
             keepalive_expiry=KEEPALIVE_EXPIRY_S,
         )
-        return self._transport_cls(verify=ctx, limits=limits, **protocols)
+        return self._transport_cls(verify=ctx, limits=limits, http1=True, http2=False)
 
     def pick_lane(self, rec: OriginRecord) -> _Lane:
         """The HTTP/2 lane with a free stream slot (a new lane when all are full), or the h1 pool."""
@@ -245,6 +243,11 @@ class _H2PoolBase:
         self._conns = keep
         return gone
 
+    def _forget(self, conn: Any) -> None:
+        """An idle connection that expired or did not answer PING: new calls go elsewhere."""
+        logger.debug("idle HTTP/2 connection expired or did not answer PING: opening a new one")
+        self._conns = [c for c in self._conns if c is not conn]
+
 
 class _SyncH2Pool(_H2PoolBase):
     def __init__(self, ssl_context: ssl.SSLContext) -> None:
@@ -272,8 +275,7 @@ class _SyncH2Pool(_H2PoolBase):
 
     def _still_alive(self, conn: Any) -> bool:
         if self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not conn.alive(PING_TIMEOUT_S):
-            logger.debug("idle HTTP/2 connection did not answer PING: opening a new one")
-            self._conns = [c for c in self._conns if c is not conn]
+            self._forget(conn)
             conn.close()
             return False
         return True
@@ -301,8 +303,7 @@ class _AsyncH2Pool(_H2PoolBase):
         if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S and (
             self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not await conn.alive(PING_TIMEOUT_S)
         ):
-            logger.debug("idle HTTP/2 connection did not answer PING: opening a new one")
-            self._conns = [c for c in self._conns if c is not conn]
+            self._forget(conn)
             await conn.aclose()
             conn = None
         if conn is None:
