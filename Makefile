@@ -8,7 +8,7 @@ ARGS   ?=
 
 .PHONY: setup bench test test-torch lint typecheck check ci clean system-deps
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml llmclient/_pbparse.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[bench,test]'

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import struct
 import sys
 import threading
@@ -154,7 +155,7 @@ class _Field:
 class _Spec:
     """How one message type maps to a dict: fields by JSON key (alternatives) and by number."""
 
-    __slots__ = ("by_key", "by_number", "cls", "name", "plain", "tags")
+    __slots__ = ("by_key", "by_number", "cls", "low", "mark_keys", "name", "plain", "tags")
 
     def __init__(self, name: str, cls: Any) -> None:
         self.name = name
@@ -165,6 +166,11 @@ class _Spec:
         self.plain: dict[str, type] = {}
         # Wire tag (field number << 3 | wire type) -> (JSON key, _K_* kind, aux): the decoder.
         self.tags: dict[int, tuple[str, int, Any]] = {}
+        # `tags` again as a list indexed by tag, for one-byte tags (field numbers < 16): the
+        # compiled parser's table (llmclient/_pbparse.c); None where no field is.
+        self.low: list[tuple[str, int, Any] | None] = []
+        # Field number -> JSON key, for the numbers a null/empty mark may name.
+        self.mark_keys: dict[int, str] = {}
 
 
 _lock = threading.Lock()
@@ -173,7 +179,7 @@ _pb: Any = None
 
 
 def _module() -> Any:
-    global _pb
+    global _pb, _parse_body_fn
     if _pb is None:
         with _lock:
             if _pb is None:
@@ -184,6 +190,7 @@ def _module() -> Any:
                         "wire='protobuf' needs the protobuf runtime: pip install 'protobuf>=7.35.1'"
                     ) from exc
                 _build_specs(llmclient_pb2)
+                _parse_body_fn = _compiled_parser() or _parse_body
                 _pb = llmclient_pb2
     return _pb
 
@@ -211,6 +218,8 @@ def _build_specs(pb: Any) -> None:
         spec.by_key = {k: tuple(v) for k, v in alternatives.items()}
         spec.plain = _plain_fields(desc, spec)
         spec.tags = _tag_table(desc, spec)
+        spec.mark_keys = {n: f.key for n, f in spec.by_number.items() if f.key}
+        spec.low = [spec.tags.get(tag) for tag in range(128)]
 
 
 # Decoder kinds, one per (field type, wire type) the schema uses.
@@ -565,6 +574,8 @@ def _parse(spec: _Spec, data: bytes, i: int, end: int) -> dict[str, Any]:
                     ints.append(v - (1 << 64) if v >> 63 else v)
         elif wire == _I64:
             if ent is not None:
+                if i + 8 > len(data):
+                    raise IndexError("index out of range")
                 out[ent[0]] = _unpack_double(data, i)[0]
             i += 8
         elif wire == 5:  # I32: no such field in the schema; skipped like any unknown field
@@ -573,6 +584,15 @@ def _parse(spec: _Spec, data: bytes, i: int, end: int) -> dict[str, Any]:
             raise _Bad(f"wire type {wire} (groups are not used) in {spec.name}")
     if i != end:
         raise _Bad(f"{spec.name} ends inside a field")
+    if marks is not None or extra is not None:
+        _finish(spec, out, marks, extra)
+    return out
+
+
+def _finish(
+    spec: _Spec, out: dict[str, Any], marks: list[tuple[int, int]] | None, extra: bytes | None
+) -> None:
+    """Apply a message's null/empty marks and its ``extra`` JSON (both parsers call this)."""
     if marks is not None:
         for which, number in marks:
             out[_key_of(spec, number)] = None if which == _NULLS else []
@@ -583,7 +603,6 @@ def _parse(spec: _Spec, data: bytes, i: int, end: int) -> dict[str, Any]:
                 f"Malformed protobuf body: {spec.name}.extra is not a JSON object"
             )
         out.update(value)
-    return out
 
 
 def _key_of(spec: _Spec, number: int) -> str:
@@ -664,19 +683,36 @@ _BODY_TOKEN: Final = (13 << 3) | _LEN
 
 def decode_body(data: bytes) -> tuple[str, dict[str, Any] | None, list[str]]:
     """``Body`` bytes -> (kind, dict or None for ``done``, dropped header keys)."""
-    _module()
+    if _pb is None:
+        _module()
     try:
-        return _parse_body(bytes(data))
+        kind, value, dropped = _parse_body_fn(data if type(data) is bytes else bytes(data))
     except MalformedResponseError:
         raise
-    except (_Bad, IndexError, UnicodeDecodeError, ValueError, struct.error) as exc:
-        why = "truncated" if isinstance(exc, IndexError) else str(exc)
-        raise MalformedResponseError(
-            f"Malformed protobuf body: not a valid llmclient.v1.Body ({why}): {data[:60]!r}"
-        ) from None
+    except _PARSE_ERRORS as exc:
+        raise _malformed(exc, data) from None
+    if kind is None:
+        raise _malformed(None, data)
+    return kind, value, dropped
 
 
-def _parse_body(data: bytes) -> tuple[str, dict[str, Any] | None, list[str]]:
+# What the parsers raise on bad bytes (besides MalformedResponseError itself).
+_PARSE_ERRORS: Final = (_Bad, IndexError, UnicodeDecodeError, ValueError, struct.error)
+
+
+def _malformed(exc: Exception | None, data: bytes) -> MalformedResponseError:
+    if exc is None:
+        return MalformedResponseError(
+            f"Malformed protobuf body: no known body kind in {len(data)} bytes "
+            f"(a newer schema, or not llmclient's protobuf): {data[:60]!r}"
+        )
+    why = "truncated" if isinstance(exc, IndexError) else str(exc)
+    return MalformedResponseError(
+        f"Malformed protobuf body: not a valid llmclient.v1.Body ({why}): {data[:60]!r}"
+    )
+
+
+def _parse_body(data: bytes) -> tuple[str | None, dict[str, Any] | None, list[str]]:
     kind: str | None = None
     value: dict[str, Any] | None = None
     dropped: list[str] = []
@@ -716,16 +752,42 @@ def _parse_body(data: bytes) -> tuple[str, dict[str, Any] | None, list[str]]:
         elif tag == _BODY_DONE:
             kind, value = "done", None
         elif tag == _BODY_JSON:
-            kind, value = "json", _loads(data[i:j], "Body")
-            if type(value) is not dict:
-                raise MalformedResponseError("Malformed protobuf body: Body.json is not a JSON object")
+            kind, value = "json", _body_json(data[i:j])
         i = j
-    if kind is None:
-        raise MalformedResponseError(
-            f"Malformed protobuf body: no known body kind in {len(data)} bytes "
-            f"(a newer schema, or not llmclient's protobuf): {data[:60]!r}"
-        )
     return kind, value, dropped
+
+
+def _body_json(data: bytes) -> dict[str, Any]:
+    value = _loads(data, "Body")
+    if type(value) is not dict:
+        raise MalformedResponseError("Malformed protobuf body: Body.json is not a JSON object")
+    return value
+
+
+_BodyParser = Callable[[bytes], "tuple[str | None, dict[str, Any] | None, list[str]]"]
+# The parser decode_body uses: the compiled twin of _parse_body (llmclient/_pbparse.c) when it
+# was built at install time and not turned off with LLMCLIENT_PURE_PYTHON=1; else _parse_body.
+_parse_body_fn: _BodyParser = _parse_body
+
+
+def _compiled_parser() -> _BodyParser | None:
+    """llmclient._pbparse set up with this module's tables, or None (not built, or turned off)."""
+    if os.environ.get("LLMCLIENT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from . import _pbparse
+    except ImportError:
+        return None
+    kinds = (
+        _K_STR, _K_RSTR, _K_MSG, _K_RMSG, _K_BYTES, _K_INT64, _K_UINT32, _K_BOOL, _K_DOUBLE,
+        _K_RINT_PACKED, _K_RINT, _K_MARKS_PACKED, _K_MARKS, _K_EXTRA,
+    )
+    body_kinds = {n: (name, _specs[_KIND_TYPES[name]]) for n, name in _BODY_KINDS.items()}
+    _pbparse.setup(
+        _Bad, _finish, _body_json, body_kinds, _specs["TokenDelta"], kinds, list(_specs.values())
+    )
+    parse_body: _BodyParser = _pbparse.parse_body
+    return parse_body
 
 
 def frame(payload: bytes) -> bytes:
@@ -1012,9 +1074,18 @@ class ProtobufCodec:
         return encode_body(request_kind(path), body)
 
     def decode(self, path: str, data: bytes, content_type: str) -> dict[str, Any]:
-        if not _is_protobuf(content_type):
+        if content_type != PROTOBUF_CONTENT_TYPE and not _is_protobuf(content_type):
             return JSON_CODEC.decode(path, data, content_type)
-        _, obj, _ = decode_body(data)
+        if _pb is None:
+            _module()
+        try:  # decode_body, inlined: this is the per-response hot path
+            kind, obj, _ = _parse_body_fn(data if type(data) is bytes else bytes(data))
+        except MalformedResponseError:
+            raise
+        except _PARSE_ERRORS as exc:
+            raise _malformed(exc, data) from None
+        if kind is None:
+            raise _malformed(None, data)
         if obj is None:
             raise MalformedResponseError("Malformed response: a stream end marker as a whole body")
         return obj
