@@ -20,6 +20,7 @@ from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, build_call, credentia
 from ._codec import JSON_CODEC, Codec
 from ._compression import (
     MIN_COMPRESS_BYTES,
+    accept_encoding,
     choose_request_encoding,
     compress,
     parse_accept_encoding,
@@ -251,6 +252,10 @@ class BaseClient:
         )
         if stream:
             call.headers["accept"] = "text/event-stream"
+        if "accept-encoding" not in call.headers:
+            # Whole bodies may come compressed (httpx undoes zstd and gzip as it reads); streams
+            # ask for none, so that no server or proxy holds chunks back to fill a compressor.
+            call.headers["accept-encoding"] = "identity" if stream else accept_encoding()
         return call
 
     # -- stage: prepare (images) ---------------------------------------------------------------
@@ -539,7 +544,7 @@ class _Attempts:
     def after_status(self, response: httpx.Response, raw: bytes) -> float:
         """The delay before retrying an error status, or raises its public error."""
         call, client = self.call, self.client
-        call.record.bytes_received += len(raw)
+        call.record.bytes_received += response.num_bytes_downloaded
         delay = client._status_retry_delay(call, response, self.attempt)
         if delay is None:
             call.record.finish()
@@ -687,7 +692,7 @@ class OpenAI(BaseClient):
                 raise self._connection_error(call, exc, response.request) from exc
             finally:
                 response.close()
-            call.record.bytes_received += len(data)
+            call.record.bytes_received += response.num_bytes_downloaded  # as on the wire
             call.record.finish()
             value = self._decode(call, response, data, codec)
             if handle is not None:
@@ -852,7 +857,7 @@ class AsyncOpenAI(BaseClient):
                 raise self._connection_error(call, exc, response.request) from exc
             finally:
                 await response.aclose()
-            call.record.bytes_received += len(data)
+            call.record.bytes_received += response.num_bytes_downloaded  # as on the wire
             call.record.finish()
             value = self._decode(call, response, data, codec)
             if handle is not None:

@@ -7,13 +7,16 @@ bytes they save (``python -m benchmarks.wire_bytes``, crossover table: a 188-byt
 shrinks by ~40 bytes, less than one TCP segment's worth of difference, while a 16 KB
 conversation shrinks to 0.33x for ~70 us of zstd-1 CPU on a loaded 2-core box). Responses are
 decompressed by httpx, which reads gzip always and zstd when ``zstandard`` is installed; we
-advertise only what it can read.
+advertise only what it can read, and only for whole bodies: a stream asks for ``identity``, as a
+compressor in a proxy may hold chunks back to fill its window. Servers pick the coding by the
+same rule as ours for requests (``benchmarks/server/wire.response_encoding``).
 
 zstd needs the ``zstd`` extra (``pip install 'llmclient[zstd]'``); gzip is the stdlib fallback.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import zlib
 from collections.abc import Collection
@@ -63,8 +66,9 @@ def supported_encodings() -> tuple[str, ...]:
     return ("zstd", "gzip") if _zstd() is not None else ("gzip",)
 
 
+@functools.cache
 def accept_encoding() -> str:
-    """Our ``Accept-Encoding`` request header value."""
+    """Our ``Accept-Encoding`` request header value (for whole bodies; streams ask for none)."""
     return ", ".join(supported_encodings())
 
 

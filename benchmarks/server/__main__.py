@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"),
                    help="event loop; auto = uvloop when installed (less CPU per request)")
     p.add_argument("--log-level", default="INFO")
+    p.add_argument("--no-compress", action="store_true",
+                   help="never compress response bodies (by default: 1 KiB and more, with the "
+                        "best coding the request's Accept-Encoding lists)")
     p.add_argument("--access-log", action="store_true",
                    help="one log line per request (status, ms, Server-Timing, request id, "
                         "traceparent) on stderr")
@@ -84,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
         cert, key = paths.cert, paths.key
         sys.stdout.write(f"CA {paths.ca}\n")
     engine = make_engine(args.engine, args.profile, args.cold_start_s)
-    app = App(engine, AppConfig(faults=faults, api_key=args.api_key, access_log=args.access_log))
+    app = App(engine, AppConfig(faults=faults, api_key=args.api_key, access_log=args.access_log,
+                                compress_responses=not args.no_compress))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None)
     _install_loop(args.loop)

@@ -14,7 +14,13 @@ from typing import Any
 
 import orjson
 
-from llmclient._compression import CompressionError, decompress, supported_encodings
+from llmclient._compression import (
+    CompressionError,
+    choose_request_encoding,
+    decompress,
+    parse_accept_encoding,
+    supported_encodings,
+)
 from llmclient._errors import MalformedResponseError
 from llmclient._protobuf import (
     PROTOBUF_CONTENT_TYPE,
@@ -35,6 +41,7 @@ __all__ = [
     "decode_request",
     "encode_response",
     "encode_stream_chunk",
+    "response_encoding",
     "stream_content_type",
     "stream_done",
     "stream_writer",
@@ -187,3 +194,10 @@ class StreamWriter:
 
 def stream_writer(accept: str | None) -> StreamWriter:
     return StreamWriter(accept)
+
+
+def response_encoding(size: int, accept_encoding: str | None) -> str | None:
+    """The coding for a response body of ``size`` bytes to a request that sent
+    ``accept_encoding``: the same rule as the client's for request bodies (the best coding both
+    sides know, from MIN_COMPRESS_BYTES up), or None to send it plain."""
+    return choose_request_encoding(size, parse_accept_encoding(accept_encoding))
