@@ -334,7 +334,7 @@ def _from_call_record(timings: Any) -> dict[str, Any]:
         breakdown[f"server.{key}"] = float(value)
     extra = {key: getattr(timings, key, None) for key in
              ("http_version", "connection_reused", "retries", "cache", "prefetch_joined",
-              "wire", "image_bytes_saved")}
+              "wire", "image_bytes_saved", "hedged", "hedge_won")}
     return {"breakdown": breakdown, "bytes_sent": getattr(timings, "bytes_sent", None),
             "bytes_received": getattr(timings, "bytes_received", None),
             "extra": {k: v for k, v in extra.items() if v is not None}}

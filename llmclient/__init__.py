@@ -35,6 +35,7 @@ from ._transport import aclose_all, close_all
 if TYPE_CHECKING:  # the lazy names below, for type checkers
     from preprocess import ImageError
 
+    from ._hedge import HedgeConfig
     from ._prefetch import PrefetchError, SpeculationConfig
     from .cache import CacheOptions
 
@@ -49,6 +50,7 @@ _LAZY = {
     "SpeculationConfig": ("llmclient._prefetch", "SpeculationConfig"),
     "PrefetchError": ("llmclient._prefetch", "PrefetchError"),
     "CacheOptions": ("llmclient.cache", "CacheOptions"),
+    "HedgeConfig": ("llmclient._hedge", "HedgeConfig"),
 }
 
 
@@ -81,6 +83,7 @@ __all__ = [
     "Client",
     "Codec",
     "ConflictError",
+    "HedgeConfig",
     "ImageError",
     "IncompleteStreamError",
     "InternalServerError",

@@ -60,9 +60,10 @@ class CallOptions:
     prefetch: Any = None  # None | list | callable | True | "prefix"
     images: Any = None  # None | False | str target | dict
     wire: Wire = "json"
+    hedge: Any = None  # None (no second copy) | llmclient.HedgeConfig
 
 
-OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire"})
+OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge"})
 
 
 @dataclass(slots=True)
@@ -80,6 +81,8 @@ class Call:
     base_url: str
     options: CallOptions = field(default_factory=CallOptions)
     record: CallRecord = field(default_factory=CallRecord)
+    # A hedge copy's CancelToken (llmclient._hedge), passed to the transport with each attempt.
+    cancel: Any = None
 
     @property
     def url(self) -> str:
@@ -97,11 +100,16 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
     body = {k: v for k, v in params.items() if v is not NOT_GIVEN and k not in OPTION_KEYS}
     if not OPTION_KEYS.intersection(params):
         return body, defaults
-    opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire)
+    opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
+                       defaults.hedge)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
         if value is not NOT_GIVEN:
             setattr(opts, key, value)
+    if "hedge" in params and params["hedge"] is not NOT_GIVEN:
+        from ._hedge import hedge_config
+
+        opts.hedge = hedge_config(opts.hedge)
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
     return body, opts

@@ -7,6 +7,7 @@ Each stage below is a small method; the sync and async ``_request`` loops call t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -34,6 +35,8 @@ from ._errors import (
     describe_error_body,
     status_error_class,
 )
+from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
+from ._hedge import eligible as hedge_eligible
 from ._logging import current_trace_id, logger
 from ._streaming import AsyncStream, Stream
 from ._transport import (
@@ -132,6 +135,7 @@ class BaseClient:
         speculation: Any = None,
         warm: bool = False,
         compress: bool = True,
+        hedge: Any = False,
         **_ignored: Any,  # official args we accept and do not use (websocket_base_url, ...)
     ) -> None:
         if api_key is None:
@@ -160,7 +164,10 @@ class BaseClient:
         self._transport_settings = TransportSettings(verify=verify, http2=http2)
         self.cache = cache
         # The client-wide cache is self.cache; CallOptions.cache is the per-call override only.
-        self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire)  # type: ignore[arg-type]
+        self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
+                                    hedge=hedge_config(hedge))
+        # Hedged requests (``_hedge``): latencies and budget per (base URL, path, model).
+        self._hedge_tracks: dict[tuple[str, str, str], HedgeTrack] = {}
         self._warm = warm
         # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
         # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
@@ -215,6 +222,7 @@ class BaseClient:
             "prefetch": self._options.prefetch,
             "speculation": self._speculation.config if self._speculation is not None else None,
             "compress": self._compress,
+            "hedge": self._options.hedge or False,
         }
         set_default_headers = overrides.pop("set_default_headers", None)
         if overrides.get("default_headers") is not None and set_default_headers is None:
@@ -342,6 +350,13 @@ class BaseClient:
         if content is None:
             headers = {k: v for k, v in headers.items() if k != "content-type"}
         timeout = call.timeout
+        extensions: dict[str, Any] = {
+            "timeout": {"connect": timeout.connect, "read": timeout.read,
+                        "write": timeout.write, "pool": timeout.pool},
+            "trace": on_trace,
+        }
+        if call.cancel is not None:
+            extensions["llmclient.cancel"] = call.cancel
         url = _urls.get(call.url)
         if url is None:  # parsing a URL costs ~30 us; a process calls a handful of them
             if len(_urls) > 256:
@@ -353,11 +368,7 @@ class BaseClient:
             params=call.query or None,
             headers=headers,
             content=content,
-            extensions={
-                "timeout": {"connect": timeout.connect, "read": timeout.read,
-                            "write": timeout.write, "pool": timeout.pool},
-                "trace": on_trace,
-            },
+            extensions=extensions,
         )
 
     # -- stage: send (pure retry decisions) ----------------------------------------------------
@@ -420,6 +431,49 @@ class BaseClient:
         call.record.finish_headers(response.http_version, headers.get("server-timing"))
         call.record.bytes_sent += len(response.request.content) if response.request else 0
         return resend
+
+    # -- stage: hedge (pure decisions in _hedge) ------------------------------------------------
+
+    def _hedge_plan(self, call: Call) -> tuple[HedgeTrack, float | None] | None:
+        """The call's hedge track and how long to wait before its copy (None: send none, but
+        learn from its latency); None when the call is not hedged at all."""
+        config = call.options.hedge
+        if config is None or not hedge_eligible(call.method, call.path, call.body, call.stream):
+            return None
+        key = (call.base_url, call.path, str((call.body or {}).get("model")))
+        track = self._hedge_tracks.get(key)
+        if track is None or track.config != config:  # a per-call hedge=True is a new, equal config
+            track = self._hedge_tracks[key] = HedgeTrack(config)
+        return track, track.plan()
+
+    @staticmethod
+    def _hedge_twin(call: Call) -> Call:
+        """The second copy: same trace and body, marked, with its own Idempotency-Key."""
+        headers = {**call.headers, HEDGE_HEADER: "1"}
+        key = headers.get("idempotency-key")
+        if key:
+            headers["idempotency-key"] = key + "-hedge"
+        call.record.hedged = True
+        return Call(call.method, call.path, call.body, call.stream, headers, call.query,
+                    call.timeout, call.max_retries, call.trace, call.scope, call.base_url,
+                    call.options, call.record.twin(), CancelToken())
+
+    @staticmethod
+    def _hedge_racers(call: Call) -> tuple[Call, Any, Any]:
+        """The primary's own Call (the same record: the copy never writes into it), the maker
+        of the copy, and what makes the copy's record the call's when the copy wins."""
+
+        def adopt(copy: Call) -> None:
+            copy.record.hedge_won = True
+            call.record = copy.record
+
+        return (dataclasses.replace(call, cancel=CancelToken()), lambda: BaseClient._hedge_twin(call),
+                adopt)
+
+    def hedge_stats(self) -> dict[str, dict[str, Any]]:
+        """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""
+        return {f"{path} {model}": track.stats()
+                for (_, path, model), track in self._hedge_tracks.items()}
 
     # -- stage: decode -------------------------------------------------------------------------
 
@@ -506,7 +560,10 @@ class _Attempts:
         self.client, self.call, self.content, self.codec = client, call, content, codec
         self.attempt = self.free_used = 0
         self.free = self.resent = False
-        call.record.start()
+        if call.record._t0:  # a hedge copy: its times count from the call's start
+            call.record.new_attempt()
+        else:
+            call.record.start()
 
     def request(self, on_trace: Any) -> httpx.Request:
         return self.client._build_request(self.call, self.content, self.codec, on_trace)
@@ -664,6 +721,22 @@ class OpenAI(BaseClient):
                 time.sleep(delay)
             tries.next()
 
+    def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """_send, or a race of two copies when the call is hedged (``_hedge``)."""
+        plan = self._hedge_plan(call)
+        if plan is None:
+            return self._send(call, content, codec)
+        track, delay = plan
+        if delay is None:  # not enough known yet: send it once, and learn
+            t0 = time.perf_counter()
+            response = self._send(call, content, codec)
+            track.observe((time.perf_counter() - t0) * 1000.0)
+            return response
+        from ._hedge_run import race_sync
+
+        primary, twin, adopt = self._hedge_racers(call)
+        return race_sync(lambda c: self._send(c, content, codec), primary, twin, track, delay, adopt)
+
     def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
         token = current_trace_id.set(call.trace.trace_id)
         handle: Any = None
@@ -681,7 +754,7 @@ class OpenAI(BaseClient):
                 return self._finish(call, make(handle.response()), None)
             codec = self._codec_for(call)
             content = self._encode(call, codec)
-            response = self._send(call, content, codec)
+            response = self._send_call(call, content, codec)
             if call.stream:
                 decoder, on_complete = self._stream_parts(call, response, codec, handle)
                 result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
@@ -825,6 +898,23 @@ class AsyncOpenAI(BaseClient):
                 await _async_sleep(delay)
             tries.next()
 
+    async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """See :meth:`OpenAI._send_call`."""
+        plan = self._hedge_plan(call)
+        if plan is None:
+            return await self._send(call, content, codec)
+        track, delay = plan
+        if delay is None:
+            t0 = time.perf_counter()
+            response = await self._send(call, content, codec)
+            track.observe((time.perf_counter() - t0) * 1000.0)
+            return response
+        from ._hedge_run import race_async
+
+        primary, twin, adopt = self._hedge_racers(call)
+        return await race_async(lambda c: self._send(c, content, codec), primary, twin, track,
+                                delay, adopt)
+
     async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
         token = current_trace_id.set(call.trace.trace_id)
         handle: Any = None
@@ -846,7 +936,7 @@ class AsyncOpenAI(BaseClient):
                 return self._finish(call, make(handle.response()), None)
             codec = self._codec_for(call)
             content = self._encode(call, codec)
-            response = await self._send(call, content, codec)
+            response = await self._send_call(call, content, codec)
             if call.stream:
                 decoder, on_complete = self._stream_parts(call, response, codec, handle)
                 result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)

@@ -646,6 +646,9 @@ class SyncConnection(_PoolFacts):
         self.last_used = time.monotonic()
         if trace:
             trace("http2.send_request_headers.started", {"stream_id": stream.id})
+        token = request.extensions.get("llmclient.cancel")
+        if token is not None:  # another thread may cancel this request (a hedge that lost)
+            token.attach(lambda exc: self._cancel_elsewhere(stream, exc))
         write_timeout = _timeout(request, "write")
         try:
             self._flush(write_timeout)
@@ -810,6 +813,24 @@ class SyncConnection(_PoolFacts):
                     self._flush(timeout)
                 return chunks
             self._read_once(stream, _has_data_or_end, timeout)
+
+    def _cancel_elsewhere(self, stream: Stream, exc: Exception) -> None:
+        """From another thread: fail ``stream`` with ``exc`` and reset it. The thread waiting on
+        it wakes (a PING goes with the RST_STREAM, so a thread blocked reading the socket for
+        everyone gets bytes to return with) and raises ``exc``."""
+        with self._lock:
+            if stream.ended and stream.id not in self.state.streams:
+                return
+            if stream.error is None:
+                stream.error = exc
+            self.state.reset(stream)
+            self.state.ping()
+            if self._waiting:
+                self._cond.notify_all()
+        try:
+            self._flush(1.0)
+        except Exception as err:
+            logger.debug("RST_STREAM not sent: %r", err)
 
     def cancel(self, stream: Stream) -> None:
         with self._lock:

@@ -54,6 +54,8 @@ class CallRecord:
     image_bytes_saved: int = 0
     wire: str = "json"
     request_encoding: str | None = None  # Content-Encoding of the request body (zstd, gzip)
+    hedged: bool = False  # a second copy of the call was sent (llmclient.HedgeConfig)
+    hedge_won: bool = False  # ... and answered first: this record is the copy's
     # The raw Server-Timing header; parsed on first read of ``server_timing`` (most callers
     # never look, and parsing costs more than the rest of the record).
     _server_timing_raw: str | None = None
@@ -72,6 +74,13 @@ class CallRecord:
 
     def start(self) -> None:
         self._t0 = self._t_attempt = time.perf_counter()
+
+    def twin(self) -> CallRecord:
+        """The record of a hedge copy: its durations count from this call's start."""
+        rec = CallRecord(wire=self.wire, request_encoding=self.request_encoding, hedged=True,
+                         image_prep_ms=self.image_prep_ms, image_bytes_saved=self.image_bytes_saved)
+        rec._t0 = self._t0
+        return rec
 
     def new_attempt(self) -> None:
         self._t_attempt = time.perf_counter()

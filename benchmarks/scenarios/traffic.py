@@ -6,8 +6,8 @@
   (where latency turns up) is marked.
 - ``coldstart``: server start to first success, and a fresh client's first call (openai vs
   llmclient), each trial with new clients.
-- ``faults``: a server injecting 429/503/504/stragglers/resets; openai vs llmclient side by
-  side, failures counted by status and kind.
+- ``faults``: a server injecting 429/503/504/stragglers/resets; openai vs llmclient vs
+  llmclient with hedged requests side by side, failures counted by status and kind.
 - ``longprompt``: prompts of tens of thousands of characters (upload and encoding cost).
 """
 
@@ -166,8 +166,9 @@ class ColdStart:
 
 class Faults:
     name = "faults"
-    description = ("429/503/504/stragglers/resets injected server-side: openai vs llmclient, "
-                   "plus llmclient without retries to show the raw failure mix")
+    description = ("429/503/504/stragglers/resets injected server-side: openai vs llmclient vs "
+                   "llmclient with hedged requests, plus llmclient without retries to show the "
+                   "raw failure mix")
     requires = ("llmclient", "openai", "faults", "spawn_server")
 
     def run(self, ctx: Context) -> ScenarioResult:
@@ -184,17 +185,30 @@ class Faults:
                 drivers["llmclient/no-retry"] = sub.driver(
                     "llmclient", variant="llmclient/no-retry",
                     client_options={"max_retries": 0})
+                # Hedged requests with the defaults (p95 of the last 200 calls, at most 10%
+                # extra): what they do to the tail that stragglers and retry waits make.
+                drivers["llmclient+hedge"] = sub.driver(
+                    "llmclient", variant="llmclient+hedge", client_options={"hedge": True})
                 records = sub.interleave(drivers, mixed_requests(n, rng, lengths=lengths))
         finally:
             server.stop()
-        rows = [Row("faults: openai -> llmclient (e2e of successes)", "openai", "llmclient")]
+        rows = [Row("faults: openai -> llmclient (e2e of successes)", "openai", "llmclient"),
+                Row("faults: llmclient -> llmclient + hedge", "llmclient", "llmclient+hedge"),
+                Row("faults: openai -> llmclient + hedge", "openai", "llmclient+hedge")]
         retries = sum(int(r.extra.get("retries") or 0) for r in records["llmclient"])
+        hedged = records["llmclient+hedge"]
+        hedges = sum(bool(r.extra.get("hedged")) for r in hedged)
+        wins = sum(bool(r.extra.get("hedge_won")) for r in hedged)
         return ScenarioResult.of(
             self, records, rows=rows,
             notes=[f"{n} requests per client; server faults: {FAULT_MIX}",
                    f"llmclient retried {retries} times in all; the no-retry variant shows the "
-                   "injected failures by status and kind"],
-            series={"faults": FAULT_MIX, "llmclient_retries": retries})
+                   "injected failures by status and kind",
+                   f"llmclient+hedge sent {hedges} second copies for {len(hedged)} calls "
+                   f"({hedges / max(len(hedged), 1):.0%} extra load), {wins} answered first "
+                   "(it learns its delay from its first 20 calls: none before)"],
+            series={"faults": FAULT_MIX, "llmclient_retries": retries, "hedges": hedges,
+                    "hedge_wins": wins})
 
 
 class LongPrompt:

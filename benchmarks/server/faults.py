@@ -7,6 +7,7 @@ Spec grammar (one fault)::
     fault  := item (";" item)*
     item   := "status=" CODE | "retry_after=" SECONDS | "oom" | "stall_ms=" N | "cut_after=" N
             | "malformed_sse" | "slow_ms=" N | "straggler=" K | "reset" | "prob=" P
+            | "times=" N
 
 A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
 in order with a seeded RNG (reproducible); the first that fires applies. A request's
@@ -25,6 +26,9 @@ Meaning:
   straggler=K                 the request takes K times its engine time (K >= 1)
   reset                       abort the stream/connection after the response headers
   prob=P                      the fault fires with probability P (default 1)
+  times=N                     run-wide faults: fire at most N times in the run (e.g.
+                              ``stall_ms=5000;times=1``: only the first request stalls, as on a
+                              replica that was cold; a retry or a hedged copy then runs normally)
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 __all__ = ["FaultInjector", "FaultSpec", "FaultSpecError", "parse_fault", "parse_fault_list"]
 
 FAULT_STATUSES = frozenset({429, 500, 502, 503, 504})
-_INT_KEYS = ("stall_ms", "cut_after", "slow_ms")
+_INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times")
 _FLAGS = ("oom", "malformed_sse", "reset")
 
 
@@ -55,6 +59,7 @@ class FaultSpec:
     straggler: float = 1.0
     reset: bool = False
     prob: float = 1.0
+    times: int | None = None
 
 
 def _number(key: str, raw: str, *, integer: bool) -> float:
@@ -119,6 +124,7 @@ class FaultInjector:
     def __init__(self, run_faults: tuple[FaultSpec, ...] = (), seed: int = 0) -> None:
         self.run_faults = run_faults
         self._rng = random.Random(seed)
+        self._fired = [0] * len(run_faults)  # times each run-wide fault has fired
 
     def _fires(self, fault: FaultSpec) -> bool:
         return fault.prob >= 1.0 or self._rng.random() < fault.prob
@@ -127,8 +133,13 @@ class FaultInjector:
         """The fault for one request. Raises FaultSpecError for a malformed header."""
         if header:
             fault = parse_fault(header)
+            if fault.times is not None:
+                raise FaultSpecError("fault item times= is for run-wide faults (--faults)")
             return fault if self._fires(fault) else None
-        for fault in self.run_faults:
+        for i, fault in enumerate(self.run_faults):
+            if fault.times is not None and self._fired[i] >= fault.times:
+                continue
             if self._fires(fault):
+                self._fired[i] += 1
                 return fault
         return None

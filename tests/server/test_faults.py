@@ -58,6 +58,16 @@ def test_header_overrides_run_wide_faults():
     assert inj.decide(None) == FaultSpec(status=500)
 
 
+def test_times_limits_how_often_a_run_wide_fault_fires():
+    inj = FaultInjector(parse_fault_list("stall_ms=50;times=2,status=503;prob=0.5;times=3"), seed=1)
+    decided = [inj.decide(None) for _ in range(100)]
+    assert decided[:2] == [FaultSpec(stall_ms=50, times=2)] * 2
+    assert sum(f is not None and f.status == 503 for f in decided) == 3
+    assert all(f is None for f in decided[60:])
+    with pytest.raises(FaultSpecError, match="times"):
+        inj.decide("stall_ms=5;times=1")
+
+
 def _post(server, fault: str, body=BODY, **kw) -> httpx.Response:
     return httpx.post(server.base_url + "/chat/completions", json=body, headers={"x-fault": fault}, **kw)
 

@@ -1,0 +1,165 @@
+"""Hedged requests: the decisions (pure), then races against the real reference server.
+
+The server is told to stall only its first request (``--faults 'stall_ms=N;times=1'``), so the
+first copy of the first call is the straggler and the hedged copy, which arrives second, is not:
+which copy wins is decided by the fault, not by timing luck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+import llmclient
+from llmclient import AsyncOpenAI, HedgeConfig, OpenAI
+from llmclient._hedge import HedgeTrack, delay_ms, eligible, hedge_config
+from tests.conftest import start_ref_server, stop_ref_server
+
+BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+STALL_MS = 20_000  # far longer than any test waits: a test that waited for it would time out
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def test_delay_is_a_nearest_rank_quantile_once_enough_is_known() -> None:
+    cfg = HedgeConfig(min_samples=10, quantile=0.9, min_delay_ms=1)
+    assert delay_ms([5.0] * 9, cfg) is None
+    samples = [float(x) for x in range(1, 21)]  # 1..20: the 90th percentile is 18
+    assert delay_ms(samples, cfg) == 18.0
+    assert delay_ms([0.1] * 20, cfg) == 1  # never sooner than min_delay_ms
+    assert delay_ms([], HedgeConfig(after_ms=75)) == 75  # a fixed delay needs no samples
+
+
+def test_which_calls_may_be_hedged() -> None:
+    assert eligible("POST", "/chat/completions", BODY, stream=False)
+    assert eligible("POST", "/embeddings", {"input": "x"}, stream=False)
+    assert not eligible("POST", "/chat/completions", BODY, stream=True)
+    assert not eligible("POST", "/chat/completions", {**BODY, "store": True}, stream=False)
+    assert not eligible("GET", "/models", None, stream=False)
+    assert not eligible("POST", "/files", {}, stream=False)
+
+
+def test_the_budget_bounds_hedges_to_the_ratio_plus_burst() -> None:
+    track = HedgeTrack(HedgeConfig(after_ms=1, max_ratio=0.1, burst=2))
+    taken = 0
+    for _ in range(100):
+        track.plan()
+        taken += track.take()
+    assert taken == 10  # the first one (1 token to start), then one per 10 calls
+    idle = HedgeTrack(HedgeConfig(after_ms=1, max_ratio=0.5, burst=2))
+    for _ in range(100):
+        idle.plan()  # credit piles up while nothing is slow ...
+    assert [idle.take() for _ in range(3)] == [True, True, False]  # ... to the burst only
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"quantile": 1.0}, "quantile"), ({"max_ratio": 0}, "max_ratio"), ({"burst": 0.5}, "burst"),
+    ({"after_ms": -1}, "after_ms"), ({"min_samples": 50, "window": 10}, "min_samples"),
+])
+def test_bad_configs_are_named(kwargs: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        HedgeConfig(**kwargs)
+
+
+def test_hedge_option_values() -> None:
+    assert hedge_config(True) == HedgeConfig()
+    assert hedge_config(False) is None and hedge_config(None) is None
+    cfg = HedgeConfig(after_ms=5)
+    assert hedge_config(cfg) is cfg
+    with pytest.raises(TypeError, match="hedge must be"):
+        hedge_config("fast")
+    with pytest.raises(TypeError, match="hedge must be"):
+        OpenAI(api_key="k", base_url="http://127.0.0.1:9", hedge=3)
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture()
+def stalling_server() -> Any:
+    srv = start_ref_server("--faults", f"stall_ms={STALL_MS};times=1")
+    yield srv
+    llmclient.close_all()  # the stalled request's connection: the server need not wait for it
+    stop_ref_server(srv)
+
+
+def _in_flight(server: Any) -> int:
+    text = httpx.get(server.base_url.rsplit("/v1", 1)[0] + "/metrics", timeout=5).text
+    line = next(x for x in text.splitlines() if x.startswith("http_requests_in_flight"))
+    return int(float(line.split()[-1]))
+
+
+def test_sync_copy_answers_when_the_first_copy_stalls(stalling_server: Any) -> None:
+    with OpenAI(base_url=stalling_server.base_url, api_key="k",
+                hedge=HedgeConfig(after_ms=100)) as client:
+        t0 = time.perf_counter()
+        r = client.chat.completions.create(**BODY)
+        elapsed = time.perf_counter() - t0
+        assert r.choices[0].message.content
+        assert r.timings.hedged and r.timings.hedge_won
+        assert elapsed < STALL_MS / 1000 / 2  # not a timing claim: the stall never ended
+        assert r.timings.total_ms is not None and r.timings.total_ms >= 100  # from the call's start
+        stats = client.hedge_stats()["/chat/completions gpt-4o-mini"]
+        assert stats["hedges"] == 1 and stats["wins"] == 1
+        _assert_only_the_probe_in_flight(stalling_server)  # the stalled copy was reset
+        second = client.chat.completions.create(**BODY)  # nothing stalls now: no copy needed
+        assert not second.timings.hedged
+
+
+def test_async_copy_answers_and_the_stalled_copy_is_cancelled(stalling_server: Any) -> None:
+    async def go() -> Any:
+        async with AsyncOpenAI(base_url=stalling_server.base_url, api_key="k",
+                               hedge=HedgeConfig(after_ms=100)) as client:
+            r = await client.chat.completions.create(**BODY)
+            return r, client.hedge_stats()
+
+    r, stats = asyncio.run(asyncio.wait_for(go(), timeout=STALL_MS / 1000 / 2))
+    assert r.timings.hedge_won and r.choices[0].message.content
+    assert stats["/chat/completions gpt-4o-mini"]["wins"] == 1
+    _assert_only_the_probe_in_flight(stalling_server)
+
+
+def _assert_only_the_probe_in_flight(server: Any) -> None:
+    """The stalled copy's stream was reset: the server stopped serving it (only the /metrics
+    probe itself is in flight), long before its stall would have ended."""
+    deadline = time.monotonic() + 5
+    while _in_flight(server) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _in_flight(server) == 1
+
+
+def test_no_hedge_without_the_option_or_when_the_call_turns_it_off(stalling_server: Any) -> None:
+    with OpenAI(base_url=stalling_server.base_url, api_key="k", timeout=1.0, max_retries=0,
+                hedge=HedgeConfig(after_ms=50)) as client:
+        with pytest.raises(llmclient.APITimeoutError):  # the stalled first call, sent once
+            client.chat.completions.create(**BODY, hedge=False)
+        assert client.hedge_stats() == {}
+
+
+def test_the_copy_is_marked_and_keeps_the_trace(ref_server: Any) -> None:
+    with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
+        call = client._build_call("POST", "/chat/completions", BODY)
+        twin = client._hedge_twin(call)
+    assert twin.headers["x-llm-hedge"] == "1"
+    assert twin.headers["idempotency-key"] == call.headers["idempotency-key"] + "-hedge"
+    assert twin.headers["traceparent"] == call.headers["traceparent"]
+    assert twin.record is not call.record and call.record.hedged
+
+
+def test_the_delay_is_learned_across_calls(ref_server: Any) -> None:
+    with OpenAI(base_url=ref_server.base_url, api_key="k",
+                hedge=HedgeConfig(min_samples=5)) as client:
+        for _ in range(8):
+            r = client.chat.completions.create(**BODY)
+        stats = client.hedge_stats()["/chat/completions gpt-4o-mini"]
+        assert stats["samples"] == 8 and stats["delay_ms"] is not None
+        assert r.choices[0].message.content
+    with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
+        for _ in range(3):  # per call: each hedge=True is a new config, equal to the last
+            client.chat.completions.create(**BODY, hedge=True)
+        assert client.hedge_stats()["/chat/completions gpt-4o-mini"]["samples"] == 3
