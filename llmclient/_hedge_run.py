@@ -65,20 +65,32 @@ def race_sync(
     pending = {primary, hedge}
     while pending:
         done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
-        for fut in sorted(done, key=lambda f: f is not primary):  # primary first on a tie
-            if fut.exception() is None:
-                loser = copy if fut is primary else call
-                loser.cancel.cancel(HedgeLost("the other copy of this hedged call answered first"))
-                for other in pending:
-                    other.add_done_callback(_close_sync)
-                won = fut is hedge
-                if won:
-                    adopt(copy)
-                track.observe(_ms(t0), hedge_won=won)
-                answer: httpx.Response = fut.result()
-                return answer
+        fut = _answered(done, primary)
+        if fut is not None:
+            loser = copy if fut is primary else call
+            loser.cancel.cancel(HedgeLost("the other copy of this hedged call answered first"))
+            for other in pending:
+                other.add_done_callback(_close_sync)
+            _settle(fut is hedge, copy, adopt, track, t0)
+            answer: httpx.Response = fut.result()
+            return answer
     track.observe(_ms(t0))
     raise primary.exception()  # type: ignore[misc]  # both failed: the primary's error
+
+
+def _answered(done: set[Any], primary: Any) -> Any:
+    """The copy that answered among ``done`` (the primary on a tie), or None if they failed."""
+    for fut in sorted(done, key=lambda f: f is not primary):
+        if fut.exception() is None:
+            return fut
+    return None
+
+
+def _settle(won: bool, copy: Any, adopt: Callable[[Any], None], track: HedgeTrack,
+            t0: float) -> None:
+    if won:
+        adopt(copy)
+    track.observe(_ms(t0), hedge_won=won)
 
 
 def _close_sync(fut: futures.Future[httpx.Response]) -> None:
@@ -114,16 +126,13 @@ async def race_async(
         pending = set(tasks)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(done, key=lambda t: t is not primary):
-                if task.exception() is None:
-                    for other in pending:
-                        _drop(other)
-                    won = task is hedge
-                    if won:
-                        adopt(copy)
-                    track.observe(_ms(t0), hedge_won=won)
-                    result: httpx.Response = task.result()
-                    return result
+            task = _answered(done, primary)
+            if task is not None:
+                for other in pending:
+                    _drop(other)
+                _settle(task is hedge, copy, adopt, track, t0)
+                result: httpx.Response = task.result()
+                return result
         track.observe(_ms(t0))
         exc = primary.exception()
         assert exc is not None

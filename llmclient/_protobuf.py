@@ -1082,16 +1082,7 @@ class ProtobufCodec:
     def decode(self, path: str, data: bytes, content_type: str) -> dict[str, Any]:
         if content_type != PROTOBUF_CONTENT_TYPE and not _is_protobuf(content_type):
             return JSON_CODEC.decode(path, data, content_type)
-        if _pb is None:
-            _module()
-        try:  # decode_body, inlined: this is the per-response hot path
-            kind, obj, _ = _parse_body_fn(data if type(data) is bytes else bytes(data))
-        except MalformedResponseError:
-            raise
-        except _PARSE_ERRORS as exc:
-            raise _malformed(exc, data) from None
-        if kind is None:
-            raise _malformed(None, data)
+        _, obj, _ = decode_body(data)
         if obj is None:
             raise MalformedResponseError("Malformed response: a stream end marker as a whole body")
         return obj
