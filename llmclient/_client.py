@@ -7,7 +7,6 @@ Each stage below is a small method; the sync and async ``_request`` loops call t
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
@@ -467,8 +466,10 @@ class BaseClient:
             copy.record.hedge_won = True
             call.record = copy.record
 
-        return (dataclasses.replace(call, cancel=CancelToken()), lambda: BaseClient._hedge_twin(call),
-                adopt)
+        primary = Call(call.method, call.path, call.body, call.stream, call.headers, call.query,
+                       call.timeout, call.max_retries, call.trace, call.scope, call.base_url,
+                       call.options, call.record, CancelToken())
+        return primary, lambda: BaseClient._hedge_twin(call), adopt
 
     def hedge_stats(self) -> dict[str, dict[str, Any]]:
         """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""
@@ -718,7 +719,10 @@ class OpenAI(BaseClient):
                     response.close()
                 delay = tries.after_status(response, raw)  # raises when there is no retry
             if delay > 0:
-                time.sleep(delay)
+                if call.cancel is not None:  # a hedged call's wait ends when its copy wins
+                    call.cancel.sleep(delay)
+                else:
+                    time.sleep(delay)
             tries.next()
 
     def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
@@ -895,7 +899,10 @@ class AsyncOpenAI(BaseClient):
                     await response.aclose()
                 delay = tries.after_status(response, raw)  # raises when there is no retry
             if delay > 0:
-                await _async_sleep(delay)
+                if call.cancel is not None:
+                    await call.cancel.asleep(delay)
+                else:
+                    await _async_sleep(delay)
             tries.next()
 
     async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:

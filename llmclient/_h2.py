@@ -1043,6 +1043,9 @@ class AsyncConnection(_PoolFacts):
         self.last_used = time.monotonic()
         if trace:
             await trace("http2.send_request_headers.started", {"stream_id": stream.id})
+        token = request.extensions.get("llmclient.cancel")
+        if token is not None:  # a hedged copy that may lose its race (on this loop)
+            token.attach(lambda exc: self._cancel_elsewhere(stream, exc))
         read_timeout = _timeout(request, "read")
         try:
             self._flush()
@@ -1139,6 +1142,16 @@ class AsyncConnection(_PoolFacts):
             return
         self.state.reset(stream)
         self._flush()
+
+    def _cancel_elsewhere(self, stream: Stream, exc: Exception) -> None:
+        """From a callback on this loop: fail ``stream`` with ``exc`` (the task waiting on it
+        wakes and raises it) and reset it."""
+        if stream.ended and stream.id not in self.state.streams:
+            return
+        if stream.error is None:
+            stream.error = exc
+        self.cancel(stream)
+        self._wake(stream)
 
 
 def _expire(fut: Any, exc: type[httpx.TimeoutException]) -> None:

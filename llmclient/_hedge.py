@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -165,12 +166,13 @@ class CancelToken:
     already attached, else as soon as it is. HTTP/1.1 requests ignore it.
     """
 
-    __slots__ = ("_cancel", "_exc", "_lock")
+    __slots__ = ("_cancel", "_event", "_exc", "_lock")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancel: Any = None
         self._exc: Exception | None = None
+        self._event: threading.Event | None = None  # made by the first sleep(): most never do
 
     def attach(self, cancel: Any) -> None:
         with self._lock:
@@ -182,9 +184,34 @@ class CancelToken:
     def cancel(self, exc: Exception) -> None:
         with self._lock:
             self._exc = exc
-            cancel = self._cancel
+            cancel, event = self._cancel, self._event
+        if event is not None:
+            event.set()
         if cancel is not None:
             cancel(exc)
+
+    def sleep(self, seconds: float) -> None:
+        """A retry's wait that ends early, raising, when the call is cancelled meanwhile."""
+        with self._lock:
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+            if self._exc is not None:
+                raise self._exc
+        if event.wait(seconds) and self._exc is not None:
+            raise self._exc
+
+    async def asleep(self, seconds: float) -> None:
+        """:meth:`sleep` for the async client (checks every 20 ms: retry waits are rare)."""
+        import asyncio
+
+        deadline = time.monotonic() + seconds
+        while self._exc is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, 0.02))
+        raise self._exc
 
     @property
     def cancelled(self) -> bool:

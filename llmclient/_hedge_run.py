@@ -3,24 +3,108 @@
 The decisions (which calls, when, how many) are in ``_hedge``; the clients import this module
 only for a call that has a hedge plan, so ``import llmclient`` loads neither asyncio nor a
 thread pool for it.
+
+The first copy runs where the call was made (the caller's thread, or its task), as an unhedged
+call would: most calls answer before the delay, and for them hedging costs one timer entry.
+When the delay passes, the copy starts (a worker thread, or a task) and whichever answers first
+wins. A copy that wins cancels the first through the first's CancelToken: over HTTP/2 its stream
+is reset and the caller's wait ends with HedgeLost, which is turned into the copy's answer here.
+Over HTTP/1.1 (httpcore's connections) a request cannot be cancelled from outside; the first
+copy's answer is then used when it comes, and hedging only adds load there.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
+import heapq
+import itertools
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent import futures
 from typing import Any
 
 import httpx
 
 from ._hedge import HedgeLost, HedgeTrack
+from ._logging import logger
 
 __all__ = ["race_async", "race_sync"]
 
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def _lost() -> HedgeLost:
+    return HedgeLost("the other copy of this hedged call answered first")
+
+
+class _Race:
+    """Who won, under a lock: the first copy's thread and the copy's completion both ask."""
+
+    __slots__ = ("copy", "hedge", "lock", "winner")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.winner: str | None = None  # "primary" | "hedge" | "over" (the first failed)
+        self.copy: Any = None  # the copy's Call, once sent
+        self.hedge: Any = None  # its Future or Task
+
+    def decide(self, who: str) -> bool:
+        with self.lock:
+            if self.winner is None:
+                self.winner = who
+                return True
+            return False
+
+
+# --------------------------------------------------------------------------- sync
+
+
+class _Timer:
+    """One daemon thread running every sync client's hedge deadlines (a heap of them)."""
+
+    def __init__(self) -> None:
+        self._heap: list[list[Any]] = []
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay_s: float, fn: Callable[[], None]) -> list[Any]:
+        """An entry; setting its last item to None cancels it."""
+        entry = [time.monotonic() + delay_s, next(self._seq), fn]
+        with self._cond:
+            heapq.heappush(self._heap, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="llmclient-hedge-timer",
+                                                daemon=True)
+                self._thread.start()
+            elif self._heap[0] is entry:
+                self._cond.notify()
+        return entry
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        entry = heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(wait)
+            fn = entry[2]
+            if fn is not None:
+                try:
+                    fn()
+                except Exception:  # pragma: no cover - fire() does not raise; never kill the timer
+                    logger.exception("hedge timer callback failed")
+
+
+_timer = _Timer()
 _pool: futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -30,74 +114,89 @@ def _executor() -> futures.ThreadPoolExecutor:
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                _pool = futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="llmclient-hedge")
+                # Only copies run here (threads start on demand); the first copy of every call
+                # stays in the caller's thread.
+                _pool = futures.ThreadPoolExecutor(max_workers=256,
+                                                   thread_name_prefix="llmclient-hedge")
     return _pool
-
-
-def _ms(t0: float) -> float:
-    return (time.perf_counter() - t0) * 1000.0
-
-
-# --------------------------------------------------------------------------- sync
 
 
 def race_sync(
     send: Callable[[Any], httpx.Response], call: Any, twin: Callable[[], Any],
     track: HedgeTrack, delay_s: float, adopt: Callable[[Any], None],
 ) -> httpx.Response:
-    """``send(call)`` in a worker; after ``delay_s`` without an answer, ``send(twin())`` too.
+    """``send(call)`` here; after ``delay_s`` without an answer, ``send(twin())`` in a worker.
 
-    The first copy to answer (a response, or the primary's error when both fail) is returned;
-    ``adopt(copy)`` is called first when the copy won. The loser is cancelled through its
-    Call's CancelToken (HTTP/2: its stream is reset and its thread raises HedgeLost); over
-    HTTP/1.1, where that cannot be done, its response is closed as soon as it arrives.
+    The first answer is returned (``adopt(copy)`` first when it is the copy's); when the first
+    copy fails, the other's answer, else the first copy's error.
     """
     t0 = time.perf_counter()
-    pool = _executor()
-    primary = pool.submit(contextvars.copy_context().run, send, call)
-    done, _ = futures.wait([primary], timeout=delay_s)
-    if done or not track.take():
-        response = primary.result()
-        track.observe(_ms(t0))
-        return response
-    copy = twin()
-    hedge = pool.submit(contextvars.copy_context().run, send, copy)
-    pending = {primary, hedge}
-    while pending:
-        done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
-        fut = _answered(done, primary)
-        if fut is not None:
-            loser = copy if fut is primary else call
-            loser.cancel.cancel(HedgeLost("the other copy of this hedged call answered first"))
-            for other in pending:
-                other.add_done_callback(_close_sync)
-            _settle(fut is hedge, copy, adopt, track, t0)
-            answer: httpx.Response = fut.result()
-            return answer
-    track.observe(_ms(t0))
-    raise primary.exception()  # type: ignore[misc]  # both failed: the primary's error
+    race = _Race()
+    ctx = contextvars.copy_context()
 
+    def fire() -> None:
+        with race.lock:
+            if race.winner is not None or not track.take():
+                return
+            race.copy = twin()
+            race.hedge = _executor().submit(ctx.run, send, race.copy)
+        race.hedge.add_done_callback(copy_done)
 
-def _answered(done: set[Any], primary: Any) -> Any:
-    """The copy that answered among ``done`` (the primary on a tie), or None if they failed."""
-    for fut in sorted(done, key=lambda f: f is not primary):
-        if fut.exception() is None:
-            return fut
-    return None
+    def copy_done(fut: futures.Future[httpx.Response]) -> None:
+        if fut.exception() is not None:
+            return  # the first copy goes on; if it fails too, its error is the answer
+        if race.decide("hedge"):
+            call.cancel.cancel(_lost())  # the caller's wait ends with HedgeLost
+        else:
+            _close(fut.result())
 
-
-def _settle(won: bool, copy: Any, adopt: Callable[[Any], None], track: HedgeTrack,
-            t0: float) -> None:
-    if won:
-        adopt(copy)
-    track.observe(_ms(t0), hedge_won=won)
-
-
-def _close_sync(fut: futures.Future[httpx.Response]) -> None:
-    if fut.cancelled() or fut.exception() is not None:
-        return
+    entry = _timer.schedule(delay_s, fire)
     try:
-        fut.result().close()  # an unread HTTP/2 stream is reset, an HTTP/1.1 connection dropped
+        response = send(call)
+    except HedgeLost:
+        return _copy_answer(race, adopt, track, t0)
+    except BaseException:
+        entry[2] = None
+        hedge = _end(race, "over")
+        if hedge is not None and isinstance(hedge, futures.Future):
+            try:
+                answer = hedge.result()  # the first copy failed: the other may yet answer
+            except Exception:
+                pass
+            else:
+                return _copy_answer(race, adopt, track, t0, answer)
+        raise
+    entry[2] = None
+    hedge = _end(race, "primary")
+    if race.winner == "hedge":  # it won as this answer came (and reset ours): take the copy's
+        _close(response)
+        return _copy_answer(race, adopt, track, t0)
+    if hedge is not None:  # the copy lost: reset its stream (its answer, if any, is closed)
+        race.copy.cancel.cancel(_lost())
+    track.observe(_ms(t0))
+    return response
+
+
+def _end(race: _Race, who: str) -> Any:
+    """The first copy is done (``who``: it answered, or ``over``: it failed); the copy, if one
+    was sent."""
+    race.decide(who)
+    with race.lock:
+        return race.hedge
+
+
+def _copy_answer(race: _Race, adopt: Callable[[Any], None], track: HedgeTrack, t0: float,
+                 answer: httpx.Response | None = None) -> httpx.Response:
+    if answer is None:
+        answer = race.hedge.result()
+    adopt(race.copy)
+    track.observe(_ms(t0), hedge_won=True)
+    return answer
+
+
+def _close(response: httpx.Response) -> None:
+    try:
+        response.close()  # an unread HTTP/2 stream is reset, an HTTP/1.1 connection dropped
     except Exception:
         pass
 
@@ -106,52 +205,58 @@ def _close_sync(fut: futures.Future[httpx.Response]) -> None:
 
 
 async def race_async(
-    send: Callable[[Any], Awaitable[httpx.Response]], call: Any, twin: Callable[[], Any],
+    send: Callable[[Any], Coroutine[Any, Any, httpx.Response]], call: Any, twin: Callable[[], Any],
     track: HedgeTrack, delay_s: float, adopt: Callable[[Any], None],
 ) -> httpx.Response:
-    """As :func:`race_sync`, on the running loop; the loser is cancelled (its HTTP/2 stream is
-    reset, so the server stops working on it)."""
+    """As :func:`race_sync`, on the running loop: the first copy is awaited here, the second is
+    a task started by a ``call_later`` timer."""
+    import asyncio
+
     t0 = time.perf_counter()
-    primary = asyncio.ensure_future(send(call))
-    tasks = [primary]
+    loop = asyncio.get_running_loop()
+    race = _Race()
+
+    def fire() -> None:
+        if race.winner is not None or not track.take():
+            return
+        race.copy = twin()
+        race.hedge = loop.create_task(send(race.copy))
+        race.hedge.add_done_callback(copy_done)
+
+    def copy_done(task: asyncio.Task[httpx.Response]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        if race.decide("hedge"):
+            call.cancel.cancel(_lost())
+        else:
+            closing = loop.create_task(task.result().aclose())
+            closing.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    timer = loop.call_later(delay_s, fire)
     try:
-        done, _ = await asyncio.wait(tasks, timeout=delay_s)
-        if done or not track.take():
-            response = await primary
-            track.observe(_ms(t0))
-            return response
-        copy = twin()
-        hedge = asyncio.ensure_future(send(copy))
-        tasks.append(hedge)
-        pending = set(tasks)
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            task = _answered(done, primary)
-            if task is not None:
-                for other in pending:
-                    _drop(other)
-                _settle(task is hedge, copy, adopt, track, t0)
-                result: httpx.Response = task.result()
-                return result
-        track.observe(_ms(t0))
-        exc = primary.exception()
-        assert exc is not None
-        raise exc
-    except BaseException:  # cancelled by the caller, or an error above: no copy is left behind
-        for task in tasks:
-            if not task.done():
-                _drop(task)
+        response = await send(call)
+    except HedgeLost:
+        return _copy_answer(race, adopt, track, t0)
+    except BaseException as exc:
+        timer.cancel()
+        hedge = _end(race, "over")
+        if hedge is not None:
+            if isinstance(exc, Exception):  # the first copy failed: the other may yet answer
+                try:
+                    answer = await hedge
+                except Exception:
+                    pass
+                else:
+                    return _copy_answer(race, adopt, track, t0, answer)
+            else:  # cancelled by the caller: leave no copy behind
+                hedge.cancel()
         raise
-
-
-def _drop(task: asyncio.Future[httpx.Response]) -> None:
-    task.cancel()
-    task.add_done_callback(_close_async)
-
-
-def _close_async(task: asyncio.Future[httpx.Response]) -> None:
-    if task.cancelled() or task.exception() is not None:
-        return
-    response = task.result()  # it answered before the cancel reached it
-    closing = asyncio.ensure_future(response.aclose())
-    closing.add_done_callback(lambda t: t.cancelled() or t.exception())
+    timer.cancel()
+    hedge = _end(race, "primary")
+    if race.winner == "hedge":  # it won as this answer came (and reset ours): take the copy's
+        await response.aclose()
+        return _copy_answer(race, adopt, track, t0)
+    if hedge is not None and not hedge.done():
+        hedge.cancel()  # its stream is reset as the task unwinds
+    track.observe(_ms(t0))
+    return response

@@ -133,6 +133,29 @@ def _assert_only_the_probe_in_flight(server: Any) -> None:
     assert _in_flight(server) == 1
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_copy_that_wins_ends_the_first_copys_retry_wait(mode: str) -> None:
+    srv = start_ref_server("--faults", "status=429;retry_after=20;times=1")
+    kwargs = {"base_url": srv.base_url, "api_key": "k", "hedge": HedgeConfig(after_ms=100)}
+
+    async def async_call() -> Any:
+        async with AsyncOpenAI(**kwargs) as client:
+            return await client.chat.completions.create(**BODY)
+
+    try:
+        t0 = time.perf_counter()
+        if mode == "sync":
+            with OpenAI(**kwargs) as client:
+                r = client.chat.completions.create(**BODY)  # 429: wait 20 s, then retry
+        else:
+            r = asyncio.run(async_call())
+        assert r.timings.hedge_won and r.choices[0].message.content
+        assert time.perf_counter() - t0 < 10  # the copy's answer did not wait for that retry
+    finally:
+        llmclient.close_all()
+        stop_ref_server(srv)
+
+
 def test_no_hedge_without_the_option_or_when_the_call_turns_it_off(stalling_server: Any) -> None:
     with OpenAI(base_url=stalling_server.base_url, api_key="k", timeout=1.0, max_retries=0,
                 hedge=HedgeConfig(after_ms=50)) as client:
