@@ -356,14 +356,9 @@ class BaseClient:
         }
         if call.cancel is not None:
             extensions["llmclient.cancel"] = call.cancel
-        url = _urls.get(call.url)
-        if url is None:  # parsing a URL costs ~30 us; a process calls a handful of them
-            if len(_urls) > 256:
-                _urls.clear()
-            url = _urls[call.url] = httpx.URL(call.url)
         return httpx.Request(
             call.method,
-            url,
+            _url(call.url),
             params=call.query or None,
             headers=headers,
             content=content,
@@ -438,6 +433,11 @@ class BaseClient:
         learn from its latency); None when the call is not hedged at all."""
         config = call.options.hedge
         if config is None or not hedge_eligible(call.method, call.path, call.body, call.stream):
+            return None
+        # Only our HTTP/2 connections can cancel the losing copy; over HTTP/1.1 (or through a
+        # caller's http_client) a copy would only add load.
+        transport = getattr(self, "_transport", None)
+        if transport is None or transport.origin_record(_url(call.url)).h2 is False:
             return None
         key = (call.base_url, call.path, str((call.body or {}).get("model")))
         track = self._hedge_tracks.get(key)
@@ -524,6 +524,15 @@ class BaseClient:
 
 
 _urls: dict[str, httpx.URL] = {}
+
+
+def _url(text: str) -> httpx.URL:
+    url = _urls.get(text)
+    if url is None:  # parsing a URL costs ~30 us; a process calls a handful of them
+        if len(_urls) > 256:
+            _urls.clear()
+        url = _urls[text] = httpx.URL(text)
+    return url
 
 
 def _has_image_part(body: dict[str, Any]) -> bool:

@@ -22,9 +22,9 @@ The decisions are pure functions of small state, kept here; the clients only do 
 The copy carries the same trace id, ``x-llm-hedge: 1``, and its own ``Idempotency-Key`` (a
 server that deduplicates by key would otherwise hold the copy behind the first). Whichever copy
 answers first (2xx or a final error, after its own retries) is the call's answer; the other is
-cancelled: over HTTP/2 its stream is reset, so the server stops working on it (the sync client
-does it from the winning thread through a :class:`CancelToken`); over HTTP/1.1 the async client
-drops the connection and the sync client closes the response when its headers arrive.
+cancelled: its HTTP/2 stream is reset, so the server stops working on it, and a retry wait it
+was in ends. Only llmclient's own HTTP/2 connections can cancel a request from outside, so calls
+to an origin known to speak HTTP/1.1 only, or through a caller's ``http_client``, are not hedged.
 """
 
 from __future__ import annotations

@@ -186,3 +186,13 @@ def test_the_delay_is_learned_across_calls(ref_server: Any) -> None:
         for _ in range(3):  # per call: each hedge=True is a new config, equal to the last
             client.chat.completions.create(**BODY, hedge=True)
         assert client.hedge_stats()["/chat/completions gpt-4o-mini"]["samples"] == 3
+
+
+def test_no_copies_where_the_loser_could_not_be_cancelled(ref_server_h1: Any) -> None:
+    """HTTP/1.1 requests cannot be cancelled from outside: a copy would only add load."""
+    with OpenAI(base_url=ref_server_h1.base_url, api_key="k",
+                hedge=HedgeConfig(after_ms=0, max_ratio=1, burst=10)) as client:
+        client.chat.completions.create(**BODY)  # learns that the origin speaks HTTP/1.1
+        answers = [client.chat.completions.create(**BODY) for _ in range(5)]
+    assert {r.timings.http_version for r in answers} == {"HTTP/1.1"}
+    assert not any(r.timings.hedged for r in answers)
