@@ -37,7 +37,7 @@ from ._errors import (
 from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
 from ._hedge import eligible as hedge_eligible
 from ._logging import current_trace_id, logger
-from ._streaming import AsyncStream, Stream
+from ._streaming import AsyncStream, Stream, _has_token
 from ._transport import (
     AsyncTransport,
     SyncTransport,
@@ -439,7 +439,8 @@ class BaseClient:
         transport = getattr(self, "_transport", None)
         if transport is None or transport.origin_record(_url(call.url)).h2 is False:
             return None
-        key = (call.base_url, call.path, str((call.body or {}).get("model")))
+        key = (call.base_url, call.path + (" stream" if call.stream else ""),
+               str((call.body or {}).get("model")))
         track = self._hedge_tracks.get(key)
         if track is None or track.config != config:  # a per-call hedge=True is a new, equal config
             track = self._hedge_tracks[key] = HedgeTrack(config)
@@ -524,6 +525,24 @@ class BaseClient:
 
 
 _urls: dict[str, httpx.URL] = {}
+
+
+def _first_token_probe(response: httpx.Response, codec: Codec) -> Any:
+    """``enough(piece)`` for read_until: True once the body so far holds a chunk with a token
+    (decoded by a throwaway decoder; the stream's own decoder reads the same bytes again), or
+    is not a stream we can read (the stream's own decoder then reports it)."""
+    try:
+        decoder = codec.stream_decoder(response.headers.get("content-type", ""))
+    except Exception:
+        return lambda piece: True
+
+    def enough(piece: bytes) -> bool:
+        try:
+            return any(_has_token(obj) for obj in decoder.feed(piece)) or decoder.done
+        except Exception:
+            return True
+
+    return enough
 
 
 def _url(text: str) -> httpx.URL:
@@ -742,13 +761,27 @@ class OpenAI(BaseClient):
         track, delay = plan
         if delay is None:  # not enough known yet: send it once, and learn
             t0 = time.perf_counter()
-            response = self._send(call, content, codec)
+            response = self._send_first(call, content, codec)
             track.observe((time.perf_counter() - t0) * 1000.0)
             return response
         from ._hedge_run import race_sync
 
         primary, twin, adopt = self._hedge_racers(call)
-        return race_sync(lambda c: self._send(c, content, codec), primary, twin, track, delay, adopt)
+        return race_sync(lambda c: self._send_first(c, content, codec), primary, twin, track,
+                         delay, adopt)
+
+    def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """_send; for a stream, also until its first token (what a hedged stream races on: a
+        slow replica sends its headers, and often a role-only chunk, at once, its token late)."""
+        response = self._send(call, content, codec)
+        read_until = getattr(response.stream, "read_until", None) if call.stream else None
+        if read_until is not None:
+            try:
+                read_until(_first_token_probe(response, codec))
+            except BaseException:
+                response.close()
+                raise
+        return response
 
     def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
         token = current_trace_id.set(call.trace.trace_id)
@@ -922,14 +955,26 @@ class AsyncOpenAI(BaseClient):
         track, delay = plan
         if delay is None:
             t0 = time.perf_counter()
-            response = await self._send(call, content, codec)
+            response = await self._send_first(call, content, codec)
             track.observe((time.perf_counter() - t0) * 1000.0)
             return response
         from ._hedge_run import race_async
 
         primary, twin, adopt = self._hedge_racers(call)
-        return await race_async(lambda c: self._send(c, content, codec), primary, twin, track,
-                                delay, adopt)
+        return await race_async(lambda c: self._send_first(c, content, codec), primary, twin,
+                                track, delay, adopt)
+
+    async def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """See :meth:`OpenAI._send_first`."""
+        response = await self._send(call, content, codec)
+        read_until = getattr(response.stream, "read_until", None) if call.stream else None
+        if read_until is not None:
+            try:
+                await read_until(_first_token_probe(response, codec))
+            except BaseException:
+                await response.aclose()
+                raise
+        return response
 
     async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
         token = current_trace_id.set(call.trace.trace_id)

@@ -7,13 +7,12 @@ Tail at Scale", CACM 2013) cuts that tail for a bounded amount of extra load.
 
 The decisions are pure functions of small state, kept here; the clients only do the I/O:
 
-- which calls: non-streamed chat completions, completions and embeddings (side-effect free;
-  a body with ``store: true`` is not hedged, as the server would store it twice). Streams are not
-  hedged: their first byte comes before their first token, so the race would be on the wrong
-  event.
+- which calls: chat completions, completions and embeddings, streamed or not (side-effect
+  free; a body with ``store: true`` is not hedged, as the server would store it twice).
 - when: after ``after_ms`` when given, else after the ``quantile`` (default p95) of the time to
-  response headers of the last ``window`` calls to the same endpoint and model, once
-  ``min_samples`` are known (before that, no hedging). A call that lost to its hedge counts as
+  the answer's headers (streams: to the first chunk with a token, as a slow replica sends its
+  headers, and often a role-only chunk, at once and its first token late) of the last ``window`` calls to the same endpoint, model
+  and mode (streamed or not), once ``min_samples`` are known (before that, no hedging). A call that lost to its hedge counts as
   at least as slow as the moment it lost, so the learned delay does not creep down.
 - how many: a token bucket gives each eligible call ``max_ratio`` of a hedge (at most ``burst``
   saved up), so hedges are at most ``max_ratio`` of calls plus the burst; when it is empty the
@@ -92,8 +91,8 @@ def hedge_config(value: Any) -> HedgeConfig | None:
 
 
 def eligible(method: str, path: str, body: Mapping[str, Any] | None, stream: bool) -> bool:
-    """Whether a call may be sent twice (pure)."""
-    if stream or method != "POST" or body is None or body.get("store") is True:
+    """Whether a call may be sent twice (pure). Streams may: they race on their first token."""
+    if method != "POST" or body is None or body.get("store") is True:
         return False
     return path.endswith(_HEDGED_PATHS)
 

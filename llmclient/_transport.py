@@ -29,7 +29,7 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -340,9 +340,36 @@ class _LaneStream(httpx.SyncByteStream):
         self._owner = owner
         self._lane = lane
         self.bytes_received = 0
+        self._started: Iterator[bytes] | None = None  # set by read_until()
+        self._first: list[bytes] = []
+        self._error: Exception | None = None
+
+    def read_until(self, enough: Callable[[bytes], bool]) -> None:
+        """Read the body until ``enough(piece)`` (or its end), keeping what was read for
+        iteration: a hedged stream races its copies on the first token. A transport error is
+        kept too, and raised when iterated."""
+        self._started = it = iter(self._inner)
+        try:
+            for piece in it:
+                self._first.append(piece)
+                if enough(piece):
+                    return
+        except httpx.TransportError as exc:
+            self._error = exc
 
     def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._inner:
+        it = self._started
+        if it is None:
+            it = iter(self._inner)
+        else:
+            first, error = self._first, self._error
+            self._started, self._first, self._error = None, [], None
+            for piece in first:
+                self.bytes_received += len(piece)
+                yield piece
+            if error is not None:
+                raise error
+        for chunk in it:
             self.bytes_received += len(chunk)
             yield chunk
 
@@ -359,9 +386,34 @@ class _AsyncLaneStream(httpx.AsyncByteStream):
         self._owner = owner
         self._lane = lane
         self.bytes_received = 0
+        self._started: AsyncIterator[bytes] | None = None  # set by read_until()
+        self._first: list[bytes] = []
+        self._error: Exception | None = None
+
+    async def read_until(self, enough: Callable[[bytes], bool]) -> None:
+        """See :meth:`_LaneStream.read_until`."""
+        self._started = it = self._inner.__aiter__()
+        try:
+            async for piece in it:
+                self._first.append(piece)
+                if enough(piece):
+                    return
+        except httpx.TransportError as exc:
+            self._error = exc
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
+        it = self._started
+        if it is None:
+            it = self._inner.__aiter__()
+        else:
+            first, error = self._first, self._error
+            self._started, self._first, self._error = None, [], None
+            for piece in first:
+                self.bytes_received += len(piece)
+                yield piece
+            if error is not None:
+                raise error
+        async for chunk in it:
             self.bytes_received += len(chunk)
             yield chunk
 

@@ -8,6 +8,8 @@
   llmclient), each trial with new clients.
 - ``faults``: a server injecting 429/503/504/stragglers/resets; openai vs llmclient vs
   llmclient with hedged requests side by side, failures counted by status and kind.
+- ``tail``: streamed chat against slow replicas (5% of requests 8x slower): TTFT and e2e P99
+  of llmclient with and without hedged requests.
 - ``longprompt``: prompts of tens of thousands of characters (upload and encoding cost).
 """
 
@@ -211,6 +213,49 @@ class Faults:
                     "hedge_wins": wins})
 
 
+# Slow replicas for the ``tail`` scenario: 5% of requests take 8 times their engine time
+# (prefill and decode), the way one overloaded or throttled GPU behind a balancer looks.
+TAIL_FAULTS = "straggler=8;prob=0.05"
+
+
+class Tail:
+    name = "tail"
+    description = ("streamed chat with slow replicas (5% of requests 8x slower): TTFT and e2e "
+                   "P99, llmclient vs llmclient with hedge=True")
+    requires = ("llmclient", "faults", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 45)
+        n = 10 if ctx.quick else 200
+        lengths = LengthModel(output_median_tokens=24, output_sigma=0.5, output_max_tokens=64)
+        server = _spawn(ctx, profile=ctx.server.profile if ctx.server else "zero",
+                        faults=TAIL_FAULTS)
+        try:
+            with ctx.routed(server) as url:
+                sub = _on(ctx, server, url)
+                drivers = {"llmclient": sub.driver("llmclient"),
+                           "llmclient+hedge": sub.driver("llmclient", variant="llmclient+hedge",
+                                                         client_options={"hedge": True})}
+                records = sub.interleave(drivers,
+                                         mixed_requests(n, rng, stream=True, lengths=lengths))
+        finally:
+            server.stop()
+        hedged = records["llmclient+hedge"]
+        hedges = sum(bool(r.extra.get("hedged")) for r in hedged)
+        wins = sum(bool(r.extra.get("hedge_won")) for r in hedged)
+        rows = [Row("slow replicas, streamed: llmclient -> + hedge", "llmclient",
+                    "llmclient+hedge", metric="ttft_ms"),
+                Row("slow replicas, streamed: llmclient -> + hedge", "llmclient",
+                    "llmclient+hedge")]
+        return ScenarioResult.of(
+            self, records, rows=rows,
+            notes=[f"{n} streamed requests per client; server faults: {TAIL_FAULTS}",
+                   f"llmclient+hedge sent {hedges} second copies for {len(hedged)} calls "
+                   f"({hedges / max(len(hedged), 1):.0%} extra load), {wins} brought the first "
+                   "token first (the delay is learned from the first 20 calls: none before)"],
+            series={"faults": TAIL_FAULTS, "hedges": hedges, "hedge_wins": wins})
+
+
 class LongPrompt:
     name = "longprompt"
     description = "prompts of 20k-35k characters: openai vs llmclient (upload + encoding)"
@@ -275,4 +320,4 @@ def _first_success(ctx: Context, server: Any, t0: float, timeout_s: float = 60.0
     raise NotAvailable(f"no successful request within {timeout_s:.0f}s of server start")
 
 
-SCENARIOS = (Steady(), Sweep(), ColdStart(), Faults(), LongPrompt())
+SCENARIOS = (Steady(), Sweep(), ColdStart(), Faults(), Tail(), LongPrompt())

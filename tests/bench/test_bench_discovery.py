@@ -12,7 +12,7 @@ def test_builtin_scenarios_are_discovered_with_known_capabilities() -> None:
     scenarios, _errors = discover()
     names = [s.name for s in scenarios]
     for name in ("connection", "concurrency", "steady", "sweep", "coldstart", "faults",
-                 "longprompt"):
+                 "tail", "longprompt"):
         assert name in names
     assert len(names) == len(set(names))
     for s in scenarios:

@@ -38,7 +38,7 @@ def test_delay_is_a_nearest_rank_quantile_once_enough_is_known() -> None:
 def test_which_calls_may_be_hedged() -> None:
     assert eligible("POST", "/chat/completions", BODY, stream=False)
     assert eligible("POST", "/embeddings", {"input": "x"}, stream=False)
-    assert not eligible("POST", "/chat/completions", BODY, stream=True)
+    assert eligible("POST", "/chat/completions", BODY, stream=True)  # raced on first token
     assert not eligible("POST", "/chat/completions", {**BODY, "store": True}, stream=False)
     assert not eligible("GET", "/models", None, stream=False)
     assert not eligible("POST", "/files", {}, stream=False)
@@ -131,6 +131,35 @@ def _assert_only_the_probe_in_flight(server: Any) -> None:
     while _in_flight(server) > 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _in_flight(server) == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_streams_race_on_their_first_token(mode: str) -> None:
+    """A slow replica answers a stream's headers (and its role-only chunk) at once and its
+    first token late: the copy that brings the first token wins, the slow stream is reset."""
+    srv = start_ref_server("--faults", f"slow_ms={STALL_MS};times=1")
+    kwargs = {"base_url": srv.base_url, "api_key": "k", "hedge": HedgeConfig(after_ms=100)}
+    body = {**BODY, "max_tokens": 12, "stream": True}
+
+    async def async_call() -> tuple[str, Any]:
+        async with AsyncOpenAI(**kwargs) as client:
+            stream = await client.chat.completions.create(**body)
+            text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            return text, stream.timings
+
+    try:
+        if mode == "sync":
+            with OpenAI(**kwargs) as client:
+                stream = client.chat.completions.create(**body)
+                text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+                timings = stream.timings
+        else:
+            text, timings = asyncio.run(asyncio.wait_for(async_call(), STALL_MS / 1000 / 2))
+        assert text and timings.hedge_won and timings.first_token_ms is not None
+        _assert_only_the_probe_in_flight(srv)
+    finally:
+        llmclient.close_all()
+        stop_ref_server(srv)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
