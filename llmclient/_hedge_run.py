@@ -58,6 +58,15 @@ class _Race:
                 return True
             return False
 
+    def copy_answered(self) -> str:
+        """The copy has an answer: ``won`` (cancel the first copy), ``taken`` (the first copy
+        failed and the caller waits for this one) or ``lost`` (close it)."""
+        with self.lock:
+            if self.winner is None:
+                self.winner = "hedge"
+                return "won"
+            return "taken" if self.winner == "over" else "lost"
+
 
 # --------------------------------------------------------------------------- sync
 
@@ -145,9 +154,10 @@ def race_sync(
     def copy_done(fut: futures.Future[httpx.Response]) -> None:
         if fut.exception() is not None:
             return  # the first copy goes on; if it fails too, its error is the answer
-        if race.decide("hedge"):
+        outcome = race.copy_answered()
+        if outcome == "won":
             call.cancel.cancel(_lost())  # the caller's wait ends with HedgeLost
-        else:
+        elif outcome == "lost":
             _close(fut.result())
 
     entry = _timer.schedule(delay_s, fire)
@@ -155,10 +165,13 @@ def race_sync(
         response = send(call)
     except HedgeLost:
         return _copy_answer(race, adopt, track, t0)
-    except BaseException:
+    except BaseException as exc:
         entry[2] = None
         hedge = _end(race, "over")
-        if hedge is not None and isinstance(hedge, futures.Future):
+        if hedge is not None:
+            if not isinstance(exc, Exception):  # KeyboardInterrupt and the like: stop the copy
+                race.copy.cancel.cancel(_lost())
+                raise
             try:
                 answer = hedge.result()  # the first copy failed: the other may yet answer
             except Exception:
@@ -226,9 +239,10 @@ async def race_async(
     def copy_done(task: asyncio.Task[httpx.Response]) -> None:
         if task.cancelled() or task.exception() is not None:
             return
-        if race.decide("hedge"):
+        outcome = race.copy_answered()
+        if outcome == "won":
             call.cancel.cancel(_lost())
-        else:
+        elif outcome == "lost":
             closing = loop.create_task(task.result().aclose())
             closing.add_done_callback(lambda t: t.cancelled() or t.exception())
 
