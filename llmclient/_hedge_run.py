@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextvars
 import heapq
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -75,13 +76,19 @@ class _Timer:
     """One daemon thread running every sync client's hedge deadlines (a heap of them)."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self._heap: list[list[Any]] = []
         self._cond = threading.Condition()
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
 
     def schedule(self, delay_s: float, fn: Callable[[], None]) -> list[Any]:
         """An entry; setting its last item to None cancels it."""
+        if self._pid != os.getpid():  # a forked child: the parent's thread does not exist here
+            self._reset()
         entry = [time.monotonic() + delay_s, next(self._seq), fn]
         with self._cond:
             heapq.heappush(self._heap, entry)
@@ -115,14 +122,16 @@ class _Timer:
 
 _timer = _Timer()
 _pool: futures.ThreadPoolExecutor | None = None
+_pool_pid = 0
 _pool_lock = threading.Lock()
 
 
 def _executor() -> futures.ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
+    global _pool, _pool_pid
+    if _pool is None or _pool_pid != os.getpid():  # none yet, or the parent's (after a fork)
         with _pool_lock:
-            if _pool is None:
+            if _pool is None or _pool_pid != os.getpid():
+                _pool_pid = os.getpid()
                 # Only copies run here (threads start on demand); the first copy of every call
                 # stays in the caller's thread.
                 _pool = futures.ThreadPoolExecutor(max_workers=256,

@@ -8,6 +8,9 @@ which copy wins is decided by the fault, not by timing luck.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -249,3 +252,28 @@ def test_no_copies_where_the_loser_could_not_be_cancelled(ref_server_h1: Any) ->
         answers = [client.chat.completions.create(**BODY) for _ in range(5)]
     assert {r.timings.http_version for r in answers} == {"HTTP/1.1"}
     assert not any(r.timings.hedged for r in answers)
+
+
+_FORK_SCRIPT = """
+import os, sys
+import llmclient
+body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+plain = llmclient.OpenAI(base_url=sys.argv[1], api_key="k",
+                         hedge=llmclient.HedgeConfig(after_ms=60_000))
+plain.chat.completions.create(**body)  # schedules a deadline: the timer thread now exists
+llmclient.close_all()  # as documented before a fork
+pid = os.fork()
+if pid == 0:  # the child's call stalls: its own timer must start the copy
+    stalling = llmclient.OpenAI(base_url=sys.argv[2], api_key="k",
+                                hedge=llmclient.HedgeConfig(after_ms=50))
+    os._exit(0 if stalling.chat.completions.create(**body).timings.hedge_won else 3)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_hedging_works_in_a_forked_child(ref_server: Any, stalling_server: Any) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORK_SCRIPT, ref_server.base_url, stalling_server.base_url],
+        capture_output=True, text=True, timeout=STALL_MS / 1000 / 2)
+    assert proc.returncode == 0, proc.stderr[-2000:]
