@@ -332,17 +332,34 @@ class _AsyncH2Pool(_H2PoolBase):
             await conn.aclose()
 
 
-class _LaneStream(httpx.SyncByteStream):
-    """Counts bytes and gives the lane its slot back on close."""
+class _LaneStreamState:
+    """What the sync and async lane streams hold: the body, its lane slot, the bytes counted,
+    and what read_until() read ahead (a hedged stream's race), kept for iteration."""
 
     def __init__(self, inner: Any, owner: _TransportBase, lane: _Lane | None) -> None:
         self._inner = inner
         self._owner = owner
         self._lane = lane
         self.bytes_received = 0
-        self._started: Iterator[bytes] | None = None  # set by read_until()
+        self._started: Any = None  # the body's iterator, once read_until() started it
         self._first: list[bytes] = []
         self._error: Exception | None = None
+
+    def _read_ahead(self) -> tuple[list[bytes], Exception | None]:
+        """What read_until() kept (counted now), once; the iteration then goes on from there."""
+        first, error = self._first, self._error
+        self._first, self._error = [], None
+        self.bytes_received += sum(len(piece) for piece in first)
+        return first, error
+
+    def _release(self) -> None:
+        if self._lane is not None:
+            self._owner.release(self._lane)
+            self._lane = None
+
+
+class _LaneStream(_LaneStreamState, httpx.SyncByteStream):
+    """Counts bytes and gives the lane its slot back on close."""
 
     def read_until(self, enough: Callable[[bytes], bool]) -> None:
         """Read the body until ``enough(piece)`` (or its end), keeping what was read for
@@ -358,15 +375,12 @@ class _LaneStream(httpx.SyncByteStream):
             self._error = exc
 
     def __iter__(self) -> Iterator[bytes]:
-        it = self._started
+        it, self._started = self._started, None
         if it is None:
             it = iter(self._inner)
         else:
-            first, error = self._first, self._error
-            self._started, self._first, self._error = None, [], None
-            for piece in first:
-                self.bytes_received += len(piece)
-                yield piece
+            first, error = self._read_ahead()
+            yield from first
             if error is not None:
                 raise error
         for chunk in it:
@@ -375,20 +389,10 @@ class _LaneStream(httpx.SyncByteStream):
 
     def close(self) -> None:
         self._inner.close()  # an unfinished HTTP/2 stream is reset there (RST_STREAM CANCEL)
-        if self._lane is not None:
-            self._owner.release(self._lane)
-            self._lane = None
+        self._release()
 
 
-class _AsyncLaneStream(httpx.AsyncByteStream):
-    def __init__(self, inner: Any, owner: _TransportBase, lane: _Lane | None) -> None:
-        self._inner = inner
-        self._owner = owner
-        self._lane = lane
-        self.bytes_received = 0
-        self._started: AsyncIterator[bytes] | None = None  # set by read_until()
-        self._first: list[bytes] = []
-        self._error: Exception | None = None
+class _AsyncLaneStream(_LaneStreamState, httpx.AsyncByteStream):
 
     async def read_until(self, enough: Callable[[bytes], bool]) -> None:
         """See :meth:`_LaneStream.read_until`."""
@@ -402,14 +406,12 @@ class _AsyncLaneStream(httpx.AsyncByteStream):
             self._error = exc
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        it = self._started
+        it, self._started = self._started, None
         if it is None:
             it = self._inner.__aiter__()
         else:
-            first, error = self._first, self._error
-            self._started, self._first, self._error = None, [], None
+            first, error = self._read_ahead()
             for piece in first:
-                self.bytes_received += len(piece)
                 yield piece
             if error is not None:
                 raise error
@@ -419,9 +421,7 @@ class _AsyncLaneStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-        if self._lane is not None:
-            self._owner.release(self._lane)
-            self._lane = None
+        self._release()
 
     def abandon(self) -> None:
         """Without awaiting (a stream garbage-collected unclosed): reset an unfinished HTTP/2
@@ -429,9 +429,7 @@ class _AsyncLaneStream(httpx.AsyncByteStream):
         inner_abandon = getattr(self._inner, "abandon", None)
         if inner_abandon is not None:
             inner_abandon()
-        if self._lane is not None:
-            self._owner.release(self._lane)
-            self._lane = None
+        self._release()
 
 
 class SyncTransport(_TransportBase):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
@@ -178,29 +179,24 @@ class Faults:
         n = 8 if ctx.quick else 300
         # Short answers: this row is about failure handling, not decode time.
         lengths = LengthModel(output_median_tokens=8, output_sigma=0.5, output_max_tokens=32)
-        server = _spawn(ctx, profile=ctx.server.profile if ctx.server else "zero",
-                        faults=FAULT_MIX)
-        try:
-            with ctx.routed(server) as url:
-                sub = _on(ctx, server, url)
-                drivers = {kind: sub.driver(kind) for kind in ("openai", "llmclient")}
-                drivers["llmclient/no-retry"] = sub.driver(
-                    "llmclient", variant="llmclient/no-retry",
-                    client_options={"max_retries": 0})
-                # Hedged requests with the defaults (p95 of the last 200 calls, at most 10%
-                # extra): what they do to the tail that stragglers and retry waits make.
-                drivers["llmclient+hedge"] = sub.driver(
-                    "llmclient", variant="llmclient+hedge", client_options={"hedge": True})
-                records = sub.interleave(drivers, mixed_requests(n, rng, lengths=lengths))
-        finally:
-            server.stop()
+
+        def drivers(sub: Context) -> dict[str, Any]:
+            out = {kind: sub.driver(kind) for kind in ("openai", "llmclient")}
+            out["llmclient/no-retry"] = sub.driver("llmclient", variant="llmclient/no-retry",
+                                                   client_options={"max_retries": 0})
+            # Hedged requests with the defaults (p95 of the last 200 calls, at most 10% extra):
+            # what they do to the tail that stragglers and retry waits make.
+            out["llmclient+hedge"] = _hedged_driver(sub)
+            return out
+
+        records = _on_faulty_server(ctx, FAULT_MIX, drivers,
+                                    mixed_requests(n, rng, lengths=lengths))
         rows = [Row("faults: openai -> llmclient (e2e of successes)", "openai", "llmclient"),
                 Row("faults: llmclient -> llmclient + hedge", "llmclient", "llmclient+hedge"),
                 Row("faults: openai -> llmclient + hedge", "openai", "llmclient+hedge")]
         retries = sum(int(r.extra.get("retries") or 0) for r in records["llmclient"])
         hedged = records["llmclient+hedge"]
-        hedges = sum(bool(r.extra.get("hedged")) for r in hedged)
-        wins = sum(bool(r.extra.get("hedge_won")) for r in hedged)
+        hedges, wins = _hedge_counts(hedged)
         return ScenarioResult.of(
             self, records, rows=rows,
             notes=[f"{n} requests per client; server faults: {FAULT_MIX}",
@@ -228,21 +224,12 @@ class Tail:
         rng = random.Random(ctx.seed + 45)
         n = 10 if ctx.quick else 200
         lengths = LengthModel(output_median_tokens=24, output_sigma=0.5, output_max_tokens=64)
-        server = _spawn(ctx, profile=ctx.server.profile if ctx.server else "zero",
-                        faults=TAIL_FAULTS)
-        try:
-            with ctx.routed(server) as url:
-                sub = _on(ctx, server, url)
-                drivers = {"llmclient": sub.driver("llmclient"),
-                           "llmclient+hedge": sub.driver("llmclient", variant="llmclient+hedge",
-                                                         client_options={"hedge": True})}
-                records = sub.interleave(drivers,
-                                         mixed_requests(n, rng, stream=True, lengths=lengths))
-        finally:
-            server.stop()
+        records = _on_faulty_server(
+            ctx, TAIL_FAULTS,
+            lambda sub: {"llmclient": sub.driver("llmclient"), "llmclient+hedge": _hedged_driver(sub)},
+            mixed_requests(n, rng, stream=True, lengths=lengths))
         hedged = records["llmclient+hedge"]
-        hedges = sum(bool(r.extra.get("hedged")) for r in hedged)
-        wins = sum(bool(r.extra.get("hedge_won")) for r in hedged)
+        hedges, wins = _hedge_counts(hedged)
         rows = [Row("slow replicas, streamed: llmclient -> + hedge", "llmclient",
                     "llmclient+hedge", metric="ttft_ms"),
                 Row("slow replicas, streamed: llmclient -> + hedge", "llmclient",
@@ -272,6 +259,29 @@ class LongPrompt:
         return ScenarioResult.of(self, records,
                                  rows=[Row("long prompts (20-35k chars)", "openai", "llmclient")],
                                  notes=[f"{n} requests per client"])
+
+
+def _on_faulty_server(ctx: Context, faults: str, drivers: Callable[[Context], dict[str, Any]],
+                      requests: list[Any]) -> dict[str, list[RequestRecord]]:
+    """``requests`` through every driver, interleaved, against a new server injecting
+    ``faults`` (behind the run's network)."""
+    server = _spawn(ctx, profile=ctx.server.profile if ctx.server else "zero", faults=faults)
+    try:
+        with ctx.routed(server) as url:
+            sub = _on(ctx, server, url)
+            return sub.interleave(drivers(sub), requests)
+    finally:
+        server.stop()
+
+
+def _hedged_driver(ctx: Context) -> Any:
+    return ctx.driver("llmclient", variant="llmclient+hedge", client_options={"hedge": True})
+
+
+def _hedge_counts(records: list[RequestRecord]) -> tuple[int, int]:
+    """(second copies sent, copies that answered first)."""
+    return (sum(bool(r.extra.get("hedged")) for r in records),
+            sum(bool(r.extra.get("hedge_won")) for r in records))
 
 
 def _spawn(ctx: Context, wait: bool = True, **kwargs: Any) -> Any:

@@ -165,24 +165,26 @@ def test_streams_race_on_their_first_token(mode: str) -> None:
         stop_ref_server(srv)
 
 
+def _one_call(mode: str, **kwargs: Any) -> Any:
+    """One chat call through a new sync or async client made with ``kwargs``."""
+    async def async_call() -> Any:
+        async with AsyncOpenAI(**kwargs) as client:
+            return await client.chat.completions.create(**BODY)
+
+    if mode == "async":
+        return asyncio.run(async_call())
+    with OpenAI(**kwargs) as client:
+        return client.chat.completions.create(**BODY)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_when_the_first_copy_fails_the_other_answers(mode: str) -> None:
     # The first request stalls 300 ms and fails (no retries); the copy, sent at 100 ms, stalls
     # 1 s and answers: the caller gets the copy's answer, not the first copy's error.
     srv = start_ref_server("--faults", "stall_ms=300;status=503;times=1,stall_ms=1000;times=1")
-    kwargs = {"base_url": srv.base_url, "api_key": "k", "max_retries": 0,
-              "hedge": HedgeConfig(after_ms=100)}
-
-    async def async_call() -> Any:
-        async with AsyncOpenAI(**kwargs) as client:
-            return await client.chat.completions.create(**BODY)
-
     try:
-        if mode == "sync":
-            with OpenAI(**kwargs) as client:
-                r = client.chat.completions.create(**BODY)
-        else:
-            r = asyncio.run(async_call())
+        r = _one_call(mode, base_url=srv.base_url, api_key="k", max_retries=0,
+                      hedge=HedgeConfig(after_ms=100))
         assert r.timings.hedge_won and r.choices[0].message.content
     finally:
         llmclient.close_all()
@@ -192,19 +194,10 @@ def test_when_the_first_copy_fails_the_other_answers(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_copy_that_wins_ends_the_first_copys_retry_wait(mode: str) -> None:
     srv = start_ref_server("--faults", "status=429;retry_after=20;times=1")
-    kwargs = {"base_url": srv.base_url, "api_key": "k", "hedge": HedgeConfig(after_ms=100)}
-
-    async def async_call() -> Any:
-        async with AsyncOpenAI(**kwargs) as client:
-            return await client.chat.completions.create(**BODY)
-
     try:
         t0 = time.perf_counter()
-        if mode == "sync":
-            with OpenAI(**kwargs) as client:
-                r = client.chat.completions.create(**BODY)  # 429: wait 20 s, then retry
-        else:
-            r = asyncio.run(async_call())
+        r = _one_call(mode, base_url=srv.base_url, api_key="k",  # 429: wait 20 s, then retry
+                      hedge=HedgeConfig(after_ms=100))
         assert r.timings.hedge_won and r.choices[0].message.content
         assert time.perf_counter() - t0 < 10  # the copy's answer did not wait for that retry
     finally:
