@@ -88,6 +88,13 @@ class Call:
     def url(self) -> str:
         return self.base_url + self.path
 
+    def sibling(self, headers: dict[str, str], record: CallRecord, cancel: Any) -> Call:
+        """The same call with these headers, record and cancel token (a hedge's two copies);
+        built directly: ``dataclasses.replace`` costs ~10x more on this per-call path."""
+        return Call(self.method, self.path, self.body, self.stream, headers, self.query,
+                    self.timeout, self.max_retries, self.trace, self.scope, self.base_url,
+                    self.options, record, cancel)
+
 
 def credential_scope(api_key: str, organization: str | None, project: str | None) -> str:
     """Hex SHA-256 naming whose credentials a call runs under (cache entries never cross it)."""

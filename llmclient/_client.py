@@ -454,9 +454,7 @@ class BaseClient:
         if key:
             headers["idempotency-key"] = key + "-hedge"
         call.record.hedged = True
-        return Call(call.method, call.path, call.body, call.stream, headers, call.query,
-                    call.timeout, call.max_retries, call.trace, call.scope, call.base_url,
-                    call.options, call.record.twin(), CancelToken())
+        return call.sibling(headers, call.record.twin(), CancelToken())
 
     @staticmethod
     def _hedge_racers(call: Call) -> tuple[Call, Any, Any]:
@@ -467,9 +465,7 @@ class BaseClient:
             copy.record.hedge_won = True
             call.record = copy.record
 
-        primary = Call(call.method, call.path, call.body, call.stream, call.headers, call.query,
-                       call.timeout, call.max_retries, call.trace, call.scope, call.base_url,
-                       call.options, call.record, CancelToken())
+        primary = call.sibling(call.headers, call.record, CancelToken())
         return primary, lambda: BaseClient._hedge_twin(call), adopt
 
     def hedge_stats(self) -> dict[str, dict[str, Any]]:
@@ -589,10 +585,7 @@ class _Attempts:
         self.client, self.call, self.content, self.codec = client, call, content, codec
         self.attempt = self.free_used = 0
         self.free = self.resent = False
-        if call.record._t0:  # a hedge copy: its times count from the call's start
-            call.record.new_attempt()
-        else:
-            call.record.start()
+        call.record.begin()
 
     def request(self, on_trace: Any) -> httpx.Request:
         return self.client._build_request(self.call, self.content, self.codec, on_trace)

@@ -75,6 +75,14 @@ class CallRecord:
     def start(self) -> None:
         self._t0 = self._t_attempt = time.perf_counter()
 
+    def begin(self) -> None:
+        """The send loop starts: the call's clock starts, unless it already runs (a hedge
+        copy's record counts from its call's start: twin()), and then only an attempt does."""
+        if self._t0:
+            self.new_attempt()
+        else:
+            self.start()
+
     def twin(self) -> CallRecord:
         """The record of a hedge copy: its durations count from this call's start."""
         rec = CallRecord(wire=self.wire, request_encoding=self.request_encoding, hedged=True,
