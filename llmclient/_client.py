@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
 
@@ -20,9 +20,11 @@ from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, build_call, credentia
 from ._codec import JSON_CODEC, Codec
 from ._compression import (
     MIN_COMPRESS_BYTES,
+    CompressionError,
     accept_encoding,
     choose_request_encoding,
     compress,
+    decompress,
     parse_accept_encoding,
 )
 from ._errors import (
@@ -30,6 +32,7 @@ from ._errors import (
     APIError,
     APIStatusError,
     APITimeoutError,
+    MalformedResponseError,
     OpenAIError,
     describe_error_body,
     status_error_class,
@@ -478,6 +481,13 @@ class BaseClient:
     @staticmethod
     def _decode(call: Call, response: httpx.Response, raw: bytes, codec: Codec) -> dict[str, Any]:
         try:
+            coding = _coding(response)
+            if coding is not None:
+                try:
+                    raw = decompress(raw, coding, MAX_RESPONSE_BYTES)
+                except CompressionError as exc:
+                    raise MalformedResponseError(f"Malformed response body: {exc}") from None
+                response._content = raw  # what httpx's read() leaves: RawResponse.content works
             return codec.decode(call.path, raw, response.headers.get("content-type", ""))
         except APIError as err:
             err.trace_id = call.trace.trace_id
@@ -539,6 +549,21 @@ def _first_token_probe(response: httpx.Response, codec: Codec) -> Any:
             return True
 
     return enough
+
+
+# A whole response body larger than this once decompressed is refused (a compression bomb from
+# a broken or hostile server; 4x the largest OpenAI answer we know of, a 2048 x 3072 embedding
+# batch as JSON).
+MAX_RESPONSE_BYTES: Final = 320 * 1024 * 1024
+
+
+def _coding(response: httpx.Response) -> str | None:
+    """The response's Content-Encoding when it is one we undo ourselves (under a cap)."""
+    value = response.headers.get("content-encoding")
+    if value is None:
+        return None
+    coding = value.strip().lower()
+    return coding if coding in ("zstd", "gzip") else None
 
 
 def _url(text: str) -> httpx.URL:
@@ -799,7 +824,10 @@ class OpenAI(BaseClient):
                 result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
                 return RawResponse(response, result) if raw else result
             try:
-                data = response.read()
+                if _coding(response) is None:
+                    data = response.read()
+                else:  # undone by _decode, under a size cap (httpx would undo it uncapped)
+                    data = b"".join(response.iter_raw())
             except httpx.TransportError as exc:
                 raise self._connection_error(call, exc, response.request) from exc
             finally:
@@ -996,7 +1024,10 @@ class AsyncOpenAI(BaseClient):
                 result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
                 return RawResponse(response, result) if raw else result
             try:
-                data = await response.aread()
+                if _coding(response) is None:
+                    data = await response.aread()
+                else:  # undone by _decode, under a size cap
+                    data = b"".join([piece async for piece in response.aiter_raw()])
             except httpx.TransportError as exc:
                 raise self._connection_error(call, exc, response.request) from exc
             finally:

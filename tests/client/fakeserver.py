@@ -20,6 +20,8 @@ Faults come in the ``x-test-fault`` header: ``;``-separated ``key=value`` items:
   chunks=N          stream: N content chunks (default: max_tokens or 5)
   stall_ms=N        wait N ms before answering
   claim_gzip        say ``Accept-Encoding: gzip`` in the response (bodies in any coding get 415)
+  encoded=C:N       200 whose JSON body (a chat answer padded to N MB) is sent with
+                    Content-Encoding C (zstd or gzip), asked for or not: a compression bomb
 
 Like most real servers it reads only JSON request bodies: another Content-Type, or any
 Content-Encoding, is answered 415 (and kept in ``refused``).
@@ -162,6 +164,14 @@ class FakeApp:
             return await _respond(send, status, orjson.dumps(err), b"application/json", out_headers)
         if "badjson" in fault:
             return await _respond(send, 200, b'{"id": "x", "choices": [', b"application/json", out_headers)
+        if "encoded" in fault:
+            from llmclient._compression import compress
+
+            coding, megabytes = fault["encoded"].split(":")
+            answer = chat_completion("test-model", "x" * int(float(megabytes) * 1024 * 1024))
+            out_headers.append((b"content-encoding", coding.encode()))
+            return await _respond(send, 200, compress(orjson.dumps(answer), coding),
+                                  b"application/json", out_headers)
         if "htmlok" in fault:
             return await _respond(send, 200, b"<html><body>Welcome to nginx!</body></html>", b"text/html", out_headers)
         path, body = seen.path, seen.body or {}

@@ -11,6 +11,7 @@ import pytest
 
 import llmclient
 from llmclient import AsyncOpenAI, OpenAI
+from llmclient._compression import supported_encodings
 
 from .fakeserver import H1Server, HypercornServer
 
@@ -450,3 +451,36 @@ def test_active_opentelemetry_span_is_continued(fake: HypercornServer) -> None:
         r = client(fake).chat.completions.create(model="m", messages=MSG)
     assert r.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert fake.app.last().headers["traceparent"].startswith("00-4bf92f3577b34da6a3ce929d0e0e4736-")
+
+
+# -- compressed answers ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("coding", supported_encodings())
+def test_compressed_answers_are_read_and_bombs_refused(
+        fake: HypercornServer, coding: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = client(fake)
+    raw = c.chat.completions.with_raw_response.create(
+        model="m", messages=MSG, extra_headers=fault(f"encoded={coding}:0.5"))
+    r = raw.parse()
+    assert len(r.choices[0].message.content) == 512 * 1024
+    assert raw.headers["content-encoding"] == coding and raw.content.startswith(b"{")
+    assert r.timings.bytes_received < 64 * 1024  # counted as on the wire, not decompressed
+    monkeypatch.setattr(llmclient._client, "MAX_RESPONSE_BYTES", 1024 * 1024)
+    with pytest.raises(llmclient.APIResponseValidationError, match="more than 1048576") as info:
+        c.chat.completions.create(model="m", messages=MSG, extra_headers=fault(f"encoded={coding}:8"))
+    assert info.value.trace_id
+
+
+def test_async_client_refuses_bombs_too(fake: HypercornServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(llmclient._client, "MAX_RESPONSE_BYTES", 1024 * 1024)
+
+    async def go() -> None:
+        async with aclient(fake) as c:
+            ok = await c.chat.completions.create(model="m", messages=MSG,
+                                                 extra_headers=fault("encoded=gzip:0.5"))
+            assert len(ok.choices[0].message.content) == 512 * 1024
+            await c.chat.completions.create(model="m", messages=MSG,
+                                            extra_headers=fault("encoded=gzip:8"))
+
+    with pytest.raises(llmclient.APIResponseValidationError, match="more than"):
+        asyncio.run(go())
