@@ -435,7 +435,7 @@ class BaseClient:
         """The call's hedge track and how long to wait before its copy (None: send none, but
         learn from its latency); None when the call is not hedged at all."""
         config = call.options.hedge
-        if config is None or not hedge_eligible(call.method, call.path, call.body, call.stream):
+        if config is None or not hedge_eligible(call.method, call.path, call.body):
             return None
         # Only our HTTP/2 connections can cancel the losing copy; over HTTP/1.1 (or through a
         # caller's http_client) a copy would only add load.

@@ -11,9 +11,10 @@ The decisions are pure functions of small state, kept here; the clients only do 
   free; a body with ``store: true`` is not hedged, as the server would store it twice).
 - when: after ``after_ms`` when given, else after the ``quantile`` (default p95) of the time to
   the answer's headers (streams: to the first chunk with a token, as a slow replica sends its
-  headers, and often a role-only chunk, at once and its first token late) of the last ``window`` calls to the same endpoint, model
-  and mode (streamed or not), once ``min_samples`` are known (before that, no hedging). A call that lost to its hedge counts as
-  at least as slow as the moment it lost, so the learned delay does not creep down.
+  headers, and often a role-only chunk, at once and its first token late) of the last
+  ``window`` calls to the same endpoint, model and mode (streamed or not), once ``min_samples``
+  are known (before that, no hedging). A call that lost to its hedge counts as at least as slow
+  as the moment it lost, so the learned delay does not creep down.
 - how many: a token bucket gives each eligible call ``max_ratio`` of a hedge (at most ``burst``
   saved up), so hedges are at most ``max_ratio`` of calls plus the burst; when it is empty the
   call waits for its first copy alone.
@@ -90,7 +91,7 @@ def hedge_config(value: Any) -> HedgeConfig | None:
     raise TypeError(f"hedge must be True, False or llmclient.HedgeConfig(...), got {value!r}")
 
 
-def eligible(method: str, path: str, body: Mapping[str, Any] | None, stream: bool) -> bool:
+def eligible(method: str, path: str, body: Mapping[str, Any] | None) -> bool:
     """Whether a call may be sent twice (pure). Streams may: they race on their first token."""
     if method != "POST" or body is None or body.get("store") is True:
         return False
@@ -211,7 +212,3 @@ class CancelToken:
                 return
             await asyncio.sleep(min(left, 0.02))
         raise self._exc
-
-    @property
-    def cancelled(self) -> bool:
-        return self._exc is not None

@@ -612,12 +612,12 @@ def _finish(
 
 
 def _key_of(spec: _Spec, number: int) -> str:
-    f = spec.by_number.get(number)
-    if f is None or not f.key:
+    key = spec.mark_keys.get(number)  # the compiled parser's table too
+    if key is None:
         raise MalformedResponseError(
             f"Malformed protobuf body: {spec.name} marks unknown field number {number} as null/empty"
         )
-    return f.key
+    return key
 
 
 def _loads(data: bytes, where: str) -> Any:

@@ -39,12 +39,12 @@ def test_delay_is_a_nearest_rank_quantile_once_enough_is_known() -> None:
 
 
 def test_which_calls_may_be_hedged() -> None:
-    assert eligible("POST", "/chat/completions", BODY, stream=False)
-    assert eligible("POST", "/embeddings", {"input": "x"}, stream=False)
-    assert eligible("POST", "/chat/completions", BODY, stream=True)  # raced on first token
-    assert not eligible("POST", "/chat/completions", {**BODY, "store": True}, stream=False)
-    assert not eligible("GET", "/models", None, stream=False)
-    assert not eligible("POST", "/files", {}, stream=False)
+    assert eligible("POST", "/chat/completions", BODY)
+    assert eligible("POST", "/embeddings", {"input": "x"})
+    assert eligible("POST", "/chat/completions", {**BODY, "stream": True})  # raced on first token
+    assert not eligible("POST", "/chat/completions", {**BODY, "store": True})
+    assert not eligible("GET", "/models", None)
+    assert not eligible("POST", "/files", {})
 
 
 def test_the_budget_bounds_hedges_to_the_ratio_plus_burst() -> None:
