@@ -385,9 +385,7 @@ class BaseClient:
         """(delay or None, whether the retry is free: the request never ran on the server)."""
         if not isinstance(exc, httpx.TransportError) or isinstance(exc, httpx.UnsupportedProtocol):
             return None, False
-        record = call.record
-        if _retry.free_retry(type(exc).__name__, str(exc), record._stream_id,
-                             record.attempt_reused_connection, free_used):
+        if _retry.free_retry(exc, free_used):
             return 0.0, True
         return _retry.retry_delay(attempt, call.max_retries), False
 

@@ -19,9 +19,14 @@ Layout:
 * :class:`AsyncConnection` - an asyncio Protocol: the event loop feeds ``data_received`` and
   wakes exactly the streams that got something.
 
-Errors are httpx's exceptions (ConnectError, ReadTimeout, RemoteProtocolError ...), worded as
-httpcore words them where the retry rules (_retry.py) read the text ("Server disconnected",
-"last_stream_id:N"). Trace events use httpcore's names (``connection.connect_tcp.started`` ...)
+Errors are httpx's exception classes (ConnectError, ReadTimeout ...); the protocol's own are
+typed subclasses of RemoteProtocolError (:class:`GoAwayError` with its last-stream-id,
+:class:`StreamResetError` with its code, :class:`PeerProtocolError` for a server that broke
+RFC 9113, :class:`NotHTTP2`), each saying in ``unprocessed`` whether the request may be sent
+again at once: the retry rules (_retry.py) read that, never the text. The peer is held to the
+protocol as h2 holds it (frame sizes, flow-control windows both ways, stream states, caps on
+frames that carry nothing and on replies a peer that does not read makes us queue); each
+violation fails the connection and wakes every stream on it at once. Trace events use httpcore's names (``connection.connect_tcp.started`` ...)
 so :class:`~llmclient._timings.CallRecord` reads both stacks the same way.
 """
 
@@ -43,13 +48,27 @@ from ._logging import logger
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["AsyncConnection", "H2State", "NotHTTP2", "SyncConnection", "connect_sync"]
+__all__ = [
+    "AsyncConnection",
+    "ConnectionLost",
+    "GoAwayError",
+    "H2Error",
+    "H2State",
+    "NotHTTP2",
+    "PeerProtocolError",
+    "StreamResetError",
+    "SyncConnection",
+    "connect_sync",
+]
 
 PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
 END_STREAM = ACK = 0x1
 END_HEADERS, PADDED, PRIORITY_FLAG = 0x4, 0x8, 0x20
-NO_ERROR, PROTOCOL_ERROR, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, CANCEL, COMPRESSION_ERROR = 0, 1, 3, 6, 8, 9
+# Error codes (RFC 9113 section 7).
+NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR = 0, 1, 2, 3
+STREAM_CLOSED, FRAME_SIZE_ERROR, REFUSED_STREAM, CANCEL, COMPRESSION_ERROR = 5, 6, 7, 8, 9
+ENHANCE_YOUR_CALM = 11
 
 # Settings identifiers (RFC 9113 section 6.5.2).
 _S_HEADER_TABLE_SIZE, _S_ENABLE_PUSH, _S_MAX_CONCURRENT_STREAMS = 1, 2, 3
@@ -58,6 +77,15 @@ _S_INITIAL_WINDOW_SIZE, _S_MAX_FRAME_SIZE, _S_MAX_HEADER_LIST_SIZE = 4, 5, 6
 STREAM_WINDOW: Final = 4 * 1024 * 1024  # what each response may send before we read it
 CONNECTION_WINDOW: Final = 16 * 1024 * 1024
 MAX_HEADER_LIST: Final = 256 * 1024
+MAX_FRAME_IN: Final = 16384  # we never raise SETTINGS_MAX_FRAME_SIZE from its default
+# Frames that carry nothing forward (empty DATA, empty CONTINUATION, PING, SETTINGS, PRIORITY,
+# unknown types) allowed in a row before the peer is told to calm down: a flood of them would
+# otherwise re-arm the read timeout forever (CVE-2019-9518, CVE-2019-9512, CVE-2024-27316).
+MAX_IDLE_FRAMES: Final = 1000
+MAX_CONTINUATIONS: Final = 64  # per header block: 64 x 16 KiB is past MAX_HEADER_LIST anyway
+# Async: replies to the peer's PINGs and SETTINGS held for a peer that does not read (the
+# sync driver blocks on its write timeout instead).
+MAX_CONTROL_BACKLOG: Final = 256 * 1024
 _DEFAULT_WINDOW: Final = 65535
 _MAX_WINDOW: Final = 2**31 - 1
 _READ_SIZE: Final = 256 * 1024
@@ -72,6 +100,16 @@ _GOAWAY = struct.Struct(">II")
 _DROPPED_HEADERS: Final = frozenset(
     {b"host", b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
 )
+_CODE_NAMES: Final = {
+    0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR",
+    4: "SETTINGS_TIMEOUT", 5: "STREAM_CLOSED", 6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM",
+    8: "CANCEL", 9: "COMPRESSION_ERROR", 10: "CONNECT_ERROR", 11: "ENHANCE_YOUR_CALM",
+    12: "INADEQUATE_SECURITY", 13: "HTTP_1_1_REQUIRED",
+}
+
+
+def code_name(code: int) -> str:
+    return _CODE_NAMES.get(code, f"0x{code:x}")
 
 
 def frame(ftype: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
@@ -79,12 +117,61 @@ def frame(ftype: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes
     return _FRAME_HEADER.pack(n >> 16, n & 0xFFFF, ftype, flags, stream_id) + payload
 
 
-class NotHTTP2(httpx.RemoteProtocolError):
-    """The peer does not speak HTTP/2 (ALPN chose http/1.1, or h2c was answered in HTTP/1.x)."""
+# -- errors: typed, so that callers (retries, fallback) read attributes, never text ----------
+
+
+class H2Error(httpx.RemoteProtocolError):
+    """An HTTP/2 connection or stream failed. ``unprocessed`` is True only where the protocol
+    guarantees the server did not process the request, so it may be sent again at once."""
+
+    unprocessed: bool = False
+
+
+class NotHTTP2(H2Error):
+    """The peer does not speak HTTP/2 (ALPN chose http/1.1, or h2c was answered in HTTP/1.x):
+    it could not have read our request as one."""
+
+    unprocessed = True
+
+
+class PeerProtocolError(H2Error):
+    """The server broke RFC 9113 (or flooded us): we sent GOAWAY(``code``) and closed."""
+
+    def __init__(self, code: int, why: str) -> None:
+        super().__init__(f"HTTP/2 protocol error from the server ({code_name(code)}): {why}")
+        self.code = code
+
+
+class GoAwayError(H2Error):
+    """The server sent GOAWAY and will not process this stream (it is above last-stream-id;
+    RFC 9113 section 6.8: such a request "can be safely retried")."""
+
+    unprocessed = True
+
+    def __init__(self, stream_id: int, last_stream_id: int, code: int) -> None:
+        super().__init__(f"server sent GOAWAY ({code_name(code)}, last_stream_id:{last_stream_id}): "
+                         f"stream {stream_id} was not processed")
+        self.stream_id, self.last_stream_id, self.code = stream_id, last_stream_id, code
+
+
+class StreamResetError(H2Error):
+    """The server reset the stream (RST_STREAM); REFUSED_STREAM means it was not processed
+    (RFC 9113 section 8.7)."""
+
+    def __init__(self, stream_id: int, code: int, why: str = "") -> None:
+        detail = why or ("not processed" if code == REFUSED_STREAM else "")
+        super().__init__(f"the server reset stream {stream_id} ({code_name(code)}"
+                         f"{': ' + detail if detail else ''})")
+        self.stream_id, self.code = stream_id, code
+        self.unprocessed = code == REFUSED_STREAM
+
+
+class ConnectionLost(H2Error):
+    """The connection closed (or broke) before the stream's response ended."""
 
 
 class _ConnectionError(Exception):
-    """A connection-level protocol error: GOAWAY(code) and close."""
+    """Raised inside :meth:`H2State.receive`: GOAWAY(code), then every stream fails."""
 
     def __init__(self, code: int, why: str) -> None:
         super().__init__(why)
@@ -95,8 +182,8 @@ class Stream:
     """One request/response exchange on a connection."""
 
     __slots__ = (
-        "data", "ended", "error", "headers", "id", "local_closed", "send_window", "unacked",
-        "waiter",
+        "data", "ended", "error", "headers", "id", "local_closed", "recv_window", "send_window",
+        "unacked", "waiter",
     )
 
     def __init__(self, stream_id: int, send_window: int) -> None:
@@ -107,12 +194,16 @@ class Stream:
         self.local_closed = False  # we sent END_STREAM (or RST_STREAM)
         self.error: Exception | None = None
         self.send_window = send_window
+        self.recv_window = STREAM_WINDOW  # what the server may still send before our credit
         self.unacked = 0  # bytes the application consumed that we have not credited back
         self.waiter: Any = None  # async: the future the stream's reader awaits
 
 
 class H2State:
-    """Client-side HTTP/2 state: bytes in, frames out (``out``), no I/O, not thread-safe."""
+    """Client-side HTTP/2 state: bytes in, frames out (``out``), no I/O, not thread-safe.
+
+    Every failure is one of the typed errors above; :meth:`receive` returns every stream whose
+    state changed, the ones a connection error failed included, so a driver wakes them all."""
 
     def __init__(self) -> None:
         self.out = bytearray()
@@ -128,10 +219,15 @@ class H2State:
         self.settings_received = False
         self.goaway_last_id: int | None = None
         self.error: Exception | None = None  # set once the connection is unusable
+        self.stale = False  # a read timed out here: no new streams (httpcore does the same)
+        self.cleartext = False  # h2c with prior knowledge (RFC 9113 section 3.3), not TLS+ALPN
+        self.recv_window = CONNECTION_WINDOW  # what the server may still send, all streams
         self.recv_unacked = 0  # connection-level credit not yet returned
         self.pings_acked = 0
+        self.idle_frames = 0  # frames in a row that carried nothing forward
         self._inbuf = b""
-        self._header_block: tuple[int, int, bytearray] | None = None  # (stream id, flags, block)
+        # (stream id, flags, block, CONTINUATION frames so far) while a header block is open
+        self._header_block: tuple[int, int, bytearray, list[int]] | None = None
 
     # -- what we send --------------------------------------------------------------------------
 
@@ -148,12 +244,13 @@ class H2State:
     @property
     def usable(self) -> bool:
         """New streams may start here."""
-        return (self.error is None and self.goaway_last_id is None
+        return (self.error is None and self.goaway_last_id is None and not self.stale
                 and self.next_id < _MAX_WINDOW and len(self.streams) < self.max_streams)
 
     def open_stream(self, headers: list[tuple[bytes, bytes]], end_stream: bool) -> Stream:
         sid = self.next_id
         self.next_id += 2
+        self.idle_frames = 0
         stream = Stream(sid, self.send_initial_window)
         self.streams[sid] = stream
         block = self.encoder.encode(headers)
@@ -196,6 +293,7 @@ class H2State:
         self.recv_unacked += n
         if stream.unacked >= STREAM_WINDOW // 2 and not stream.ended:
             self.out += frame(WINDOW_UPDATE, 0, stream.id, _U32.pack(stream.unacked))
+            stream.recv_window += stream.unacked
             stream.unacked = 0
         self._maybe_credit_connection()
 
@@ -216,13 +314,15 @@ class H2State:
 
     def close(self) -> None:
         if self.error is None:
-            self.out += frame(GOAWAY, 0, 0, _GOAWAY.pack(self.next_id - 2 if self.next_id > 1 else 0, NO_ERROR))
-            self.fail(httpx.RemoteProtocolError("connection closed by the client"))
+            self.out += frame(GOAWAY, 0, 0, _GOAWAY.pack(0, NO_ERROR))
+            self.fail(ConnectionLost("connection closed by the client"))
 
     # -- what we receive -----------------------------------------------------------------------
 
     def receive(self, data: bytes) -> list[Stream]:
         """Parse what arrived; the streams that got something (headers, data, end, error)."""
+        if self.error is not None:
+            return []
         if self._inbuf:
             data = self._inbuf + data
             self._inbuf = b""
@@ -230,77 +330,116 @@ class H2State:
         pos, n = 0, len(data)
         unpack = _FRAME_HEADER.unpack_from
         try:
-            if not self.settings_received and n >= 9 and data[3] != SETTINGS:
+            if not self.settings_received and n and data[:1] != b"\0":
+                # Every HTTP/2 server begins with SETTINGS, whose length fits 3 bytes starting
+                # with 0 (section 3.4); "HTTP/1.1 400" does not.
                 raise NotHTTP2(f"the server did not answer in HTTP/2: {bytes(data[:40])!r}")
             while n - pos >= 9:
                 hi, lo, ftype, flags, sid = unpack(data, pos)
                 length = (hi << 16) | lo
+                if length > MAX_FRAME_IN:  # section 4.2: over our SETTINGS_MAX_FRAME_SIZE
+                    raise _ConnectionError(FRAME_SIZE_ERROR, f"frame of {length} bytes (type {ftype})")
+                if not self.settings_received and ftype != SETTINGS:
+                    raise NotHTTP2(f"the server did not answer in HTTP/2: {bytes(data[:40])!r}")
                 end = pos + 9 + length
                 if end > n:
-                    if length > 16384 * 64:  # we never raise SETTINGS_MAX_FRAME_SIZE: 16384
-                        raise _ConnectionError(FRAME_SIZE_ERROR, f"frame of {length} bytes")
                     break
                 payload = data[pos + 9:end]
                 pos = end
                 sid &= 0x7FFFFFFF
-                if self._header_block is not None and ftype != CONTINUATION:
-                    raise _ConnectionError(PROTOCOL_ERROR, "expected CONTINUATION")
-                if ftype == DATA:
-                    self._on_data(sid, flags, payload, touched)
-                elif ftype == HEADERS:
-                    self._on_headers(sid, flags, payload, touched)
-                elif ftype == CONTINUATION:
-                    self._on_continuation(sid, flags, payload, touched)
-                elif ftype == SETTINGS:
-                    self._on_settings(flags, payload)
-                elif ftype == WINDOW_UPDATE:
-                    self._on_window_update(sid, payload)
-                elif ftype == PING:
-                    if flags & ACK:
-                        self.pings_acked += 1
-                    else:
-                        self.out += frame(PING, ACK, 0, payload)
-                elif ftype == RST_STREAM:
-                    self._on_rst(sid, payload, touched)
-                elif ftype == GOAWAY:
-                    self._on_goaway(payload, touched)
-                elif ftype == PUSH_PROMISE:
-                    raise _ConnectionError(PROTOCOL_ERROR, "PUSH_PROMISE with push disabled")
-                # PRIORITY and unknown frame types are ignored (section 5.5)
+                self._on_frame(ftype, flags, sid, payload, touched)
         except _ConnectionError as exc:
             self.out += frame(GOAWAY, 0, 0, _GOAWAY.pack(0, exc.code) + str(exc).encode()[:200])
-            self.fail(httpx.RemoteProtocolError(f"HTTP/2 protocol error from the server: {exc}"))
-            return list(touched)
+            touched += self.fail(PeerProtocolError(exc.code, str(exc)))
+            return touched
         except NotHTTP2 as exc:
-            self.fail(exc)
-            return []
-        except (HPACKError, struct.error, IndexError) as exc:
+            touched += self.fail(exc)
+            return touched
+        except HPACKError as exc:
             self.out += frame(GOAWAY, 0, 0, _GOAWAY.pack(0, COMPRESSION_ERROR))
-            self.fail(httpx.RemoteProtocolError(f"HTTP/2 protocol error from the server: {exc!r}"))
-            return []
+            touched += self.fail(PeerProtocolError(COMPRESSION_ERROR, f"header block: {exc}"))
+            return touched
         if pos < n:
             self._inbuf = bytes(data[pos:])
         return touched
 
-    def connection_lost(self, why: str = "Server disconnected without sending a response.") -> None:
-        if self.error is None:
-            if self.goaway_last_id is not None:
-                why = f"{why} (after GOAWAY, last_stream_id:{self.goaway_last_id})"
-            self.fail(httpx.RemoteProtocolError(why))
+    def _on_frame(self, ftype: int, flags: int, sid: int, payload: bytes, touched: list[Stream]) -> None:
+        if self._header_block is not None and ftype != CONTINUATION:
+            raise _ConnectionError(PROTOCOL_ERROR, "expected CONTINUATION")
+        if ftype == DATA:
+            self._on_data(sid, flags, payload, touched)
+        elif ftype == HEADERS:
+            self._on_headers(sid, flags, payload, touched)
+        elif ftype == CONTINUATION:
+            self._on_continuation(sid, flags, payload, touched)
+        elif ftype == SETTINGS:
+            self._idle_frame()
+            self._on_settings(sid, flags, payload)
+        elif ftype == WINDOW_UPDATE:
+            self._on_window_update(sid, payload, touched)
+        elif ftype == PING:
+            self._idle_frame()
+            if sid:
+                raise _ConnectionError(PROTOCOL_ERROR, f"PING on stream {sid}")
+            if len(payload) != 8:
+                raise _ConnectionError(FRAME_SIZE_ERROR, f"PING of {len(payload)} bytes")
+            if flags & ACK:
+                self.pings_acked += 1
+            else:
+                self.out += frame(PING, ACK, 0, payload)
+        elif ftype == RST_STREAM:
+            self._on_rst(sid, payload, touched)
+        elif ftype == GOAWAY:
+            self._on_goaway(sid, payload, touched)
+        elif ftype == PUSH_PROMISE:
+            raise _ConnectionError(PROTOCOL_ERROR, "PUSH_PROMISE with push disabled")
+        else:  # PRIORITY and unknown frame types are ignored (section 5.5), but counted
+            if ftype == PRIORITY and len(payload) != 5:
+                raise _ConnectionError(FRAME_SIZE_ERROR, f"PRIORITY of {len(payload)} bytes")
+            self._idle_frame()
 
-    def fail(self, exc: Exception) -> None:
+    def _idle_frame(self) -> None:
+        self.idle_frames += 1
+        if self.idle_frames > MAX_IDLE_FRAMES:
+            raise _ConnectionError(ENHANCE_YOUR_CALM,
+                                   f"{self.idle_frames} frames in a row that carry no response data")
+
+    def connection_lost(self, why: str = "Server disconnected without sending a response.") -> list[Stream]:
+        """The socket closed or broke; the streams this fails."""
+        if self.error is not None:
+            return []
+        if self.cleartext and not self.settings_received and not self._inbuf:
+            # h2c: a server that speaks HTTP/2 sends SETTINGS first, before it reads a request
+            # (section 3.4); one that closes on our preface without a byte does not speak it.
+            return self.fail(NotHTTP2(f"the server closed the connection on the h2c preface ({why})"))
+        if self.goaway_last_id is not None:
+            why = f"{why} (after GOAWAY, last_stream_id:{self.goaway_last_id})"
+        return self.fail(ConnectionLost(why))
+
+    def fail(self, exc: Exception) -> list[Stream]:
         """The connection is over: every open stream gets ``exc`` (streams already ended keep
-        their data)."""
+        their data); the streams failed here."""
         if self.error is None:
             self.error = exc
-        for stream in self.streams.values():
-            if stream.error is None and not stream.ended:
-                stream.error = exc
+        failed = [s for s in self.streams.values() if s.error is None and not s.ended]
+        for stream in failed:
+            stream.error = exc
         self.streams.clear()
+        return failed
+
+    def _stream_for(self, ftype: str, sid: int) -> Stream | None:
+        """The open stream a frame is for; None for one we closed. A frame on stream 0, on an
+        even (server-initiated) or not yet opened stream is a connection error (section 5.1)."""
+        stream = self.streams.get(sid)
+        if stream is None and (sid == 0 or sid % 2 == 0 or sid >= self.next_id):
+            raise _ConnectionError(PROTOCOL_ERROR, f"{ftype} on idle stream {sid}")
+        return stream
 
     @staticmethod
     def _unpad(flags: int, payload: bytes) -> bytes:
         if flags & PADDED:
+            if not payload:
+                raise _ConnectionError(FRAME_SIZE_ERROR, "padded frame with no pad length")
             pad = payload[0]
             if pad >= len(payload):
                 raise _ConnectionError(PROTOCOL_ERROR, "padding longer than the frame")
@@ -308,16 +447,29 @@ class H2State:
         return payload
 
     def _on_data(self, sid: int, flags: int, payload: bytes, touched: list[Stream]) -> None:
-        stream = self.streams.get(sid)
+        stream = self._stream_for("DATA", sid)
+        size = len(payload)
+        self.recv_window -= size
+        if self.recv_window < 0:  # section 6.9.1: beyond the window we advertised
+            raise _ConnectionError(FLOW_CONTROL_ERROR, "DATA beyond the connection window")
         body = self._unpad(flags, payload) if flags & PADDED else payload
-        if stream is None:  # reset by us, or unknown: credit the connection window at once
-            self.recv_unacked += len(payload)
+        if not body and not flags & END_STREAM:
+            self._idle_frame()
+        else:
+            self.idle_frames = 0
+        if stream is None:  # reset by us, or ended: credit the connection window at once
+            self.recv_unacked += size
             self._maybe_credit_connection()
             return
         if stream.headers is None:
             raise _ConnectionError(PROTOCOL_ERROR, f"DATA before HEADERS on stream {sid}")
-        if len(payload) != len(body):
-            self.recv_unacked += len(payload) - len(body)  # padding: nobody reads it
+        if stream.ended:
+            raise _ConnectionError(STREAM_CLOSED, f"DATA after END_STREAM on stream {sid}")
+        stream.recv_window -= size
+        if stream.recv_window < 0:
+            raise _ConnectionError(FLOW_CONTROL_ERROR, f"DATA beyond the window of stream {sid}")
+        if size != len(body):
+            self.recv_unacked += size - len(body)  # padding: nobody reads it
         if body:
             stream.data.append(body)
         if flags & END_STREAM:
@@ -327,6 +479,7 @@ class H2State:
     def _maybe_credit_connection(self) -> None:
         if self.recv_unacked >= CONNECTION_WINDOW // 2:
             self.out += frame(WINDOW_UPDATE, 0, 0, _U32.pack(self.recv_unacked))
+            self.recv_window += self.recv_unacked
             self.recv_unacked = 0
 
     def _remote_end(self, stream: Stream) -> None:
@@ -335,48 +488,70 @@ class H2State:
             self.streams.pop(stream.id, None)
 
     def _on_headers(self, sid: int, flags: int, payload: bytes, touched: list[Stream]) -> None:
+        self._stream_for("HEADERS", sid)
         if flags & PADDED:
             payload = self._unpad(flags, payload)
         if flags & PRIORITY_FLAG:
+            if len(payload) < 5:
+                raise _ConnectionError(FRAME_SIZE_ERROR, "HEADERS too short for its priority")
             payload = payload[5:]
         if flags & END_HEADERS:
             self._headers_done(sid, flags, payload, touched)
         else:
-            self._header_block = (sid, flags, bytearray(payload))
+            self._header_block = (sid, flags, bytearray(payload), [0])
 
     def _on_continuation(self, sid: int, flags: int, payload: bytes, touched: list[Stream]) -> None:
         block = self._header_block
         if block is None or block[0] != sid:
             raise _ConnectionError(PROTOCOL_ERROR, f"unexpected CONTINUATION on stream {sid}")
         block[2].extend(payload)
-        if len(block[2]) > MAX_HEADER_LIST * 2:
-            raise _ConnectionError(PROTOCOL_ERROR, "header block too large")
+        block[3][0] += 1
+        if len(block[2]) > MAX_HEADER_LIST * 2 or block[3][0] > MAX_CONTINUATIONS:
+            raise _ConnectionError(ENHANCE_YOUR_CALM,
+                                   f"header block of {block[3][0]} CONTINUATION frames, {len(block[2])} bytes")
         if flags & END_HEADERS:
             self._header_block = None
             self._headers_done(sid, block[1], bytes(block[2]), touched)
 
     def _headers_done(self, sid: int, flags: int, block: bytes, touched: list[Stream]) -> None:
         headers = self.decoder.decode(block)  # always: the HPACK table must stay in step
+        self.idle_frames = 0
         stream = self.streams.get(sid)
         if stream is None:
             return
+        if stream.ended:
+            raise _ConnectionError(STREAM_CLOSED, f"HEADERS after END_STREAM on stream {sid}")
         if stream.headers is None:
             status = headers[0][1] if headers and headers[0][0] == b":status" else b""
-            if status[:1] == b"1":  # 1xx informational: the real response follows
-                return
-            if not status.isdigit():
-                stream.error = httpx.RemoteProtocolError(f"response on stream {sid} has no valid :status")
-                self.reset(stream, PROTOCOL_ERROR)
-                touched.append(stream)
+            if status[:1] == b"1" and len(status) == 3 and status.isdigit():
+                if flags & END_STREAM:  # section 8.1: an informational response never ends one
+                    self._stream_error(stream, f"informational {status.decode()} response "
+                                               "with END_STREAM", touched)
+                return  # 1xx informational: the real response follows
+            if len(status) != 3 or not status.isdigit():
+                self._stream_error(stream, "response has no valid :status", touched)
                 return
             stream.headers = headers
+        elif not flags & END_STREAM:  # section 8.1: trailers must end the stream
+            self._stream_error(stream, "second HEADERS without END_STREAM", touched)
+            return
         # else: trailers, which the OpenAI API does not use
         if flags & END_STREAM:
             self._remote_end(stream)
         touched.append(stream)
 
-    def _on_settings(self, flags: int, payload: bytes) -> None:
+    def _stream_error(self, stream: Stream, why: str, touched: list[Stream]) -> None:
+        """A malformed response (section 8.1.1): this stream fails, the connection goes on."""
+        stream.error = StreamResetError(stream.id, PROTOCOL_ERROR, f"malformed: {why}")
+        self.reset(stream, PROTOCOL_ERROR)
+        touched.append(stream)
+
+    def _on_settings(self, sid: int, flags: int, payload: bytes) -> None:
+        if sid:
+            raise _ConnectionError(PROTOCOL_ERROR, f"SETTINGS on stream {sid}")
         if flags & ACK:
+            if payload:
+                raise _ConnectionError(FRAME_SIZE_ERROR, "SETTINGS ACK with a payload")
             return
         if len(payload) % 6:
             raise _ConnectionError(FRAME_SIZE_ERROR, "SETTINGS length not a multiple of 6")
@@ -391,59 +566,75 @@ class H2State:
                 self.send_initial_window = value
                 for stream in self.streams.values():
                     stream.send_window += delta
+                    if stream.send_window > _MAX_WINDOW:
+                        raise _ConnectionError(FLOW_CONTROL_ERROR, f"window of stream {stream.id} over 2^31-1")
             elif key == _S_MAX_FRAME_SIZE:
                 if not 16384 <= value <= 16777215:
                     raise _ConnectionError(PROTOCOL_ERROR, f"SETTINGS_MAX_FRAME_SIZE {value}")
                 self.max_frame_out = value
             elif key == _S_HEADER_TABLE_SIZE:
                 self.encoder.set_max_table_size(min(value, 4096))
+            elif key == _S_ENABLE_PUSH and value > 1:
+                raise _ConnectionError(PROTOCOL_ERROR, f"SETTINGS_ENABLE_PUSH {value}")
         self.settings_received = True
         self.out += frame(SETTINGS, ACK, 0)
 
-    def _on_window_update(self, sid: int, payload: bytes) -> None:
+    def _on_window_update(self, sid: int, payload: bytes, touched: list[Stream]) -> None:
+        if len(payload) != 4:
+            raise _ConnectionError(FRAME_SIZE_ERROR, f"WINDOW_UPDATE of {len(payload)} bytes")
         increment = _U32.unpack(payload)[0] & 0x7FFFFFFF
         if sid == 0:
+            if increment == 0:
+                raise _ConnectionError(PROTOCOL_ERROR, "WINDOW_UPDATE of 0 on the connection")
             self.send_window += increment
             if self.send_window > _MAX_WINDOW:
                 raise _ConnectionError(FLOW_CONTROL_ERROR, "connection window over 2^31-1")
-        else:
-            stream = self.streams.get(sid)
-            if stream is not None:
-                stream.send_window += increment
-
-    def _on_rst(self, sid: int, payload: bytes, touched: list[Stream]) -> None:
-        stream = self.streams.pop(sid, None)
+            return
+        stream = self._stream_for("WINDOW_UPDATE", sid)
         if stream is None:
             return
-        code = _U32.unpack(payload)[0]
-        if code == NO_ERROR and stream.ended:
-            return  # the server had answered in full and tells us to stop sending
-        if code == NO_ERROR and stream.headers is not None:
-            # RFC 9113 section 8.1: the response is complete, the request body is not wanted
-            stream.local_closed = True
+        if increment == 0:
+            self._stream_error(stream, "WINDOW_UPDATE of 0", touched)
             return
-        stream.error = httpx.RemoteProtocolError(
-            f"the server reset stream {sid} (error code {code}{', REFUSED_STREAM: not processed' if code == 7 else ''})"
-        )
+        stream.send_window += increment
+        if stream.send_window > _MAX_WINDOW:
+            stream.error = StreamResetError(sid, FLOW_CONTROL_ERROR, "stream window over 2^31-1")
+            self.reset(stream, FLOW_CONTROL_ERROR)
+            touched.append(stream)
+
+    def _on_rst(self, sid: int, payload: bytes, touched: list[Stream]) -> None:
+        if len(payload) != 4:
+            raise _ConnectionError(FRAME_SIZE_ERROR, f"RST_STREAM of {len(payload)} bytes")
+        if self._stream_for("RST_STREAM", sid) is None:
+            return
+        stream = self.streams.pop(sid)
+        code = _U32.unpack(payload)[0]
+        stream.local_closed = True
+        if stream.ended:
+            return  # the server had answered in full and tells us to stop sending (section 8.1)
+        # NO_ERROR before END_STREAM is not a complete response either: the answer was cut.
+        stream.error = StreamResetError(sid, code, "before the response ended" if code == NO_ERROR else "")
         touched.append(stream)
 
-    def _on_goaway(self, payload: bytes, touched: list[Stream]) -> None:
+    def _on_goaway(self, sid: int, payload: bytes, touched: list[Stream]) -> None:
+        if sid:
+            raise _ConnectionError(PROTOCOL_ERROR, f"GOAWAY on stream {sid}")
+        if len(payload) < 8:
+            raise _ConnectionError(FRAME_SIZE_ERROR, f"GOAWAY of {len(payload)} bytes")
+        self._idle_frame()
         last_id, code = _GOAWAY.unpack_from(payload)
         last_id &= 0x7FFFFFFF
+        if self.goaway_last_id is not None:
+            last_id = min(last_id, self.goaway_last_id)  # it may only go down (section 6.8)
         self.goaway_last_id = last_id
-        logger.debug("server sent GOAWAY (error_code:%d, last_stream_id:%d)", code, last_id)
-        # Streams above last_stream_id were not processed (RFC 9113 section 6.8): safe to
-        # send again. Streams at or below it may still be answered, and those already
-        # answering go on to their end. But hypercorn names the stream that tripped its
-        # keep_alive_max_requests in last_stream_id and never answers it, nor closes; so, as
-        # httpcore does, a stream with no response yet fails here (the client retries it once,
-        # with the same Idempotency-Key: _retry.free_retry).
-        for sid in [s for s, st in self.streams.items() if s > last_id or st.headers is None]:
-            stream = self.streams.pop(sid)
-            why = "was not processed" if sid > last_id else "has no response"
-            stream.error = httpx.RemoteProtocolError(
-                f"server sent GOAWAY (error_code:{code}, last_stream_id:{last_id}): stream {sid} {why}"
-            )
+        logger.debug("server sent GOAWAY (%s, last_stream_id:%d)", code_name(code), last_id)
+        # Streams above last_stream_id were not processed (RFC 9113 section 6.8): they fail
+        # now and are re-sent at once elsewhere. Streams at or below it may have been
+        # processed, so they are never re-sent for free: they are read to their end, and a
+        # server that never answers one is the caller's read timeout, as for any request.
+        for stream_id in [s for s in self.streams if s > last_id]:
+            stream = self.streams.pop(stream_id)
+            stream.error = GoAwayError(stream_id, last_id, code)
             touched.append(stream)
 
 
@@ -524,6 +715,7 @@ def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Req
             sock.close()
             raise NotHTTP2(f"{host}:{port} chose {sock.selected_alpn_protocol() or 'no protocol'} over ALPN")
     conn = SyncConnection(sock)
+    conn.state.cleartext = not tls
     conn.start(timeout)
     return conn
 
@@ -755,6 +947,7 @@ class SyncConnection(_PoolFacts):
                 self._waiting += 1
                 try:
                     if not self._cond.wait(timeout):
+                        self.state.stale = True
                         raise httpx.ReadTimeout("read timed out")
                 finally:
                     self._waiting -= 1
@@ -782,11 +975,14 @@ class SyncConnection(_PoolFacts):
             raise
         with lock:
             self._reading = False
-            if error is None:
-                if data:
-                    self.state.receive(data)
-                else:
-                    self.state.connection_lost()
+            if error is not None:
+                # A connection that kept us waiting a whole read timeout takes no new streams
+                # (the next call would likely wait too); its other streams go on.
+                self.state.stale = True
+            elif data:
+                self.state.receive(data)
+            else:
+                self.state.connection_lost()
             if self._waiting:
                 self._cond.notify_all()
             out = bool(self.state.out)
@@ -926,6 +1122,7 @@ async def connect_async(url: httpx.URL, ssl_context: ssl.SSLContext, request: ht
         if alpn != "h2":
             transport.close()
             raise NotHTTP2(f"{host}:{port} chose {alpn or 'no protocol'} over ALPN")
+    proto.state.cleartext = not tls
     proto.start()
     return proto
 
@@ -948,6 +1145,11 @@ class AsyncConnection(_PoolFacts):
         self._window_waiters: list[asyncio.Future[None]] = []
         self._drain: asyncio.Future[None] | None = None
         self.last_used = time.monotonic()
+        # Until start(): bytes that came with the end of the TLS handshake (a server's SETTINGS
+        # often do), held so that nothing is answered before the preface, nor on the TCP
+        # transport underneath TLS.
+        self._early: list[bytes] | None = []
+        self._control_backlog = 0  # replies (PING/SETTINGS ACKs) queued while the peer won't read
 
     # asyncio.Protocol ----------------------------------------------------------------------------
 
@@ -955,9 +1157,20 @@ class AsyncConnection(_PoolFacts):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self._early is not None:
+            self._early.append(data)
+            return
         state = self.state
         touched = state.receive(data)
         if state.out:
+            if self._drain is not None and not self._drain.done():
+                self._control_backlog += len(state.out)
+                if self._control_backlog > MAX_CONTROL_BACKLOG:
+                    touched += state.fail(PeerProtocolError(
+                        ENHANCE_YOUR_CALM, f"{self._control_backlog} bytes of replies queued "
+                                           "while the server does not read"))
+                    state.out.clear()
+                    self.transport.abort()
             self._flush()
         for stream in touched:
             self._wake(stream)
@@ -973,12 +1186,13 @@ class AsyncConnection(_PoolFacts):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        streams = list(self.state.streams.values())
-        if exc is not None and isinstance(exc, ConnectionResetError):
-            self.state.connection_lost(f"Connection reset: {exc}")
+        if isinstance(exc, ConnectionResetError):
+            failed = self.state.connection_lost(f"Connection reset: {exc}")
+        elif exc is not None:
+            failed = self.state.connection_lost(f"Connection lost: {exc}")
         else:
-            self.state.connection_lost()
-        for stream in streams:
+            failed = self.state.connection_lost()
+        for stream in failed:
             self._wake(stream)
         self._wake_all()
         if self._drain is not None and not self._drain.done():
@@ -989,14 +1203,20 @@ class AsyncConnection(_PoolFacts):
             self._drain = self._loop.create_future()
 
     def resume_writing(self) -> None:
+        self._control_backlog = 0
         if self._drain is not None and not self._drain.done():
             self._drain.set_result(None)
 
     # -- what the pool asks ----------------------------------------------------------------------
 
     def start(self) -> None:
+        """Send the preface; then read what arrived before it (the handshake is complete and
+        ``transport`` is the TLS one by now)."""
+        early, self._early = self._early, None
         self.state.initiate()
         self._flush()
+        if early:
+            self.data_received(b"".join(early))
 
     def check_idle(self) -> None:
         """Nothing to do: the event loop already fed us whatever the server sent."""
@@ -1102,6 +1322,9 @@ class AsyncConnection(_PoolFacts):
         handle = self._loop.call_later(timeout, _expire, fut, exc)
         try:
             await fut
+        except httpx.ReadTimeout:
+            self.state.stale = True  # see SyncConnection._read_once
+            raise
         finally:
             handle.cancel()
 

@@ -13,7 +13,8 @@ client's CPU per call. Here every header is one of:
   literals *without* indexing, their name indexed, the value raw (no Huffman: a few bytes
   more, no CPU);
 * literal *never indexed* for credentials (``authorization``, ``proxy-authorization``,
-  ``cookie``), as RFC 7541 section 7.1.3 advises, so no intermediary stores them.
+  ``cookie``, and the API-key headers gateways use: Azure's ``api-key``, ``x-api-key``,
+  ``x-goog-api-key``), as RFC 7541 section 7.1.3 advises, so no intermediary stores them.
 
 Nothing is ever evicted: an entry that would not fit the table size the peer allows is not
 inserted. A change of that size (SETTINGS_HEADER_TABLE_SIZE) empties our table and tells the
@@ -42,7 +43,10 @@ for _i, (_n, _v) in enumerate(_STATIC, 1):
     _STATIC_PAIRS.setdefault((_n, _v), _i)
     _STATIC_NAMES.setdefault(_n, _i)
 
-_NEVER_INDEXED: Final = frozenset({b"authorization", b"proxy-authorization", b"cookie", b"set-cookie"})
+_NEVER_INDEXED: Final = frozenset({
+    b"authorization", b"proxy-authorization", b"cookie", b"set-cookie",
+    b"api-key", b"x-api-key", b"x-goog-api-key",
+})
 _ENTRY_OVERHEAD: Final = 32  # RFC 7541 section 4.1
 _MAX_INDEXED_VALUE: Final = 512  # longer values are sent as literals, never stored
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import email.utils
 import random
-import re
 import time
 from collections.abc import Mapping
 
@@ -101,32 +100,20 @@ def retry_delay(
 # Re-sends that do not use the caller's retry budget, because the request never ran. Each one
 # goes to a fresh connection; several can be needed when many streams share a closing one.
 MAX_FREE_RETRIES = 8
-_GOAWAY_RE = re.compile(r"last_stream_id:\s*(\d+)")
-_STALE_TEXT = ("Server disconnected", "Connection reset", "Broken pipe", "EOF")
 
 
-def free_retry(error_kind: str, error_text: str, stream_id: int | None, reused: bool, used: int) -> bool:
-    """Whether a failed send can be repeated at once on a fresh connection, outside max_retries.
+def free_retry(exc: BaseException, used: int) -> bool:
+    """Whether a failed send can be repeated at once, outside ``max_retries``: only where the
+    protocol guarantees the server did not process the request (the transport's errors say so
+    in ``unprocessed``):
 
-    * RFC 9113 section 6.8: a stream above a GOAWAY's last-stream-id was not processed and
-      "can be safely retried" (hypercorn sends GOAWAY after 1,000 requests per connection).
-    * A GOAWAY that covers our stream but closes before answering it, once (see below).
-    * A reused keep-alive connection that the server closed while it was idle fails on first
-      use, before any response byte (the race RFC 9112 section 9.3.1 describes); the request
-      also carries an Idempotency-Key, so a server that did see it will not run it twice.
+    * RFC 9113 section 6.8: a stream above a GOAWAY's last-stream-id "can be safely retried";
+    * RFC 9113 section 8.7: RST_STREAM(REFUSED_STREAM);
+    * a server that does not speak HTTP/2 at all answered our h2c preface.
+
+    Anything else (a connection closed before the answer, a GOAWAY that covers the stream, a
+    cut stream) may have run on the server: inference servers do not honour Idempotency-Key,
+    so a re-send is a second generation, billed. Those go through ``max_retries`` with
+    backoff, as the official client does, or fail.
     """
-    if used >= MAX_FREE_RETRIES:
-        return False
-    match = _GOAWAY_RE.search(error_text)
-    if match is not None:
-        if stream_id is not None and stream_id > int(match.group(1)):
-            return True  # never processed, by RFC 9113's guarantee
-        # A GOAWAY whose last-stream-id covers our stream, then the connection closed with no
-        # response headers on it. hypercorn does this to the request that exceeds
-        # keep_alive_max_requests (1,000 by default), with NO_ERROR or, when our request body
-        # was still arriving, PROTOCOL_ERROR: the request never reaches the app. One such
-        # re-send is allowed; the request carries an Idempotency-Key, so a server that did
-        # start it will not run it twice.
-        return used == 0
-    stale_kind = error_kind in ("RemoteProtocolError", "ReadError", "WriteError")
-    return reused and stale_kind and used == 0 and any(t in error_text for t in _STALE_TEXT)
+    return used < MAX_FREE_RETRIES and bool(getattr(exc, "unprocessed", False))

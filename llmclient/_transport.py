@@ -9,22 +9,30 @@ client CPU per call than httpcore + h2); HTTP/1.1 stays on httpcore. What this l
 * **Early close.** Closing an unfinished HTTP/2 response sends RST_STREAM(CANCEL) (RFC 9113
   section 8.7): the server stops generating, and the flow-control credit of DATA still in
   flight is returned, so the connection stays healthy.
-* **GOAWAY.** Streams the server did not process fail with an error the client re-sends at
-  once on a fresh connection (``_retry.free_retry``); responses in progress finish.
+* **GOAWAY.** Streams above the server's last-stream-id were not processed: they fail with an
+  error the client re-sends at once on a fresh connection (``_retry.free_retry``); streams at
+  or below it are read to their end (RFC 9113 section 6.8), never re-sent for free.
 * **Idle checking.** Connections are kept ``KEEPALIVE_EXPIRY_S``; before reusing a lane that has
   been idle, a connection the server closed or GOAWAY'd while we were idle is dropped (a
   non-blocking read; async connections learn it from the event loop as it happens), and one
   idle over ``PING_AFTER_IDLE_S`` must answer a PING first: a flow a NAT dropped silently
   would otherwise hang the next call until its read timeout.
 * **h2c.** For ``http://`` origins we first use HTTP/2 with prior knowledge (RFC 9113 section
-  3.3); if the server answers with something that is not HTTP/2 the origin is recorded as
-  HTTP/1.1-only and the request is re-sent over HTTP/1.1 (the server could not have parsed it).
-  Over TLS, ALPN chooses (RFC 7301): an origin that picks http/1.1 is recorded the same way.
+  3.3); if the server answers in HTTP/1.x (uvicorn, which serves vLLM and SGLang, answers the
+  preface 404 or 400) the origin is recorded as HTTP/1.1-only for the whole process, sync and
+  async clients alike, and the request is re-sent over HTTP/1.1 within the same call (the
+  server could not have parsed it). Only that evidence counts: any other failure is the call's
+  error, never a reason to send the request again over HTTP/1.1. Over TLS, ALPN chooses
+  (RFC 7301): an origin that picks http/1.1 is recorded the same way.
+* **fork.** A child process never touches a connection, lock or thread it inherited: the
+  shared transports are forgotten in the child (``os.register_at_fork``), whose first call
+  opens its own connection; the parent's stay intact.
 * **One SSL context per process** (per CA setting): building one costs ~20 ms (certifi).
 """
 
 from __future__ import annotations
 
+import os
 import ssl
 import threading
 import time
@@ -112,13 +120,19 @@ class _TransportBase:
     def __init__(self, settings: TransportSettings) -> None:
         self.settings = settings
         self._origins: dict[str, OriginRecord] = {}
+        _live_transports.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: forget the parent's connections without closing or writing to
+        them (see :func:`_forget_inherited`)."""
+        self._origins = {}
 
     def origin_record(self, url: httpx.URL) -> OriginRecord:
         key = f"{url.scheme}://{url.netloc.decode('ascii')}"
         rec = self._origins.get(key)
         if rec is None:
             rec = self._origins.setdefault(key, OriginRecord(key, url.scheme == "https"))
-            if not self.settings.http2:
+            if not self.settings.http2 or key in _http1_origins:
                 rec.h2 = False
         return rec
 
@@ -170,17 +184,24 @@ class _TransportBase:
             logger.debug("origin %s speaks %s", rec.origin, version)
 
     @staticmethod
-    def should_fall_back(rec: OriginRecord, lane: _Lane, exc: Exception) -> bool:
-        """A cleartext origin not yet known to speak h2c failed the prior-knowledge attempt."""
-        # rec.h2 may already be False: concurrent first calls all probed, one failed first.
+    def should_fall_back(rec: OriginRecord, exc: Exception) -> bool:
+        """The origin demonstrably does not speak HTTP/2 (ALPN chose http/1.1, or h2c was
+        answered in HTTP/1.x): record it and send the request over HTTP/1.1."""
         from ._h2 import NotHTTP2
 
-        if isinstance(exc, NotHTTP2):  # ALPN chose http/1.1, or h2c answered in HTTP/1.x
-            return rec.h2 is not True
-        if rec.tls or rec.h2 is True or not lane.h2:
+        # rec.h2 may already be False: concurrent first calls all probed, one failed first.
+        if not isinstance(exc, NotHTTP2) or rec.h2 is True:
             return False
-        return isinstance(exc, (httpx.ProtocolError, httpx.ReadError, httpx.WriteError))
+        if rec.h2 is None:
+            logger.info("origin %s does not speak HTTP/2 (%s): using HTTP/1.1", rec.origin, exc)
+        rec.h2 = False
+        _http1_origins.add(rec.origin)
+        return True
 
+
+# Origins known to speak HTTP/1.1 only, for every transport of the process (each event loop
+# has its own async transport; an h2c probe costs the server a rejected request each time).
+_http1_origins: set[str] = set()
 
 _plain_ctx: ssl.SSLContext | None = None
 
@@ -440,6 +461,10 @@ class SyncTransport(_TransportBase):
         super().__init__(settings)
         self._lock = threading.Lock()
 
+    def _after_fork(self) -> None:
+        super()._after_fork()
+        self._lock = threading.Lock()  # a thread of the parent may have held it at fork()
+
     def send(self, request: httpx.Request) -> httpx.Response:
         rec = self.origin_record(request.url)
         with self._lock:
@@ -448,11 +473,8 @@ class SyncTransport(_TransportBase):
             response = lane.transport.handle_request(request)
         except BaseException as exc:  # cancelled too: the lane slot must come back
             self.release(lane)
-            if not isinstance(exc, Exception) or not self.should_fall_back(rec, lane, exc):
+            if not isinstance(exc, Exception) or not self.should_fall_back(rec, exc):
                 raise
-            if rec.h2 is None:
-                logger.info("origin %s does not speak h2c (%r): using HTTP/1.1", rec.origin, exc)
-            rec.h2 = False
             return self.send(request)
         self.note_response(rec, response)
         response.stream = _LaneStream(response.stream, self, lane)
@@ -482,11 +504,8 @@ class AsyncTransport(_TransportBase):
             response = await lane.transport.handle_async_request(request)
         except BaseException as exc:  # cancelled too: the lane slot must come back
             self.release(lane)
-            if not isinstance(exc, Exception) or not self.should_fall_back(rec, lane, exc):
+            if not isinstance(exc, Exception) or not self.should_fall_back(rec, exc):
                 raise
-            if rec.h2 is None:
-                logger.info("origin %s does not speak h2c (%r): using HTTP/1.1", rec.origin, exc)
-            rec.h2 = False
             return await self.send(request)
         self.note_response(rec, response)
         response.stream = _AsyncLaneStream(response.stream, self, lane)
@@ -501,6 +520,8 @@ class AsyncTransport(_TransportBase):
         self._origins.clear()
 
 
+# Every transport of the process (held weakly), so a forked child can empty each of them.
+_live_transports: weakref.WeakSet[_TransportBase] = weakref.WeakSet()
 _sync_lock = threading.Lock()
 _sync_transports: dict[TransportSettings, SyncTransport] = {}
 # Async connections belong to the event loop that opened them: one transport per loop.
@@ -528,6 +549,24 @@ def shared_async_transport(settings: TransportSettings) -> AsyncTransport:
     if transport is None:
         transport = per_loop[settings] = AsyncTransport(settings)
     return transport
+
+
+def _forget_inherited() -> None:
+    """In a forked child: drop (never close, never write to) what the parent's transports hold.
+    Their sockets are the parent's connections too; a frame written here would interleave with
+    the parent's on the same TCP stream. Clients keep their transport object, which starts
+    empty: the child's next call opens its own connection. The inherited sockets are left to
+    the garbage collector (closing a descriptor in the child leaves the parent's open)."""
+    global _sync_lock, _ssl_lock
+    _sync_lock = threading.Lock()  # another thread of the parent may have held it at fork()
+    _ssl_lock = threading.Lock()
+    for transport in list(_live_transports):
+        transport._after_fork()
+    _async_transports.clear()  # the parent's event loops do not run in the child
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited)
 
 
 def close_all() -> None:

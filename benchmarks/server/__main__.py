@@ -38,8 +38,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="sim engine: override the profile's model load time (seconds)")
     p.add_argument("--faults", default="", help="run-wide faults, e.g. 'status=503;prob=0.05'")
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault RNG")
+    p.add_argument("--allow-fault-headers", action="store_true",
+                   help="honour a request's x-fault header (off: any client could inject faults)")
     p.add_argument("--api-key", help="require 'Authorization: Bearer <key>' on /v1 routes")
-    p.add_argument("--server", default="granian", choices=("granian", "hypercorn"))
+    p.add_argument("--server", default="granian", choices=("granian", "hypercorn", "uvicorn"),
+                   help="HTTP server: granian (HTTP/1.1 + HTTP/2), hypercorn (HTTP/1.1 + HTTP/2), "
+                        "uvicorn (HTTP/1.1 only, as vLLM and SGLang serve)")
     p.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"),
                    help="event loop; auto = uvloop when installed (less CPU per request)")
     p.add_argument("--log-level", default="INFO")

@@ -61,8 +61,10 @@ async def serve(app: object, opts: ServeOptions) -> None:
         await _serve_granian(app, opts, scheme)
     elif opts.server == "hypercorn":
         await _serve_hypercorn(app, opts, scheme)
+    elif opts.server == "uvicorn":
+        await _serve_uvicorn(app, opts, scheme)
     else:
-        raise ValueError(f"--server must be granian or hypercorn, got {opts.server!r}")
+        raise ValueError(f"--server must be granian, hypercorn or uvicorn, got {opts.server!r}")
 
 
 async def _serve_granian(app: object, opts: ServeOptions, scheme: str) -> None:
@@ -145,7 +147,36 @@ async def _serve_hypercorn(app: object, opts: ServeOptions, scheme: str) -> None
         sock.close()
 
 
-def _on_signals(callback: object) -> None:
+async def _serve_uvicorn(app: object, opts: ServeOptions, scheme: str) -> None:
+    """uvicorn speaks HTTP/1.1 only (h11): what vLLM, SGLang, llama-cpp-python's server and
+    litellm's proxy are served by. An h2c preface gets an HTTP/1.1 error answer there."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise SystemExit("uvicorn is not installed: pip install uvicorn") from None
+    sock = socket.socket(socket.AF_INET6 if ":" in opts.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((opts.host, opts.port))
+    sock.listen(1024)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        http="h11", lifespan="on", access_log=False, log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S, loop="none",
+        ssl_certfile=str(opts.cert) if opts.cert else None,
+        ssl_keyfile=str(opts.key) if opts.key else None,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    await _wait_listening(opts.host, port, task, opts.cert is not None)
+    _on_signals(lambda: setattr(server, "should_exit", True))
+    _announce(scheme, opts.host, port)
+    await task
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+def _on_signals(callback: Callable[[], object]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)  # re-install: the C-level disposition may have changed

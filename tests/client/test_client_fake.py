@@ -397,12 +397,23 @@ def test_cache_seam_answers_repeat_calls_without_the_server(fake: HypercornServe
     assert len(fake.app.seen) == n + 1
 
 
-def test_goaway_after_max_requests_moves_calls_to_a_fresh_connection() -> None:
+def test_goaway_that_covers_a_stream_is_never_a_free_resend() -> None:
+    # hypercorn names the request that trips keep_alive_max_requests in GOAWAY's last-stream-id,
+    # then closes without answering it. RFC 9113 section 6.8 does not say such a stream went
+    # unprocessed, so it is not re-sent for free: with max_retries=0 the caller sees the error;
+    # with the default budget it is retried with backoff, as the official client does, and the
+    # later calls move to a fresh connection.
     server = HypercornServer(max_requests=5).start()
     try:
-        c = client(server)  # max_retries=0: nothing may fail
-        for _ in range(12):
+        c = client(server)  # max_retries=0
+        for _ in range(5):
             assert c.chat.completions.create(model="m", messages=MSG).choices[0].message.content == "Hello world"
+        with pytest.raises(llmclient.APIConnectionError, match="last_stream_id:11") as info:
+            c.chat.completions.create(model="m", messages=MSG)
+        assert info.value.trace_id
+        patient = client(server, max_retries=2)
+        for _ in range(12):
+            assert patient.chat.completions.create(model="m", messages=MSG).choices[0].message.content == "Hello world"
         assert len({s.client[1] for s in server.app.seen}) >= 3
     finally:
         server.stop()

@@ -229,15 +229,21 @@ def test_with_options_shares_the_connection_pool() -> None:
     assert llmclient.OpenAI(base_url="http://127.0.0.1:9/v1")._transport is c._transport
 
 
-def test_free_retry_rules() -> None:
-    goaway = "<ConnectionTerminated error_code:0, last_stream_id:11, additional_data:None>"
-    assert _retry.free_retry("RemoteProtocolError", goaway, 13, True, 5)  # above last-stream-id
-    assert _retry.free_retry("RemoteProtocolError", goaway, 11, True, 0)  # covered, once
-    assert not _retry.free_retry("RemoteProtocolError", goaway, 11, True, 1)
-    assert not _retry.free_retry("RemoteProtocolError", goaway, 13, True, _retry.MAX_FREE_RETRIES)
-    assert _retry.free_retry("RemoteProtocolError", "Server disconnected", 3, True, 0)
-    assert not _retry.free_retry("RemoteProtocolError", "Server disconnected", 1, False, 0)  # fresh conn
-    assert not _retry.free_retry("ConnectError", "Connection refused", None, False, 0)
+def test_free_retry_only_where_the_protocol_says_the_request_never_ran() -> None:
+    import httpx
+
+    from llmclient._h2 import ConnectionLost, GoAwayError, NotHTTP2, StreamResetError
+
+    assert _retry.free_retry(GoAwayError(13, 11, 0), 5)  # above last-stream-id (RFC 9113 6.8)
+    assert not _retry.free_retry(GoAwayError(13, 11, 0), _retry.MAX_FREE_RETRIES)
+    assert _retry.free_retry(StreamResetError(3, 7), 0)  # REFUSED_STREAM
+    assert not _retry.free_retry(StreamResetError(3, 2), 0)  # INTERNAL_ERROR: may have run
+    assert _retry.free_retry(NotHTTP2("h2c answered in HTTP/1.1"), 0)
+    # Closed before the answer, after a GOAWAY that covered the stream, or on a reused
+    # connection: it may have run, so only max_retries (with backoff) may send it again.
+    assert not _retry.free_retry(ConnectionLost("Server disconnected (after GOAWAY, last_stream_id:11)"), 0)
+    assert not _retry.free_retry(httpx.RemoteProtocolError("Server disconnected without sending a response."), 0)
+    assert not _retry.free_retry(httpx.ConnectError("Connection refused"), 0)
 
 
 def test_build_call_headers_trace_and_idempotency() -> None:

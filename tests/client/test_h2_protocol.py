@@ -31,8 +31,11 @@ from llmclient._h2 import (
     SETTINGS,
     STREAM_WINDOW,
     WINDOW_UPDATE,
+    ConnectionLost,
+    GoAwayError,
     H2State,
     NotHTTP2,
+    StreamResetError,
     frame,
 )
 from llmclient._hpack import Decoder, Encoder, HPACKError
@@ -173,22 +176,34 @@ def test_ping_is_answered_and_settings_acknowledged() -> None:
     assert _frames(bytes(state.out)) == [(PING, ACK, 0, b"12345678")]
 
 
-def test_goaway_lets_answers_in_progress_finish_and_fails_the_rest() -> None:
+def test_goaway_fails_only_streams_above_last_stream_id_and_reads_the_rest_to_the_end() -> None:
     state = _ready()
     a = state.open_stream([(b":method", b"GET")], end_stream=True)
     b = state.open_stream([(b":method", b"GET")], end_stream=True)
     c = state.open_stream([(b":method", b"GET")], end_stream=True)
     state.receive(frame(HEADERS, END_HEADERS, 1, _response_headers()))
-    state.receive(frame(GOAWAY, 0, 0, struct.pack(">II", 3, 0)))
-    assert a.error is None  # answering: goes on
-    assert isinstance(b.error, httpx.RemoteProtocolError) and "has no response" in str(b.error)
-    assert "not processed" in str(c.error)
-    assert "last_stream_id:3" in str(c.error)  # what _retry.free_retry reads
+    touched = state.receive(frame(GOAWAY, 0, 0, struct.pack(">II", 3, 0)))
+    assert touched == [c]
+    assert isinstance(c.error, GoAwayError) and c.error.unprocessed
+    assert (c.error.last_stream_id, c.error.stream_id) == (3, 5)
+    assert a.error is None and b.error is None  # covered: may have run, so kept and read
     assert not state.usable
-    state.receive(frame(DATA, END_STREAM, 1, b"done"))
+    state.receive(frame(HEADERS, END_HEADERS, 3, _response_headers()))
+    state.receive(frame(DATA, END_STREAM, 1, b"done") + frame(DATA, END_STREAM, 3, b"too"))
     assert a.ended and a.data == [b"done"] and a.error is None
+    assert b.ended and b.data == [b"too"] and b.error is None
     state.connection_lost()
+    assert a.error is None and b.error is None
+
+
+def test_a_covered_stream_the_server_never_answers_is_not_marked_unprocessed() -> None:
+    state = _ready()
+    a = state.open_stream([(b":method", b"GET")], end_stream=True)
+    state.receive(frame(GOAWAY, 0, 0, struct.pack(">II", 1, 0)))
     assert a.error is None
+    assert state.connection_lost() == [a]
+    assert isinstance(a.error, ConnectionLost) and not a.error.unprocessed
+    assert "last_stream_id:1" in str(a.error)
 
 
 def test_rst_stream_is_an_error_for_that_stream_only() -> None:
@@ -196,7 +211,8 @@ def test_rst_stream_is_an_error_for_that_stream_only() -> None:
     a = state.open_stream([(b":method", b"GET")], end_stream=True)
     b = state.open_stream([(b":method", b"GET")], end_stream=True)
     state.receive(frame(RST_STREAM, 0, 1, struct.pack(">I", 2)))
-    assert isinstance(a.error, httpx.RemoteProtocolError) and "error code 2" in str(a.error)
+    assert isinstance(a.error, StreamResetError) and a.error.code == 2
+    assert "INTERNAL_ERROR" in str(a.error) and not a.error.unprocessed
     assert b.error is None and state.usable
 
 
