@@ -2,7 +2,8 @@
 
 ``ref_server`` (HTTP/1.1 + h2c), ``ref_server_tls`` (HTTPS, ALPN h2; ``.ca_path`` is the CA to
 trust) and ``ref_server_h1`` (HTTP/1.1 only), each started once per session with
-``python -m benchmarks.server --port 0 --profile zero`` and killed at the end.
+``python -m benchmarks.server --port 0 --profile zero --allow-fault-headers`` (tests inject
+faults per request with the ``x-fault`` header) and killed at the end.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 60.0
+# The server ignores x-fault headers unless started with this flag.
+FAULT_HEADERS = "--allow-fault-headers"
 
 
 @dataclass
@@ -88,7 +91,7 @@ def stop_ref_server(server: RefServer) -> None:
 
 @pytest.fixture(scope="session")
 def ref_server() -> Iterator[RefServer]:
-    server = start_ref_server()
+    server = start_ref_server(FAULT_HEADERS)
     yield server
     stop_ref_server(server)
 
@@ -96,13 +99,13 @@ def ref_server() -> Iterator[RefServer]:
 @pytest.fixture(scope="session")
 def ref_server_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefServer]:
     cert_dir = tmp_path_factory.mktemp("ref-server-tls")
-    server = start_ref_server("--tls", "--cert-dir", str(cert_dir))
+    server = start_ref_server(FAULT_HEADERS, "--tls", "--cert-dir", str(cert_dir))
     yield server
     stop_ref_server(server)
 
 
 @pytest.fixture(scope="session")
 def ref_server_h1() -> Iterator[RefServer]:
-    server = start_ref_server("--http1-only")
+    server = start_ref_server(FAULT_HEADERS, "--http1-only")
     yield server
     stop_ref_server(server)

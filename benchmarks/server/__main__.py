@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import limits, shutdown
 from ._http import configure_logging
 from .app import App, AppConfig
 from .engine import ENGINES, Engine, create_engine
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--access-log", action="store_true",
                    help="one log line per request (status, ms, Server-Timing, request id, "
                         "traceparent) on stderr")
+    limits.add_arguments(p)
     return p
 
 
@@ -91,10 +93,13 @@ def main(argv: list[str] | None = None) -> None:
         cert, key = paths.cert, paths.key
         sys.stdout.write(f"CA {paths.ca}\n")
     engine = make_engine(args.engine, args.profile, args.cold_start_s)
-    app = App(engine, AppConfig(faults=faults, api_key=args.api_key, access_log=args.access_log,
+    app = App(engine, AppConfig(faults=faults, fault_headers=args.allow_fault_headers,
+                                limits=limits.from_args(args),
+                                api_key=args.api_key, access_log=args.access_log,
                                 compress_responses=not args.no_compress))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None)
+    shutdown.configure(args.shutdown_grace_s)
     _install_loop(args.loop)
     asyncio.run(serve(app, opts))
 

@@ -6,6 +6,7 @@ the server's own CPU per request is noise in every client benchmark.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import math
@@ -17,6 +18,8 @@ import orjson
 __all__ = [
     "REQUEST_ID",
     "TRACEPARENT",
+    "BodyTimeout",
+    "BodyTooLarge",
     "Receive",
     "Scope",
     "Send",
@@ -41,6 +44,7 @@ ERROR_TYPES = {
     401: "invalid_request_error",
     404: "invalid_request_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     413: "invalid_request_error",
     415: "invalid_request_error",
     429: "rate_limit_exceeded",
@@ -57,6 +61,10 @@ class BodyTooLarge(ValueError):
     pass
 
 
+class BodyTimeout(TimeoutError):
+    """The request body did not arrive in time (HTTP 408)."""
+
+
 def header(scope: Scope, name: bytes) -> str | None:
     """The first value of a request header (names are lower-case in ASGI)."""
     for key, value in scope["headers"]:
@@ -65,7 +73,35 @@ def header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
+async def read_body(receive: Receive, limit: int, timeout_s: float | None = None) -> bytes:
+    """The whole request body: BodyTooLarge past ``limit`` bytes, BodyTimeout when it has not
+    all arrived ``timeout_s`` after the call (a client that stops sending mid-body)."""
+    if timeout_s is None:
+        return await _read_body(receive, limit)
+    task = asyncio.current_task()
+    assert task is not None
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    # call_later + cancel, not wait_for: no extra task per request on the hot path.
+    timer = asyncio.get_running_loop().call_later(timeout_s, expire)
+    try:
+        return await _read_body(receive, limit)
+    except asyncio.CancelledError:
+        if not expired:
+            raise
+        if hasattr(task, "uncancel"):  # 3.11+: this cancellation was ours, and is handled
+            task.uncancel()
+        raise BodyTimeout(f"the request body did not arrive within {timeout_s:g} s") from None
+    finally:
+        timer.cancel()
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while True:

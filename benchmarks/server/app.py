@@ -10,16 +10,17 @@ One code path whichever HTTP server (granian or hypercorn) runs it. Routes:
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
+import contextvars
+import functools
 import hashlib
 import logging
 import time
 import uuid
-from array import array
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -29,6 +30,7 @@ from . import wire
 from ._http import (
     REQUEST_ID,
     TRACEPARENT,
+    BodyTimeout,
     BodyTooLarge,
     Receive,
     Scope,
@@ -50,6 +52,7 @@ from ._validate import (
     parse_completion,
     parse_embedding,
 )
+from .embeddings import embedding_data
 from .engine.base import (
     ContextLengthError,
     Engine,
@@ -62,9 +65,10 @@ from .engine.base import (
     TokenEvent,
 )
 from .faults import FaultInjector, FaultSpec, FaultSpecError
+from .limits import Limits
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import HttpCounters, render_metrics, sample_gpu
-from .tokenizer import encode, tokenize
+from .tokenizer import encode_capped, tokenize
 from .vision import ImageError, decode_data_url, process_image
 
 __all__ = ["App", "AppConfig"]
@@ -77,6 +81,18 @@ DEFAULT_ALIASES = ("gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "gpt-4.1", "ref-llm"
 EMBEDDING_MODELS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
                     "text-embedding-ada-002": 1536}
 CREATED = 1_700_000_000  # fixed "created" of the model list: responses stay byte-stable
+# CPU-heavy work (embeddings, image decode, tokenizing or parsing big bodies) runs on a few
+# worker threads, not on the event loop, so /health, streams and SIGTERM are still served while
+# it runs. Few: each worker holds the GIL while it computes and the loop must still get it.
+CPU_WORKERS = 2
+# Below these sizes the thread hop costs more than the work it would move off the loop.
+OFFLOAD_BODY_BYTES = 256 * 1024
+OFFLOAD_TEXT_CHARS = 64 * 1024
+OFFLOAD_EMBEDDING_VALUES = 64 * 1024
+# The largest embeddings response OpenAI sends: 2048 inputs of text-embedding-3-large's 3072.
+MAX_EMBEDDING_VALUES = 2048 * 3072
+
+_T = TypeVar("_T")
 
 
 class _Abort(Exception):
@@ -87,6 +103,10 @@ class _Abort(Exception):
 @dataclass
 class AppConfig:
     faults: FaultInjector = field(default_factory=FaultInjector)
+    # Honour a request's ``x-fault`` header. Off unless the server is started with
+    # --allow-fault-headers: otherwise any client could make the server fail for everyone.
+    fault_headers: bool = False
+    limits: Limits = field(default_factory=Limits)
     api_key: str | None = None
     max_body_bytes: int = 32 * 1024 * 1024
     models: tuple[str, ...] = DEFAULT_ALIASES
@@ -137,6 +157,7 @@ class App:
                                                 *self.config.models]))
         self.counters = HttpCounters()
         self._start_task: asyncio.Task[None] | None = None
+        self._cpu = ThreadPoolExecutor(CPU_WORKERS, thread_name_prefix="ref-server-cpu")
         self._routes: dict[tuple[str, str], Callable[..., Any]] = {
             ("GET", "/health"): self._health,
             ("GET", "/metrics"): self._metrics,
@@ -161,6 +182,7 @@ class App:
                 self._start_task = asyncio.ensure_future(self._start_engine())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self._cpu.shutdown(wait=False, cancel_futures=True)
                 await self.engine.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -236,18 +258,37 @@ class App:
             return True
         return header(scope, b"authorization") == f"Bearer {self.config.api_key}"
 
+    async def _offload(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` on a CPU worker thread, with this request's context (log ids)."""
+        call = functools.partial(contextvars.copy_context().run, fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._cpu, call)
+
+    async def _decode(self, scope: Scope, raw: bytes) -> dict[str, Any]:
+        args = (raw, header(scope, b"content-type"), header(scope, b"content-encoding"),
+                self.config.max_body_bytes)
+        # A compressed body may expand up to the body limit: offload it from a smaller size.
+        if len(raw) < (OFFLOAD_BODY_BYTES if args[2] is None else OFFLOAD_BODY_BYTES // 16):
+            return wire.decode_request(*args)
+        return await self._offload(wire.decode_request, *args)
+
     async def _post(self, handler: Callable[..., Any], scope: Scope, receive: Receive,
                     send: Send, req: _Req) -> None:
         try:
-            req.fault = self.config.faults.decide(header(scope, b"x-fault"))
-            body = wire.decode_request(await read_body(receive, self.config.max_body_bytes),
-                                       header(scope, b"content-type"),
-                                       header(scope, b"content-encoding"))
+            fault_header = header(scope, b"x-fault") if self.config.fault_headers else None
+            req.fault = self.config.faults.decide(fault_header)
+            raw = await read_body(receive, self.config.max_body_bytes,
+                                  self.config.limits.body_timeout_s)
+            body = await self._decode(scope, raw)
         except FaultSpecError as exc:
             await self._error(send, req, 400, f"x-fault header: {exc}", param="x-fault")
             return
         except BodyTooLarge as exc:
             await self._error(send, req, 413, str(exc))
+            return
+        except BodyTimeout as exc:
+            # The rest of the body may never come: end the connection, not just the request.
+            close = [(b"connection", b"close")] if scope.get("http_version", "1.1") < "2" else []
+            await self._error(send, req, 408, str(exc), code="body_timeout", headers=close)
             return
         except wire.UnsupportedMediaType as exc:
             await self._error(send, req, 415, str(exc))
@@ -309,9 +350,13 @@ class App:
             log.error("engine error: %s", exc)
             await self._error(send, req, 500, f"engine error: {exc}", code="engine_error")
 
-    async def _json(self, send: Send, req: _Req, obj: dict[str, Any], status: int = 200) -> None:
+    async def _json(self, send: Send, req: _Req, obj: dict[str, Any], status: int = 200,
+                    offload: bool = False) -> None:
+        """Send ``obj`` encoded as the client accepts; ``offload``: encode (and compress) a big
+        response on a CPU worker thread."""
         t = time.perf_counter()
-        body, content_type = wire.encode_response(obj, req.accept)
+        body, content_type = (await self._offload(wire.encode_response, obj, req.accept) if offload
+                              else wire.encode_response(obj, req.accept))
         fault = req.fault
         if fault is not None and (fault.cut_after is not None or fault.malformed_sse or fault.reset):
             req.timings["serialize"] = (time.perf_counter() - t) * 1000
@@ -321,7 +366,7 @@ class App:
         coding = (wire.response_encoding(len(body), req.accept_encoding)
                   if self.config.compress_responses else None)
         if coding is not None:
-            body = compress(body, coding)
+            body = await self._offload(compress, body, coding) if offload else compress(body, coding)
             headers = ((b"content-encoding", coding.encode()), (b"vary", b"accept-encoding"))
         req.timings["serialize"] = (time.perf_counter() - t) * 1000
         await send_bytes(send, status, body, content_type, headers)
@@ -374,7 +419,7 @@ class App:
         tokens, digests = 0, hashlib.blake2b(digest_size=16)
         for part in parts:
             try:
-                result = await asyncio.to_thread(_decode_image, part.url, part.detail)
+                result = await self._offload(_decode_image, part.url, part.detail)
             except ImageError as exc:
                 raise InvalidRequest(f"{part.where}: {exc}", f"{part.where}.image_url",
                                      "invalid_image") from None
@@ -404,11 +449,27 @@ class App:
                               priority=req.priority)
                 for i in range(n)]
 
+    async def _prompt_ids(self, text: str, budget: int, param: str) -> tuple[int, ...]:
+        """Token ids of a prompt; 400 naming the limit past the context window or ``budget``
+        (what is left of the request's token limit), found without tokenizing all of it."""
+        window = self.engine.context_window
+        cap = min(window, budget)
+        ids = (encode_capped(text, cap) if len(text) < OFFLOAD_TEXT_CHARS
+               else await self._offload(encode_capped, text, cap))
+        if len(ids) > cap:
+            raise _too_many_tokens(window, cap, self.config.limits.max_request_tokens, param)
+        return tuple(ids)
+
     async def _chat(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
         p = parse_chat(body, self.engine.context_window)
         self._check_model(p.model)
+        limit = self.config.limits.max_images
+        if len(p.images) > limit:
+            raise InvalidRequest(f"the messages hold {len(p.images)} images; at most {limit} per "
+                                 "request", "messages", "too_many_images")
+        prompt_ids = await self._prompt_ids(p.prompt_text, self.config.limits.max_request_tokens,
+                                            "messages")
         image_tokens, digest = await self._images(req, p.images)
-        prompt_ids = tuple(encode(p.prompt_text))
         ereqs = self._engine_requests(req, prompt_ids, image_tokens, digest, p.max_tokens, p.n,
                                       p.temperature, p.seed)
         head = {"id": f"chatcmpl-{req.request_id}", "object": "chat.completion",
@@ -426,9 +487,22 @@ class App:
     async def _completions(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
         p = parse_completion(body, self.engine.context_window)
         self._check_model(p.model)
+        limits = self.config.limits
+        if len(p.prompts) * p.n > limits.max_sequences:
+            raise InvalidRequest(
+                f"{len(p.prompts)} prompts x n={p.n} is {len(p.prompts) * p.n} sequences; at most "
+                f"{limits.max_sequences} per request", "prompt", "too_many_sequences")
         ereqs: list[EngineRequest] = []
+        left = limits.max_request_tokens
         for prompt in p.prompts:
-            ids = tuple(encode(prompt)) if isinstance(prompt, str) else prompt
+            if isinstance(prompt, str):
+                ids = await self._prompt_ids(prompt, left, "prompt")
+            elif len(prompt) > left:  # token ids: the context window is checked below
+                raise _too_many_tokens(self.engine.context_window, left,
+                                       limits.max_request_tokens, "prompt")
+            else:
+                ids = prompt
+            left -= len(ids)
             ereqs += self._engine_requests(req, ids, 0, "", p.max_tokens, p.n, p.temperature,
                                            p.seed, first_index=len(ereqs))
         head = {"id": f"cmpl-{req.request_id}", "object": "text_completion",
@@ -449,16 +523,22 @@ class App:
         p = parse_embedding(body)
         self._check_model(p.model, embedding=True)
         dims = p.dimensions if body.get("dimensions") is not None else EMBEDDING_MODELS[p.model]
-        data, tokens = [], 0
-        for i, item in enumerate(p.inputs):
-            ids = encode(item) if isinstance(item, str) else list(item)
-            tokens += len(ids)
-            vec = _embed(ids, dims)
-            value: Any = (base64.b64encode(vec.tobytes()).decode() if p.encoding_format == "base64"
-                          else vec.tolist())
-            data.append({"object": "embedding", "index": i, "embedding": value})
+        limits = self.config.limits
+        if len(p.inputs) > limits.max_embedding_inputs:
+            raise InvalidRequest(f"'input' has {len(p.inputs)} items; at most "
+                                 f"{limits.max_embedding_inputs} inputs per request", "input",
+                                 "too_many_inputs")
+        values = len(p.inputs) * dims
+        if values > MAX_EMBEDDING_VALUES:
+            raise InvalidRequest(f"{len(p.inputs)} inputs x {dims} dimensions is {values} values; "
+                                 f"at most {MAX_EMBEDDING_VALUES} per request", "dimensions",
+                                 "too_many_values")
+        data, tokens = await self._offload(embedding_data, p.inputs, dims, p.encoding_format,
+                                           limits.max_embedding_input_tokens,
+                                           limits.max_request_tokens)
         await self._json(send, req, {"object": "list", "data": data, "model": p.model,
-                                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+                                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}},
+                         offload=values >= OFFLOAD_EMBEDDING_VALUES)
 
     async def _run_one(self, req: _Req, ereq: EngineRequest,
                        stops: tuple[str, ...]) -> tuple[str, str, RequestTiming | None]:
@@ -581,6 +661,15 @@ def _retry_after(seconds: float) -> bytes:
     return str(max(1, round(seconds)) if seconds > 0 else 0).encode()
 
 
+def _too_many_tokens(window: int, cap: int, request_limit: int, param: str) -> InvalidRequest:
+    if cap >= window:
+        return InvalidRequest(f"This model's maximum context length is {window} tokens; the "
+                              f"prompt has more than {window} tokens.", param,
+                              "context_length_exceeded")
+    return InvalidRequest(f"the request has more than {request_limit} prompt tokens; at most "
+                          f"{request_limit} per request", param, "too_many_tokens")
+
+
 def _no_model(model: str) -> str:
     return f"The model `{model}` does not exist or you do not have access to it."
 
@@ -641,19 +730,6 @@ def _tool_delta(i: int, tool: ToolChoice, ids: list[int], request_id: str) -> di
     call = _tool_call(tool.name, words, request_id, i, tool.parameters)
     return {"choices": [{"index": i, "delta": {"tool_calls": [{"index": 0, **call}]},
                          "logprobs": None, "finish_reason": None}]}
-
-
-def _embed(ids: list[int], dims: int) -> array[float]:
-    """The sum of one dense pseudo-random vector per token (SHAKE-256 of the token id, as signed
-    bytes), L2-normalised: deterministic, texts sharing words get similar vectors, and every
-    value is a dense float32 as in a real model's output (a sparse vector would make bytes and
-    compression figures measured against this server look better than any real server's)."""
-    vec = [0.0] * dims
-    for tid in ids:
-        noise = array("b", hashlib.shake_256(tid.to_bytes(8, "little")).digest(dims))
-        vec = [v + x for v, x in zip(vec, noise, strict=True)]
-    norm = sum(v * v for v in vec) ** 0.5 or 1.0
-    return array("f", (v / norm for v in vec))
 
 
 async def _paced(events: AsyncIterator[TokenEvent], fault: FaultSpec | None) -> AsyncIterator[TokenEvent]:

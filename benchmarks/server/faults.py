@@ -11,7 +11,8 @@ Spec grammar (one fault)::
 
 A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
 in order with a seeded RNG (reproducible); the first that fires applies. A request's
-``x-fault`` header holds one fault and takes precedence over the run-wide list.
+``x-fault`` header holds one fault and takes precedence over the run-wide list; the app reads
+that header only when the server was started with ``--allow-fault-headers``.
 
 Meaning:
   status=429|500|502|503|504  answer with that status in OpenAI's error shape

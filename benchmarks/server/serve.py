@@ -18,8 +18,11 @@ import signal
 import socket
 import ssl
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import shutdown
 
 __all__ = ["ServeOptions", "serve"]
 
@@ -180,5 +183,5 @@ def _on_signals(callback: Callable[[], object]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)  # re-install: the C-level disposition may have changed
-        loop.add_signal_handler(sig, callback)  # type: ignore[arg-type]
+        loop.add_signal_handler(sig, shutdown.on_signal, callback)
 

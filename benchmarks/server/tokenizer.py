@@ -28,6 +28,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "decode",
     "detokenize",
     "encode",
+    "encode_capped",
     "token_id",
     "tokenize",
 ]
@@ -99,6 +101,20 @@ def encode(text: str) -> list[int]:
     get = _IDS.get
     out: list[int] = []
     for tok in _TOKEN_RE.findall(text):
+        found = get(tok)
+        out.append(found if found is not None else token_id(tok))
+    return out
+
+
+def encode_capped(text: str, cap: int) -> list[int]:
+    """Token ids of ``text``, but at most ``cap + 1`` of them: enough to tell that ``text`` has
+    more than ``cap`` tokens without tokenizing all of a huge request."""
+    if len(text) <= cap:  # a token is at least one character: no more than cap tokens
+        return encode(text)
+    get = _IDS.get
+    out: list[int] = []
+    for match in islice(_TOKEN_RE.finditer(text), cap + 1):
+        tok = match.group()
         found = get(tok)
         out.append(found if found is not None else token_id(tok))
     return out

@@ -97,18 +97,21 @@ def wants_protobuf(accept: str | None) -> bool:
 
 
 def decode_request(body: bytes, content_type: str | None,
-                   content_encoding: str | None = None) -> dict[str, Any]:
+                   content_encoding: str | None = None,
+                   max_size: int | None = None) -> dict[str, Any]:
     """Decode a request body. A missing Content-Type is read as JSON, as OpenAI does.
 
     ``content_encoding``: the request's Content-Encoding (zstd, gzip), undone first; a coding
-    we do not read is a 415 (RFC 9110, section 15.5.16).
+    we do not read is a 415 (RFC 9110, section 15.5.16). ``max_size`` caps the decompressed
+    body (the server's body limit, so a small compressed body cannot expand past it).
     """
     if content_encoding and content_encoding.strip().lower() != "identity":
         if content_encoding.strip().lower() not in supported_encodings():
             raise UnsupportedMediaType(
                 f"unsupported Content-Encoding {content_encoding!r}; send one of {supported_encodings()}")
         try:
-            body = decompress(body, content_encoding)
+            body = (decompress(body, content_encoding) if max_size is None
+                    else decompress(body, content_encoding, max_size))
         except CompressionError as exc:
             raise WireDecodeError(f"request body: {exc}") from None
     media = _media_type(content_type)

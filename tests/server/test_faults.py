@@ -165,9 +165,10 @@ def test_bad_fault_header_is_a_400_naming_it(ref_server):
 
 @pytest.fixture(scope="module")
 def timed_server():
-    from tests.conftest import start_ref_server, stop_ref_server
+    from tests.conftest import FAULT_HEADERS, start_ref_server, stop_ref_server
 
-    server = start_ref_server("--cold-start-s", "0", profile="h100-8b")  # ~12 ms per token
+    # ~12 ms per token
+    server = start_ref_server(FAULT_HEADERS, "--cold-start-s", "0", profile="h100-8b")
     yield server
     stop_ref_server(server)
 
