@@ -415,7 +415,12 @@ class BaseClient:
         headers = response.headers
         resend = False
         if call.base_url not in _origin_codings:
-            _origin_codings[call.base_url] = parse_accept_encoding(headers.get("accept-encoding"))
+            # Learned from the first answer that speaks for the server: one that says what it
+            # reads (RFC 7694), or any success. A proxy's error page (nginx's 413 or 502, with
+            # no Accept-Encoding) says nothing about the server behind it.
+            accept = headers.get("accept-encoding")
+            if accept is not None or response.status_code < 400:
+                _origin_codings[call.base_url] = parse_accept_encoding(accept)
         if call.options.wire != "json":
             resend = self._observe_wire(call, response)
             if resend:
