@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import io
+import math
 import signal
 import socket
 import subprocess
 import threading
 import time
+from array import array
 from collections.abc import Iterator
 
 import h2.config
@@ -25,6 +28,8 @@ import orjson
 import pytest
 from PIL import Image
 
+from benchmarks.server.embeddings import embed
+from benchmarks.server.tokenizer import encode, encode_capped
 from tests.conftest import ROOT, RefServer, start_ref_server, stop_ref_server
 
 EMBED = "text-embedding-3-small"
@@ -50,6 +55,26 @@ def _error(r: httpx.Response, status: int, param: str | None, code: str) -> str:
 
 
 # -- embeddings ---------------------------------------------------------------------------
+
+def test_packed_embedding_sum_equals_the_per_token_sum():
+    def reference(ids: list[int], dims: int) -> array[float]:
+        vec = [0] * dims
+        for tid in ids:
+            noise = array("b", hashlib.shake_256(tid.to_bytes(8, "little")).digest(dims))
+            vec = [v + x for v, x in zip(vec, noise, strict=True)]
+        norm = math.hypot(*vec) or 1.0
+        return array("f", [v / norm for v in vec])
+
+    for text in ("", "hello", "the cat sat on the mat, the cat", "x " * 300):
+        for dims in (1, 8, 1536):
+            assert embed(encode(text), dims) == reference(encode(text), dims)
+
+
+def test_capped_encoding_stops_one_past_the_cap():
+    assert encode_capped("a b c d", 2) == encode("a b c")
+    assert encode_capped("a b", 5) == encode("a b")
+    assert len(encode_capped("word " * 1_000_000, 1000)) == 1001
+
 
 def test_100k_embedding_inputs_are_refused_at_once_naming_openais_2048(ref_server):
     body = {"model": EMBED, "input": [f"w{i}" for i in range(100_000)]}  # about 0.9 MB
