@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from benchmarks._scenario import Context, NotAvailable, ScenarioResult, default_api_key
 from benchmarks.serverproc import ServerProcess, start_server
 from benchmarks.stats import SLO
+from llmclient._redact import redact_argv, redact_text, redact_url
 
 __all__ = ["main", "parse_slo", "probe_capabilities"]
 
@@ -147,6 +148,11 @@ def _network(profile: str, host: str, port: int, scheme: str, verify: str | bool
                                        if ssl_ctx is not None else None)
         measured.setdefault("profile", profile)
         yield net.origin(scheme), measured
+
+
+def _command_line() -> str:
+    """The command as results record it: ``--api-key`` values and URL passwords masked."""
+    return " ".join(redact_argv(sys.argv))
 
 
 def _progress(msg: str) -> None:
@@ -282,19 +288,19 @@ def run_suite(args: argparse.Namespace) -> int:
                 traceback.print_exc()
                 crashed += 1
                 result = ScenarioResult.not_available(
-                    scenario, f"crashed: {type(exc).__name__}: {exc}")
+                    scenario, redact_text(f"crashed: {type(exc).__name__}: {exc}"))
             results.append(result)
             _progress(_one_line(result, time.perf_counter() - t0))
         gpu = sampler.stop() if "metrics" in caps else []
         meta = {
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join(sys.argv),
+            "command": _command_line(),
             "quick": args.quick,
             "host": {"python": platform.python_version(), "platform": platform.platform(),
                      "cpus": os.cpu_count()},
             "server": ({"profile": server.profile, "tls": server.tls, "origin": server.origin,
                         "log": server.log_path, "start_s": server.started_s}
-                       if server else {"base_url": args.base_url}),
+                       if server else {"base_url": redact_url(args.base_url)}),
             "model": model,
             "network": measured,
             "harness_overhead": overhead,

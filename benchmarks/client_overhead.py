@@ -310,8 +310,12 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     ratio = ratios(rows) if {"llmclient", "openai"} <= rows.keys() else {}
     print(table(rows, ratio))
-    result = {"base_url": base_url, "model": model, "cpu_count": os.cpu_count(), "python": sys.version.split()[0],
-              "settings": vars(args) | {"out": None}, "clients": rows, "ratios": ratio, "rounds": rounds,
+    from llmclient._redact import redact_url
+
+    settings = vars(args) | {"out": None, "url": redact_url(args.url) if args.url else None}
+    result = {"base_url": redact_url(base_url), "model": model, "cpu_count": os.cpu_count(),
+              "python": sys.version.split()[0], "settings": settings, "clients": rows, "ratios": ratio,
+              "rounds": rounds,
               "note": "CPU = worker process CPU time / calls; the server runs in another process."}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -127,8 +127,10 @@ class _Timer:
     def failure(self, exc: BaseException) -> RequestRecord:
         status = _status_of(exc)
         kind = None if status is not None else classify_error(exc)
-        return self.record(status=status, error_kind=kind or "http_error",
-                           output_tokens=None, extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
+        from llmclient._redact import redact_text
+
+        return self.record(status=status, error_kind=kind or "http_error", output_tokens=None,
+                           extra={"error": redact_text(f"{type(exc).__name__}: {exc}")[:300]})
 
 
 def _chunk_text(chunk: Mapping[str, Any]) -> str | None:

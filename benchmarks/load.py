@@ -138,7 +138,7 @@ async def _send(ctx: Context, driver: Driver, request: ChatRequest,
     except Exception as exc:  # a driver bug must show up as a failure row, not kill the run
         return RequestRecord(variant="?", trace_id=new_trace_id(), start_s=ctx.now_s(),
                              latency_ms=0.0, error_kind=f"harness:{type(exc).__name__}",
-                             extra={"error": str(exc)[:300]})
+                             extra={"error": _redacted(str(exc))[:300]})
 
 
 def distinct_for(request: ChatRequest, variant: str) -> ChatRequest:
@@ -272,3 +272,9 @@ async def measure_scheduler_overhead(n: int = 500, rate: float = 500.0) -> dict[
         tasks.append(asyncio.create_task(noop(start + at)))
     await asyncio.gather(*tasks)
     return {"n": float(n), "lag_p50_ms": percentile(lags, 50), "lag_p99_ms": percentile(lags, 99)}
+
+
+def _redacted(text: str) -> str:
+    from llmclient._redact import redact_text
+
+    return redact_text(text)

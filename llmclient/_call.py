@@ -14,17 +14,20 @@ from typing import Any, Literal
 
 import httpx
 
+from ._redact import SECRET_HEADERS, redact_headers, redact_url
 from ._timings import CallRecord
 from ._tracing import TraceContext, new_trace_context
 
 __all__ = [
     "NOT_GIVEN",
     "OPTION_KEYS",
+    "SCOPE_HEADERS",
     "Call",
     "CallOptions",
     "NotGiven",
     "build_call",
     "credential_scope",
+    "http_client_auth",
     "split_options",
 ]
 
@@ -66,7 +69,7 @@ class CallOptions:
 OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge"})
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class Call:
     method: str
     path: str
@@ -88,6 +91,13 @@ class Call:
     def url(self) -> str:
         return self.base_url + self.path
 
+    def __repr__(self) -> str:
+        # Never the credentials: headers and URL as ``_redact`` masks them; no body (it is the
+        # user's data, and can be megabytes of image).
+        return (f"Call({self.method} {redact_url(self.url)}, stream={self.stream}, "
+                f"headers={redact_headers(self.headers)!r}, trace_id={self.trace.trace_id}, "
+                f"scope={self.scope[:12]}...)")
+
     def sibling(self, headers: dict[str, str], record: CallRecord, cancel: Any) -> Call:
         """The same call with these headers, record and cancel token (a hedge's two copies);
         built directly: ``dataclasses.replace`` costs ~10x more on this per-call path."""
@@ -96,10 +106,57 @@ class Call:
                     self.options, record, cancel)
 
 
-def credential_scope(api_key: str, organization: str | None, project: str | None) -> str:
-    """Hex SHA-256 naming whose credentials a call runs under (cache entries never cross it)."""
-    raw = "\x00".join((api_key, organization or "", project or "")).encode()
-    return hashlib.sha256(raw).hexdigest()
+# What names a tenant on the wire: every credential header, and the organisation and project
+# headers that select whose account answers. The scope hashes exactly what is sent under
+# these names, after default_headers, extra_headers and the api_key's Authorization are merged.
+SCOPE_HEADERS: frozenset[str] = SECRET_HEADERS | {"openai-organization", "openai-project"}
+_SCOPE_DOMAIN = b"llmclient-scope-v2\x00"
+_scopes: dict[tuple[str, str, tuple[tuple[str, str], ...]], str] = {}
+_SCOPES_MAX = 1024
+
+
+def scope_material(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The (name, value) pairs of ``headers`` that name whose credentials a call runs under,
+    sorted by lower-cased name (pure)."""
+    return tuple(sorted((k.lower(), v) for k, v in headers.items() if k.lower() in SCOPE_HEADERS))
+
+
+def credential_scope(headers: Mapping[str, str], base_url: str, auth: str = "") -> str:
+    """Hex SHA-256 naming whose credentials a call runs under: the credential headers it
+    sends (:data:`SCOPE_HEADERS`), the base URL it goes to (userinfo included) and ``auth``
+    (what an ``http_client``'s own auth adds). Cache entries and prefetches never cross it;
+    the secrets themselves are never stored (only this hash is). Memoised: a client's calls
+    share a handful of header sets, and this runs per call when ``extra_headers`` touch one."""
+    material = scope_material(headers)
+    memo_key = (base_url, auth, material)
+    scope = _scopes.get(memo_key)
+    if scope is None:
+        h = hashlib.sha256(_SCOPE_DOMAIN)
+        for part in (base_url, auth, *(f"{k}:{v}" for k, v in material)):
+            encoded = part.encode("utf-8", "surrogatepass")
+            h.update(len(encoded).to_bytes(8, "big"))  # length-prefixed: no two lists collide
+            h.update(encoded)
+        scope = h.hexdigest()
+        if len(_scopes) >= _SCOPES_MAX:
+            _scopes.clear()
+        _scopes[memo_key] = scope
+    return scope
+
+
+def http_client_auth(http_client: Any) -> str:
+    """What a caller's ``http_client`` adds as credentials on its own, for the scope.
+
+    ``httpx.Client(auth=...)`` is applied when the client sends; a ``BasicAuth`` is known
+    exactly (its header), any other auth (a callable, a token flow) cannot be read, so it
+    gets a scope of its own in this process (never shared with another client object).
+    Headers added by event hooks are not seen: pass credentials as headers or api_key."""
+    auth = getattr(http_client, "auth", None) if http_client is not None else None
+    if auth is None:
+        return ""
+    header = getattr(auth, "_auth_header", None)
+    if isinstance(header, str):
+        return "basic:" + header
+    return f"opaque:{type(auth).__qualname__}:{id(auth):x}"
 
 
 def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[str, Any], CallOptions]:
@@ -146,16 +203,26 @@ def build_call(
     extra_headers: Mapping[str, str] | None = None,
     extra_query: Mapping[str, Any] | None = None,
     extra_body: Mapping[str, Any] | None = None,
+    scope_auth: str = "",
 ) -> Call:
-    """Merge client defaults with per-call extras into a Call (no I/O)."""
+    """Merge client defaults with per-call extras into a Call (no I/O).
+
+    ``scope`` is the credential scope of ``headers`` (the client computes it once); when
+    ``extra_headers`` add, change or remove a credential header it is computed again from the
+    merged headers, the ones that go on the wire."""
     merged = dict(headers)
     if extra_headers:
+        rescope = False
         for key, value in extra_headers.items():
             lower = key.lower()
+            if lower in SCOPE_HEADERS:
+                rescope = True
             if value is None or value is NOT_GIVEN:  # the official way to remove a header
                 merged.pop(lower, None)
             else:
                 merged[lower] = str(value)
+        if rescope:
+            scope = credential_scope(merged, base_url, scope_auth)
     trace = new_trace_context(merged.pop("traceparent", None), merged.pop("tracestate", None))
     for key, value in trace.headers().items():
         if key == "x-request-id":

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import httpx
 
 from . import _retry
-from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, build_call, credential_scope, to_timeout
+from ._call import (
+    NOT_GIVEN,
+    Call,
+    CallOptions,
+    NotGiven,
+    build_call,
+    credential_scope,
+    http_client_auth,
+    to_timeout,
+)
 from ._codec import JSON_CODEC, Codec
 from ._compression import (
     MIN_COMPRESS_BYTES,
@@ -182,8 +191,11 @@ class BaseClient:
 
             config = _prefetch.config_from(speculation) or _prefetch.SpeculationConfig()
             self._speculation = _prefetch.SpeculationState(config)
-        self._scope = credential_scope(api_key, self.organization, self.project)
         self._headers = self._default_headers()
+        # Whose credentials the calls run under, from the headers that go on the wire (not
+        # from api_key alone: a credential may travel in default_headers or extra_headers).
+        self._scope_auth = http_client_auth(http_client)
+        self._scope = credential_scope(self._headers, self._base, self._scope_auth)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -259,6 +271,7 @@ class BaseClient:
             timeout=to_timeout(timeout, self.timeout), max_retries=self.max_retries,
             scope=self._scope, options=options or self._options, stream=stream,
             extra_headers=extra_headers, extra_query=extra_query, extra_body=extra_body,
+            scope_auth=self._scope_auth,
         )
         if stream:
             call.headers["accept"] = "text/event-stream"

@@ -17,6 +17,9 @@
           │    └── MalformedResponseError      not JSON / not SSE / wrong shape (names what)
           └── IncompleteStreamError      a stream ended without ``[DONE]`` or a finish_reason
 
+Messages never hold a secret: every message passes ``_redact.redact_text`` (URL userinfo,
+credential headers and query values masked), whoever built it.
+
 Every instance carries ``trace_id`` (the W3C trace id we sent), ``request_id`` (the server's
 ``x-request-id`` when it sent one) and ``timings`` (the call's :class:`CallRecord`), so a failure
 in a log can be matched with the server's own logs.
@@ -26,6 +29,8 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+
+from ._redact import redact_text
 
 if TYPE_CHECKING:
     import httpx
@@ -74,6 +79,7 @@ class APIError(OpenAIError):
         request_id: str | None = None,
         timings: CallRecord | None = None,
     ) -> None:
+        message = redact_text(message)
         self.message = message
         self.request = request
         self.body = body

@@ -1,14 +1,22 @@
 """Prepare stage: image parts of a chat payload go through ``preprocess`` before encoding.
 
 For every ``{"type": "image_url", "image_url": {"url": ...}}`` part whose url is a data URL,
-a local path (``str``, ``file://`` or ``pathlib.Path``) or a PIL image, the image is resized
-for its target, stripped of metadata and re-encoded, and the url replaced by the prepared
-data URL. ``http(s)`` URLs are left for the server unless the options ask to fetch them.
+a ``pathlib.Path``, an open binary file object or a PIL image, the image is resized for its
+target, stripped of metadata and re-encoded, and the url replaced by the prepared data URL.
+``http(s)`` URLs are left for the server unless the options ask to fetch them.
+
+Local files only from the caller's code: message content often comes from end users, so a
+*string* is never read as a file. ``"../../etc/passwd"``, ``"/dev/zero"`` or
+``"file:///proc/self/environ"`` in a message are sent to the server as they are (it rejects
+them). A ``Path`` or file object can only have been put there by the program. Paths must name
+regular files (no devices, FIFOs, /proc or /sys) of at most ``preprocess.MAX_SOURCE_BYTES``.
+The ``local_paths=True`` option (``images={"local_paths": True}``) also reads path strings
+and ``file://`` URLs, for programs whose messages never hold end-user text.
 
 Options (``CallOptions.images``, or the value itself): ``None``/``True`` on, target inferred
 from ``detail`` (``"low"`` -> ``openai-low``, else ``openai-high``); ``False`` off; a target
 name or ``preprocess.Target``; or a dict with any of ``target``, ``fetch``, ``webp``,
-``quality``, ``max_input_pixels``.
+``quality``, ``max_input_pixels``, ``local_paths``.
 
 Preparation is cached per process by (content SHA-256, settings) in a bounded LRU, so a
 conversation that resends its image every turn pays once (a data URL is also found by the
@@ -20,13 +28,14 @@ only when a payload has images, so ``import llmclient`` stays cheap.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -39,7 +48,7 @@ __all__ = [
     "resolve_settings",
 ]
 
-_OPTION_KEYS = frozenset({"target", "fetch", "webp", "quality", "max_input_pixels"})
+_OPTION_KEYS = frozenset({"target", "fetch", "webp", "quality", "max_input_pixels", "local_paths"})
 _CACHE_MAX_ENTRIES = 256
 _CACHE_MAX_BYTES = 64 * 1024 * 1024  # data URLs held; a 1024x768 photo is ~0.5-0.8 MB
 _FETCH_MAX_BYTES = 50 * 1024 * 1024
@@ -71,6 +80,7 @@ class ImageSettings:
     webp: bool = False
     quality: int | None = None
     max_input_pixels: int | None = -1  # -1: preprocess's default
+    local_paths: bool = False  # read path strings and file:// URLs too (trusted content only)
 
 
 def resolve_settings(options: Any) -> ImageSettings:
@@ -93,6 +103,7 @@ def resolve_settings(options: Any) -> ImageSettings:
             webp=bool(value.get("webp", False)),
             quality=value.get("quality"),
             max_input_pixels=value.get("max_input_pixels", -1),
+            local_paths=value.get("local_paths", False) is True,
         )
     if isinstance(value, str) or type(value).__name__ == "Target":
         return ImageSettings(target=value)
@@ -132,7 +143,7 @@ def prepare_payload(body: dict[str, Any], options: Any = None) -> tuple[dict[str
 class _Job:
     message: int
     part: int
-    source: Any  # str path/data URL, PurePath, PIL image, or http(s) URL to fetch
+    source: Any  # data URL, PurePath, file object, PIL image, or http(s) URL to fetch
     target: Any
     remote: bool
 
@@ -153,25 +164,45 @@ def _find_jobs(body: dict[str, Any], settings: ImageSettings) -> list[_Job]:
             image_url = part.get("image_url")
             url = image_url.get("url") if isinstance(image_url, dict) else image_url
             detail = image_url.get("detail") if isinstance(image_url, dict) else None
-            kind = _classify(url, settings.fetch)
+            kind = _classify(url, settings.fetch, settings.local_paths)
             if kind is None:
                 continue
             target = settings.target or ("openai-low" if detail == "low" else "openai-high")
-            jobs.append(_Job(mi, pi, url, target, remote=kind == "remote"))
+            source = _as_path(url) if kind == "path-string" and isinstance(url, str) else url
+            jobs.append(_Job(mi, pi, source, target, remote=kind == "remote"))
     return jobs
 
 
-def _classify(url: Any, fetch: bool) -> str | None:
-    """"local" (prepare), "remote" (fetch, then prepare) or None (leave alone)."""
-    if isinstance(url, (PurePath, os.PathLike)):
-        return "local"
+def _classify(url: Any, fetch: bool, local_paths: bool = False) -> str | None:
+    """"local" (prepare), "path-string" (a path string, read only when opted in), "remote"
+    (fetch, then prepare) or None (leave the part alone: the server's to resolve or reject).
+
+    A string is a URL, never a file name, unless ``local_paths``: only the program itself can
+    put a ``Path``, a file object or a PIL image into a message."""
     if isinstance(url, str):
+        if url.startswith("data:"):
+            return "local"
         if url.startswith(("http://", "https://")):
             return "remote" if fetch else None
-        if url.startswith(("data:", "file://")) or "://" not in url:
-            return "local"
-        return None  # another scheme (gs://, s3://...): the server's to resolve
-    return "local" if type(url).__module__.startswith("PIL.") else None
+        if local_paths and (url.startswith(("file:///", "file://localhost/")) or "://" not in url):
+            return "path-string"
+        return None  # a path, file://, gs://, s3://...: sent as it is
+    if isinstance(url, (PurePath, os.PathLike)):
+        return "local"
+    if type(url).__module__.startswith("PIL."):
+        return "local"
+    if isinstance(url, io.IOBase) or callable(getattr(url, "read", None)):
+        return "local"  # an open binary file object
+    return None
+
+
+def _as_path(url: str) -> Path:
+    """A path string or local ``file://`` URL (RFC 8089: ``file:///abs/path``) as a Path."""
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlsplit
+
+        return Path(unquote(urlsplit(url).path))
+    return Path(url)
 
 
 def _rewrite(body: dict[str, Any], jobs: list[_Job], urls: list[str]) -> dict[str, Any]:

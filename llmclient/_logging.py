@@ -2,23 +2,22 @@
 
 The call's trace id lives in a ContextVar (set by the client around each call, visible to
 async tasks spawned inside it), and a Filter copies it onto each record, so a handler can
-use ``%(trace_id)s`` in its format. Headers are logged through :func:`redact_headers`:
-API keys never reach a log.
+use ``%(trace_id)s`` in its format. Headers and free text are logged through
+``_redact`` (:func:`redact_headers`, :func:`redact_text`): API keys and URL userinfo never
+reach a log.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
 from contextvars import ContextVar
 
-__all__ = ["current_trace_id", "logger", "redact_headers"]
+from ._redact import redact_headers, redact_text
+
+__all__ = ["current_trace_id", "get_logger", "logger", "redact_headers", "redact_text"]
 
 current_trace_id: ContextVar[str | None] = ContextVar("llmclient_trace_id", default=None)
-
-_SECRET_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization", "cookie"})
-
 
 class TraceIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
@@ -27,12 +26,35 @@ class TraceIdFilter(logging.Filter):
         return True
 
 
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("<redacted>" if k.lower() in _SECRET_HEADERS else v) for k, v in headers.items()}
+class RedactFilter(logging.Filter):
+    """Masks secrets (``_redact.redact_text``) in a record's message and traceback, whatever
+    was passed as arguments: an exception from a library below (redis, sqlite3, httpx) can
+    carry a URL with its password. Logger filters do not apply to child loggers, so every
+    llmclient logger gets one (:func:`get_logger`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact_text(message)
+        if clean is not message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+_REDACT = RedactFilter()
+
+
+def get_logger(name: str) -> logging.Logger:
+    """An llmclient logger (``llmclient`` or a child) that never writes a secret."""
+    log = logging.getLogger(name)
+    if _REDACT not in log.filters:
+        log.addFilter(_REDACT)
+    return log
 
 
 def _make_logger() -> logging.Logger:
-    log = logging.getLogger("llmclient")
+    log = get_logger("llmclient")
     log.addFilter(TraceIdFilter())
     # Same switch as the official client's OPENAI_LOG (values "debug" / "info").
     level = os.environ.get("LLMCLIENT_LOG") or os.environ.get("OPENAI_LOG")

@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -58,6 +57,8 @@ from speculative import (
 )
 
 from ._call import Call, CallOptions
+from ._logging import get_logger
+from ._redact import redact_text
 
 if TYPE_CHECKING:
     from ._client import AsyncOpenAI, BaseClient, OpenAI
@@ -80,7 +81,7 @@ __all__ = [
     "warm",
 ]
 
-log = logging.getLogger("llmclient.prefetch")
+log = get_logger("llmclient.prefetch")
 
 PREFETCH_HEADER = "x-llm-prefetch"
 PRIORITY_HEADER = "x-llm-priority"
@@ -165,6 +166,7 @@ class _Claim:
     cache_key: str
     single_use: bool
     cache: Any
+    scope: str = ""  # the credential scope it was fetched under (llmclient._call.credential_scope)
     consumer: bool = False  # an app call already counts on it (a single-use answer serves one)
 
 
@@ -197,8 +199,10 @@ class SpeculationState:
         self.config = config
         predictor = as_predictor(config.predictor) if config.predictor is not None else HistoryPredictor()
         self.speculator = Speculator(config.budget, predictor=predictor, allow_tools=config.allow_tools)
-        self.landed: OrderedDict[str, _Landed] = OrderedDict()
-        self.claims: dict[str, _Claim] = {}
+        # Keyed by (credential scope, request fingerprint): a prefetch fetched under one
+        # tenant's credentials never answers, joins or cancels another's call.
+        self.landed: OrderedDict[tuple[str, str], _Landed] = OrderedDict()
+        self.claims: dict[tuple[str, str], _Claim] = {}
         self.keepers: list[_KeepWarm] = []
         self.backoff_until = 0.0
         self.peak_in_flight = 0
@@ -207,10 +211,11 @@ class SpeculationState:
         self._lock = threading.Lock()
 
     # -- observing the app's calls (bookkeeping, no I/O) -----------------------------------
-    def observe(self, body: Mapping[str, Any]) -> tuple[_Match | None, list[_Landed]]:
-        """Tell the speculator about an app call; returns (its prefetch match, wasted landings)."""
+    def observe(self, body: Mapping[str, Any], scope: str) -> tuple[_Match | None, list[_Landed]]:
+        """Tell the speculator about an app call made under credential ``scope``; returns (its
+        prefetch match, wasted landings). Only prefetches fetched under the same scope match."""
         prefetch = self.speculator.observe(body)
-        key = fingerprint(body)
+        key = (scope, fingerprint(body))
         messages = body.get("messages") or []
         now = time.monotonic()
         match: _Match | None = None
@@ -219,7 +224,8 @@ class SpeculationState:
             landed = self.landed.pop(key, None)
             if self.landed:
                 conv = conversation_id(messages[:-1]) if messages else ""
-                for other_key in [k for k, v in self.landed.items() if v.conversation == conv]:
+                for other_key in [k for k, v in self.landed.items()
+                                  if v.conversation == conv and k[0] == scope]:
                     wasted.append(self.landed.pop(other_key))
             claim = self.claims.get(key) if prefetch is not None else None
             if landed is not None:
@@ -239,19 +245,19 @@ class SpeculationState:
     def land(self, prefetch: Prefetch, claim: _Claim, tokens: int, latency_ms: float) -> None:
         evicted: list[_Landed] = []
         with self._lock:
-            self.claims.pop(prefetch.key, None)
+            self.claims.pop((claim.scope, prefetch.key), None)
             if prefetch.token.cancelled or claim.consumer:
                 return  # cancelled, or already served to the call that joined it
-            self.landed[prefetch.key] = _Landed(claim.cache_key, prefetch.conversation, claim.single_use,
+            self.landed[(claim.scope, prefetch.key)] = _Landed(claim.cache_key, prefetch.conversation, claim.single_use,
                                                 tokens, latency_ms, claim.cache)
             while len(self.landed) > _MAX_LANDED:
                 evicted.append(self.landed.popitem(last=False)[1])
         for item in evicted:
             self.speculator.note_wasted(item.tokens)
 
-    def unclaim(self, prefetch: Prefetch) -> None:
+    def unclaim(self, prefetch: Prefetch, scope: str) -> None:
         with self._lock:
-            self.claims.pop(prefetch.key, None)
+            self.claims.pop((scope, prefetch.key), None)
 
     def refuse(self, why: str) -> None:
         with self._lock:
@@ -383,8 +389,9 @@ def _failure(state: SpeculationState, call: Call, origin_trace: str, exc: BaseEx
     if backoff is not None:
         state.backoff_until = max(state.backoff_until, time.monotonic() + backoff)
     # The prefetch is a child span of the call that caused it: same trace id, its own request id.
-    return PrefetchError(f"{type(exc).__name__}: {exc} (prefetch request_id={call.trace.request_id}, "
-                         f"trace_id={call.trace.trace_id}, caused by the call in trace {origin_trace})")
+    return PrefetchError(redact_text(
+        f"{type(exc).__name__}: {exc} (prefetch request_id={call.trace.request_id}, "
+        f"trace_id={call.trace.trace_id}, caused by the call in trace {origin_trace})"))
 
 
 def _identity(value: dict[str, Any]) -> dict[str, Any]:
@@ -398,7 +405,7 @@ def _match_for(client: BaseClient, call: Call) -> tuple[SpeculationState | None,
     if state is None or call.body is None or call.path != CHAT_PATH or is_prefetch_call(call):
         return None, None, []
     try:
-        match, wasted = state.observe(call.body)
+        match, wasted = state.observe(call.body, call.scope)
     except Exception:  # speculation must never fail the app's call
         log.warning("speculation: observe failed (trace_id=%s)", call.trace.trace_id, exc_info=True)
         return None, None, []
@@ -585,9 +592,9 @@ def _claim(client: BaseClient, state: SpeculationState, prefetch: Prefetch, pcal
         state.refuse("already in flight")
         state.speculator.done(prefetch, tokens=0, error=None)
         return None
-    claim = _Claim(plan.key, _single_use(client, pcall.body or {}), cache)
+    claim = _Claim(plan.key, _single_use(client, pcall.body or {}), cache, pcall.scope)
     with state._lock:
-        state.claims[prefetch.key] = claim
+        state.claims[(pcall.scope, prefetch.key)] = claim
     prefetch.token.on_cancel(flight.fail)
     return plan, claim, flight
 
@@ -650,7 +657,7 @@ def _send_followup(client: OpenAI, state: SpeculationState, origin: Call, prefet
     finally:
         if not resolved:
             flight.fail()
-            state.unclaim(prefetch)
+            state.unclaim(prefetch, pcall.scope)
 
 
 async def _asend_followup(client: AsyncOpenAI, state: SpeculationState, origin: Call, prefetch: Prefetch,
@@ -681,7 +688,7 @@ async def _asend_followup(client: AsyncOpenAI, state: SpeculationState, origin: 
     finally:
         if not resolved:
             flight.fail()
-            state.unclaim(prefetch)
+            state.unclaim(prefetch, pcall.scope)
 
 
 def _warm_tokens(value: Mapping[str, Any]) -> int:
@@ -818,8 +825,8 @@ async def _arefresh_loop(client: AsyncOpenAI, state: SpeculationState, keeper: _
 def _refresh_failed(state: SpeculationState, exc: BaseException) -> None:
     with state.speculator._lock:
         state.speculator.stats.errors += 1
-    log.warning("speculation: keep-warm refresh failed: %s: %s (trace_id=%s)", type(exc).__name__, exc,
-                getattr(exc, "trace_id", None))
+    log.warning("speculation: keep-warm refresh failed: %s: %s (trace_id=%s)", type(exc).__name__,
+                redact_text(str(exc)), getattr(exc, "trace_id", None))
 
 
 # -- close ---------------------------------------------------------------------------------

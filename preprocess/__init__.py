@@ -17,7 +17,7 @@ from ._errors import (
     UnsupportedImageFormat,
 )
 from ._prepare import PreparedImage, prepare_image
-from ._source import parse_data_url, read_source
+from ._source import MAX_SOURCE_BYTES, parse_data_url, read_source
 from ._targets import (
     ANTHROPIC,
     GEMINI,
@@ -35,6 +35,7 @@ __all__ = [
     "ANTHROPIC",
     "DEFAULT_MAX_INPUT_PIXELS",
     "GEMINI",
+    "MAX_SOURCE_BYTES",
     "OPENAI_HIGH",
     "OPENAI_LOW",
     "TARGETS",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import stat
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote_to_bytes
@@ -14,7 +15,14 @@ from PIL import Image
 
 from ._errors import ImageSourceError
 
-__all__ = ["ImageSource", "parse_data_url", "read_source"]
+__all__ = ["MAX_SOURCE_BYTES", "ImageSource", "parse_data_url", "read_source"]
+
+# The largest image file or file object read (a 12 MP JPEG is ~5 MB, an uncompressed 24 MP
+# PNG ~70 MB before compression, ~35 MB after): a cap, so a device or a runaway stream named
+# by mistake is refused instead of read until memory runs out.
+MAX_SOURCE_BYTES = 50 * 1024 * 1024
+# Pseudo file systems whose "regular files" are kernel state, not images.
+_PSEUDO_ROOTS = ("/proc/", "/sys/", "/dev/")
 
 ImageSource = str | os.PathLike | bytes | bytearray | memoryview | IO[bytes] | Image.Image
 
@@ -51,9 +59,11 @@ def read_source(source: Any) -> bytes | Image.Image:
         return _read_path(Path(source))
     read = getattr(source, "read", None)
     if callable(read):
-        data = read()
+        data = read(MAX_SOURCE_BYTES + 1)
         if not isinstance(data, (bytes, bytearray)):
             raise ImageSourceError(f"file object returned {type(data).__name__}, expected bytes")
+        if len(data) > MAX_SOURCE_BYTES:
+            raise ImageSourceError(f"image file object holds more than {MAX_SOURCE_BYTES:,} bytes")
         return bytes(data)
     raise ImageSourceError(
         f"unsupported image source type {type(source).__name__}: expected a path, bytes, "
@@ -62,11 +72,38 @@ def read_source(source: Any) -> bytes | Image.Image:
 
 
 def _read_path(path: Path) -> bytes:
+    """A regular file's bytes, at most MAX_SOURCE_BYTES; devices, FIFOs, sockets and kernel
+    pseudo files (/proc, /sys) are refused without reading them."""
+    real = os.path.realpath(path)
+    if real.startswith(_PSEUDO_ROOTS):
+        raise ImageSourceError(f"image path is not a regular file: {str(path)!r}")
     try:
-        return path.read_bytes()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before fstat can refuse it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ImageSourceError(f"image file not found: {str(path)!r}") from None
     except IsADirectoryError:
         raise ImageSourceError(f"image path is a directory: {str(path)!r}") from None
     except OSError as exc:
         raise ImageSourceError(f"cannot read image file {str(path)!r}: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ImageSourceError(f"image path is a directory: {str(path)!r}")
+        if not stat.S_ISREG(info.st_mode):
+            raise ImageSourceError(f"image path is not a regular file: {str(path)!r}")
+        if info.st_size > MAX_SOURCE_BYTES:
+            raise ImageSourceError(
+                f"image file {str(path)!r} is {info.st_size:,} bytes, more than {MAX_SOURCE_BYTES:,}")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            fd = -1
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        raise ImageSourceError(f"cannot read image file {str(path)!r}: {exc.strerror or exc}") from exc
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_SOURCE_BYTES:  # grew while we read it
+        raise ImageSourceError(f"image file {str(path)!r} is larger than {MAX_SOURCE_BYTES:,} bytes")
+    return data

@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import stat
 import threading
 import time
+import warnings
 from typing import Any, Protocol, runtime_checkable
 
 import cachetools
@@ -191,12 +193,56 @@ CREATE TRIGGER IF NOT EXISTS entries_upd AFTER UPDATE OF size ON entries BEGIN
 
 
 def _sqlite_path(spec: str) -> str:
-    if not spec.startswith("sqlite://"):
-        raise ValueError(f"SQLite spec must look like 'sqlite:///path/to/cache.db', got {spec!r}")
-    path = spec[len("sqlite://"):]
-    if not path or path == "/":
-        raise ValueError(f"SQLite spec {spec!r} names no file")
-    return path
+    """The file a ``sqlite:///path`` spec names, ``~`` expanded (``sqlite:///~/.cache/llm.db``
+    is the home directory's, not ``/~/.cache``); a plain path is taken as it is."""
+    if spec.startswith("sqlite:"):
+        if not spec.startswith("sqlite://"):
+            raise ValueError(f"SQLite spec must look like 'sqlite:///path/to/cache.db', got {spec!r}")
+        path = spec[len("sqlite://"):]
+        if not path or path == "/":
+            raise ValueError(f"SQLite spec {spec!r} names no file")
+        if path.startswith("/~"):
+            path = path[1:]
+    else:
+        path = spec
+    return os.path.expanduser(path)
+
+
+# Cached answers can hold private data: the file and its -wal/-shm are the owner's alone.
+_FILE_MODE = 0o600
+_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _create_private(path: str) -> None:
+    """Create ``path`` 0600 (and its directory 0700) unless it exists. O_EXCL: an existing file
+    is never opened here, because closing any descriptor of a database file drops the POSIX
+    locks this process's SQLite connections hold on it
+    (https://sqlite.org/howtocorrupt.html#_posix_advisory_locks_canceled_by_a_separate_thread_doing_close_)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    try:
+        # Mode 0600 before SQLite opens it; SQLite gives new -wal/-shm the database's mode.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), _FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def _keep_private(path: str) -> None:
+    """Bring ``path`` and its SQLite side files to 0600 if others can read them (an existing
+    0644 cache), or warn when that is not ours to change. By name (chmod), never by opening."""
+    for suffix in _SIDE_FILES:
+        name = path + suffix
+        try:
+            mode = stat.S_IMODE(os.stat(name).st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            try:
+                os.chmod(name, _FILE_MODE)
+            except OSError as exc:
+                warnings.warn(f"llmclient cache file {name} is mode {mode:o} (readable by others) "
+                              f"and cannot be made 0600: {exc.strerror or exc}", stacklevel=4)
 
 
 class SQLiteBackend(BaseBackend):
@@ -220,7 +266,7 @@ class SQLiteBackend(BaseBackend):
         busy_timeout_ms: int = 5000,
     ) -> None:
         super().__init__()
-        self.path = _sqlite_path(spec) if spec.startswith("sqlite:") else spec
+        self.path = _sqlite_path(spec)
         self.max_bytes = max_bytes
         self.max_entries = max_entries
         self._busy_timeout_ms = busy_timeout_ms
@@ -228,17 +274,33 @@ class SQLiteBackend(BaseBackend):
         self._pid = os.getpid()
         self._connections: list[sqlite3.Connection] = []
         self._conn_lock = threading.Lock()
-        self._create_file()
-        conn = self._conn()
-        with conn:
-            conn.executescript(_SCHEMA)
+        self._ready = False
+        # The file is opened on first use, not here: a file that is not a database, a
+        # directory without permission or a full disk must fail a cache operation (which
+        # ResponseCache turns into a counted miss), never the client's construction or call.
 
-    def _create_file(self) -> None:
-        directory = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(directory, exist_ok=True)
-        # O_CREAT with mode 0600 before SQLite opens it; SQLite gives -wal/-shm the same mode.
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
+    def _open(self) -> sqlite3.Connection:
+        if not self._ready:
+            with self._conn_lock:
+                _create_private(self.path)
+                _keep_private(self.path)
+        conn = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000,
+                               isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL is durable across application crashes in WAL mode; a cache can lose the
+            # last writes on power loss (https://sqlite.org/pragma.html#pragma_synchronous).
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if not self._ready:
+                with conn:
+                    conn.executescript(_SCHEMA)
+                _keep_private(self.path)  # the -wal/-shm SQLite just made or found
+                self._ready = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _conn(self) -> sqlite3.Connection:
         if self._pid != os.getpid():
@@ -246,13 +308,7 @@ class SQLiteBackend(BaseBackend):
             self._pid, self._local, self._connections = os.getpid(), threading.local(), []
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000,
-                                   isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            # NORMAL is durable across application crashes in WAL mode; a cache can lose the
-            # last writes on power loss (https://sqlite.org/pragma.html#pragma_synchronous).
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn = self._open()
             self._local.conn = conn
             with self._conn_lock:
                 self._connections.append(conn)
@@ -361,7 +417,10 @@ class RedisBackend(BaseBackend):
         self.url = url
         self.prefix = prefix
         self._socket_timeout = socket_timeout
-        self._client = redis.Redis.from_url(url, socket_timeout=socket_timeout)
+        # A connect timeout too: an unreachable host must cost one bounded wait, not the OS's
+        # minutes-long SYN retries (ResponseCache then skips the backend for a while).
+        self._client = redis.Redis.from_url(url, socket_timeout=socket_timeout,
+                                            socket_connect_timeout=socket_timeout)
         self._async: tuple[asyncio.AbstractEventLoop, Any] | None = None
 
     def _k(self, key: str) -> str:
@@ -397,7 +456,8 @@ class RedisBackend(BaseBackend):
         if self._async is None or self._async[0] is not loop:
             import redis.asyncio as aredis
 
-            self._async = (loop, aredis.Redis.from_url(self.url, socket_timeout=self._socket_timeout))
+            self._async = (loop, aredis.Redis.from_url(self.url, socket_timeout=self._socket_timeout,
+                                                       socket_connect_timeout=self._socket_timeout))
         return self._async[1]
 
     async def aget(self, key: str) -> bytes | None:

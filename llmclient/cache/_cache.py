@@ -1,15 +1,23 @@
 """ResponseCache: the layer the client drives (plan -> lookup -> store), with single-flight.
 
 Every backend failure and every unreadable entry becomes a logged, counted miss: a cache
-must never turn a working call into a failing one.
+must never turn a working call into a failing one. A backend that failed (a file that is not
+a database, Redis down, a permission error) is skipped for ``retry_after_s`` before it is
+tried again, so an outage costs one failed operation per interval, not one per call; the
+skipped operations are counted (``unavailable``), ``stats()["last_error"]`` says why.
+With a signing key (``signing_key=`` or ``$LLMCLIENT_CACHE_KEY``, see ``_signing``), an entry
+without a valid MAC is refused (``rejected``) and answered as a miss.
 """
 
 from __future__ import annotations
 
-import logging
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from .._logging import get_logger
+from .._redact import redact_text
 from ._backends import Backend, open_backend
 from ._entry import (
     CachedEntry,
@@ -23,12 +31,16 @@ from ._entry import (
 from ._key import cache_key, endpoint_for, validate_namespace
 from ._policy import Decision, cache_policy
 from ._replay import AsyncReplayStream, ReplayStream
+from ._signing import SignatureError, resolve_signing_key, sign, unsign
 from ._singleflight import AsyncFlight, AsyncSingleFlight, Flight, SingleFlight
 from ._stats import CacheStats
 
 __all__ = ["CacheHandle", "CachePlan", "ResponseCache", "open_cache"]
 
-logger = logging.getLogger("llmclient.cache")
+# How long a backend that failed is left alone before the next try.
+DEFAULT_RETRY_AFTER_S = 10.0
+
+logger = get_logger("llmclient.cache")
 
 
 class CachePlan(NamedTuple):
@@ -47,17 +59,29 @@ class ResponseCache:
     """A response cache over one backend.
 
     ``ResponseCache("memory" | "sqlite:///path" | "redis://..." | backend, ttl=None,
-    namespace=None)``. ``ttl`` is the default lifetime in seconds (None: until evicted);
-    ``namespace`` is the default key space, overridable per call with CacheOptions.
+    namespace=None, signing_key=None, retry_after_s=10)``. ``ttl`` is the default lifetime in
+    seconds (None: until evicted); ``namespace`` is the default key space, overridable per
+    call with CacheOptions; ``signing_key`` (str or bytes, >= 16 bytes; default
+    ``$LLMCLIENT_CACHE_KEY``) signs every entry and refuses entries not signed with it: use
+    one per deployment on a shared Redis or SQLite; ``retry_after_s`` is how long a failed
+    backend is skipped.
     """
 
     def __init__(self, backend: str | Backend | None = "memory", *, ttl: float | None = None,
-                 namespace: str | None = None) -> None:
+                 namespace: str | None = None, signing_key: str | bytes | None = None,
+                 retry_after_s: float = DEFAULT_RETRY_AFTER_S) -> None:
         if ttl is not None and not ttl > 0:
             raise ValueError(f"ResponseCache ttl must be positive seconds or None, got {ttl!r}")
+        if not retry_after_s >= 0:
+            raise ValueError(f"ResponseCache retry_after_s must be >= 0 seconds, got {retry_after_s!r}")
         self.backend: Any = open_backend(backend)
         self.default_ttl = ttl
         self.namespace = validate_namespace(namespace) if namespace else None
+        self._signing_key = resolve_signing_key(signing_key)
+        self._retry_after_s = retry_after_s
+        self._down_until = 0.0  # monotonic time before which the backend is not asked
+        self._last_error: str | None = None
+        self._health_lock = threading.Lock()
         stats = getattr(self.backend, "stats", None)
         self._stats: CacheStats = stats if isinstance(stats, CacheStats) else CacheStats()
         self.flights: SingleFlight[CachedEntry] = SingleFlight()
@@ -102,12 +126,24 @@ class ResponseCache:
 
     # -- reads ---------------------------------------------------------------------------
 
+    @property
+    def signed(self) -> bool:
+        """True when entries are signed and unsigned ones refused."""
+        return self._signing_key is not None
+
     def _decode(self, key: str, data: bytes | None) -> CachedEntry | None:
         if data is None:
             self._stats.add("misses")
             return None
         try:
-            entry = decode_entry(data)
+            entry = decode_entry(unsign(self._signing_key, key, data))
+        except SignatureError as exc:
+            # Not ours: forged, or written by a deployment with another key. Left in place
+            # (it may be theirs); this call goes upstream and its answer overwrites it.
+            logger.warning("llmclient.cache: entry %s refused, treated as a miss: %s", key, exc)
+            self._stats.add("rejected")
+            self._stats.add("misses")
+            return None
         except EntryError as exc:
             logger.warning("llmclient.cache: unreadable entry %s treated as a miss: %s", key, exc)
             self._stats.add("errors")
@@ -117,32 +153,57 @@ class ResponseCache:
         self._stats.add("hits")
         return entry
 
+    def _usable(self) -> bool:
+        """Whether to ask the backend now (False for a while after it failed; counted)."""
+        if self._down_until and time.monotonic() < self._down_until:
+            self._stats.add("unavailable")
+            return False
+        return True
+
     def _backend_failed(self, op: str, key: str, exc: BaseException) -> None:
-        logger.warning("llmclient.cache: %s %s on %s failed: %r", op, key,
-                       getattr(self.backend, "name", type(self.backend).__name__), exc)
+        name = getattr(self.backend, "name", type(self.backend).__name__)
+        error = redact_text(f"{op} on {name} failed: {type(exc).__name__}: {exc}")
+        with self._health_lock:
+            self._last_error = error
+            self._down_until = time.monotonic() + self._retry_after_s
+        logger.warning("llmclient.cache: %s (key %s); calls go upstream, the backend is tried "
+                       "again in %.0f s", error, key, self._retry_after_s)
         self._stats.add("errors")
 
+    def _backend_ok(self) -> None:
+        if self._down_until:
+            with self._health_lock:
+                self._down_until = 0.0
+
     def _forget(self, key: str) -> None:
+        if not self._usable():
+            return
         try:
             self.backend.delete(key)
         except Exception as exc:
             self._backend_failed("delete", key, exc)
 
     def get(self, key: str) -> CachedEntry | None:
-        try:
-            data = self.backend.get(key)
-        except Exception as exc:
-            self._backend_failed("get", key, exc)
-            data = None
+        data = None
+        if self._usable():
+            try:
+                data = self.backend.get(key)
+            except Exception as exc:
+                self._backend_failed("get", key, exc)
+            else:
+                self._backend_ok()
         return self._decode(key, data)
 
     async def aget(self, key: str) -> CachedEntry | None:
-        aget = getattr(self.backend, "aget", None)
-        try:
-            data = await aget(key) if aget is not None else self.backend.get(key)
-        except Exception as exc:
-            self._backend_failed("get", key, exc)
-            data = None
+        data = None
+        if self._usable():
+            aget = getattr(self.backend, "aget", None)
+            try:
+                data = await aget(key) if aget is not None else self.backend.get(key)
+            except Exception as exc:
+                self._backend_failed("get", key, exc)
+            else:
+                self._backend_ok()
         return self._decode(key, data)
 
     def lookup(self, plan: CachePlan | None) -> CachedEntry | None:
@@ -154,18 +215,23 @@ class ResponseCache:
     # -- writes --------------------------------------------------------------------------
 
     def put(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
-        data = encode_entry(entry)
+        if not self._usable():
+            return False
+        data = sign(self._signing_key, key, encode_entry(entry))
         try:
             self.backend.set(key, data, ttl if ttl is not None else self.default_ttl)
         except Exception as exc:
             self._backend_failed("set", key, exc)
             return False
+        self._backend_ok()
         self._stats.add("stores")
         self._stats.add("bytes", len(data))
         return True
 
     async def aput(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
-        data = encode_entry(entry)
+        if not self._usable():
+            return False
+        data = sign(self._signing_key, key, encode_entry(entry))
         aset = getattr(self.backend, "aset", None)
         ttl = ttl if ttl is not None else self.default_ttl
         try:
@@ -176,6 +242,7 @@ class ResponseCache:
         except Exception as exc:
             self._backend_failed("set", key, exc)
             return False
+        self._backend_ok()
         self._stats.add("stores")
         self._stats.add("bytes", len(data))
         return True
@@ -267,9 +334,12 @@ class ResponseCache:
         self._stats.add("joins")
 
     def stats(self) -> dict[str, Any]:
-        """Counters for this cache's backend: hits, misses, stores, bytes, evictions, errors, joins."""
+        """Counters for this cache's backend: hits, misses, stores, bytes, evictions, errors
+        (backend failures and unreadable entries), rejected (entries without a valid
+        signature), unavailable (operations skipped while a failed backend rests), joins; and
+        ``signed``, ``last_error`` (the latest backend failure, or None)."""
         return {"backend": getattr(self.backend, "name", type(self.backend).__name__),
-                **self._stats.snapshot()}
+                **self._stats.snapshot(), "signed": self.signed, "last_error": self._last_error}
 
     def clear(self) -> None:
         self.backend.clear()

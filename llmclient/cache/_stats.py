@@ -23,6 +23,8 @@ class CacheStats:
     evictions: int = 0
     errors: int = 0
     joins: int = 0
+    rejected: int = 0  # entries refused for a missing or wrong signature (answered as misses)
+    unavailable: int = 0  # operations skipped while a failed backend rests
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, name: str, amount: int = 1) -> None:

@@ -19,9 +19,10 @@ BASE = "http://127.0.0.1:9/v1"
 def make_call(cache: Any = None, api_key: str = "sk-a", **body: Any) -> Call:
     b: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
     b.update(body)
-    return build_call("POST", "/chat/completions", b, base_url=BASE, headers={}, query={},
+    headers = {"authorization": f"Bearer {api_key}"}
+    return build_call("POST", "/chat/completions", b, base_url=BASE, headers=headers, query={},
                       timeout=httpx.Timeout(5.0), max_retries=0,
-                      scope=credential_scope(api_key, None, None),
+                      scope=credential_scope(headers, BASE),
                       options=CallOptions(cache=cache), stream=bool(b.get("stream")))
 
 

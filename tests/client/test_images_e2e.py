@@ -161,12 +161,14 @@ def test_each_source_kind_reaches_the_server_resized_and_stripped(
         "file-url": f"file://{photo_path}",
         "pil": Image.open(photo_path),
     }[kind]
+    # Strings in messages are never read as files unless the program opts in (issue 14).
+    images = {"local_paths": True} if kind in ("path", "file-url") else None
     wire = Wire()
     http_client = httpx.Client(event_hooks={"request": [wire.hook]})
     messages = ask(source)
     snapshot, shape = copy.deepcopy(messages), structure(messages)
     with llmclient.OpenAI(base_url=ref_server.base_url, api_key="k", http_client=http_client) as c:
-        r = c.chat.completions.create(model=model, messages=messages, max_tokens=1)
+        r = c.chat.completions.create(model=model, messages=messages, max_tokens=1, images=images)
     http_client.close()
 
     [(media, sent)] = wire.images()
@@ -270,7 +272,7 @@ def test_a_corrupt_image_raises_naming_the_part_and_sends_nothing(
         with pytest.raises(CorruptImage, match=r"^messages\[0\]\.content\[2\]: cannot decode"):
             client.chat.completions.create(model=model, messages=corrupt_request(photo),
                                            max_tokens=1)
-        missing = str(photo_path.with_name("missing.jpg"))
+        missing = photo_path.with_name("missing.jpg")
         with pytest.raises(ImageSourceError, match=r"^messages\[0\]\.content\[1\]: image file"):
             client.chat.completions.create(model=model, messages=ask(missing), max_tokens=1)
     responses, tokens = metrics(ref_server)

@@ -89,7 +89,7 @@ def test_rewrites_every_local_image_kind_without_touching_the_input(tmp_path: Pa
     # A lazily opened JPEG (prepare must not draft() the caller's object smaller) and a small
     # image with metadata (which must keep it: only the upload is stripped).
     lazy = Image.open(io.BytesIO(jpeg(seed=2)))
-    body = chat(part(data_url(jpeg())), part(str(path)), part(path, "low"), part(lazy),
+    body = chat(part(data_url(jpeg())), part(Path(str(path))), part(path, "low"), part(lazy),
                 part(_small_with_metadata()))
     body["temperature"] = 0.2
     snapshot, shape = copy.deepcopy(body), _structure(body)
@@ -146,7 +146,7 @@ def test_errors_name_the_message_and_part(tmp_path: Path) -> None:
     with pytest.raises(CorruptImage, match=r"^messages\[1\]\.content\[2\]: cannot decode JPEG"):
         _images.prepare_payload(body, None)
     with pytest.raises(ImageSourceError, match=r"messages\[1\]\.content\[1\]: image file not found"):
-        _images.prepare_payload(chat(part(str(tmp_path / "missing.png"))), None)
+        _images.prepare_payload(chat(part(tmp_path / "missing.png")), None)
 
 
 class _Images(http.server.BaseHTTPRequestHandler):
