@@ -4,6 +4,13 @@ Each call gets a ``traceparent``. It continues, in order of preference: a ``trac
 caller passed in ``extra_headers``; the active OpenTelemetry span, but only when the caller's
 program has already imported ``opentelemetry`` (we look in ``sys.modules`` so that
 ``import llmclient`` never pays for OpenTelemetry); else a fresh trace.
+
+``X-Request-ID`` is the trace id in a UUID's text form (RFC 9562 section 4: 8-4-4-4-12 hex
+digits): request-id middlewares commonly accept only UUIDs and answer anything else with 400
+(llama-cpp-python's server does, with an empty body). A fresh trace id is made a version-4
+UUID (122 random bits), so it passes validators that also check the version; a trace id
+inherited from the caller keeps its 128 bits as they are. Calls that continue one caller's
+trace therefore share an ``X-Request-ID``; the ``traceparent``'s span id tells them apart.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TraceContext", "new_trace_context"]
+__all__ = ["TraceContext", "new_trace_context", "new_trace_id", "request_id_of"]
 
 # traceparent = version "-" trace-id "-" parent-id "-" trace-flags (section 3.2.2)
 _TRACEPARENT_RE = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
@@ -36,14 +43,35 @@ class TraceContext:
 
     @property
     def request_id(self) -> str:
-        """Our ``X-Request-ID``: unique per call, and greppable by trace id."""
-        return f"{self.trace_id}-{self.span_id}"
+        """Our ``X-Request-ID``: the trace id as a UUID (``request_id_of``)."""
+        return request_id_of(self.trace_id)
 
     def headers(self) -> dict[str, str]:
         out = {"traceparent": self.traceparent, "x-request-id": self.request_id}
         if self.tracestate:
             out["tracestate"] = self.tracestate
         return out
+
+
+def request_id_of(trace_id: str) -> str:
+    """The ``X-Request-ID`` sent for a trace id: its 32 hex digits as UUID text, 8-4-4-4-12.
+
+    ``uuid.UUID(request_id).hex == trace_id``, so either form finds the other in logs.
+    """
+    t = trace_id
+    return f"{t[:8]}-{t[8:12]}-{t[12:16]}-{t[16:20]}-{t[20:]}"
+
+
+def new_trace_id() -> str:
+    """A fresh W3C trace id that is also a version-4 UUID (RFC 9562 section 5.4).
+
+    Random but for the six version and variant bits; the right-most 7 bytes, which W3C
+    Trace Context level 2 asks to be random, stay untouched.
+    """
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # variant 10xx
+    return raw.hex()
 
 
 def parse_traceparent(value: str) -> tuple[str, str, str] | None:
@@ -66,7 +94,7 @@ def new_trace_context(
     if parent is None and "opentelemetry.trace" in sys.modules:
         parent = _otel_parent()
     if parent is None:
-        return TraceContext(os.urandom(16).hex(), span_id)
+        return TraceContext(new_trace_id(), span_id)
     trace_id, parent_id, flags = parent
     return TraceContext(trace_id, span_id, parent_id, flags, tracestate)
 

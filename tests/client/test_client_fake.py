@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -94,7 +95,7 @@ def test_response_carries_trace_request_id_and_timings(fake: HypercornServer) ->
     r = c.chat.completions.create(model="m", messages=MSG)
     seen = fake.app.last()
     assert seen.headers["traceparent"] == f"00-{r.trace_id}-{seen.headers['traceparent'][36:52]}-01"
-    assert seen.headers["x-request-id"].startswith(r.trace_id)
+    assert seen.headers["x-request-id"] == str(uuid.UUID(r.trace_id))  # the trace id as a UUID
     assert r._request_id.startswith("srv-")
     t = r.timings
     assert t.http_version == "HTTP/2" and t.connection_reused is True and t.retries == 0
@@ -258,7 +259,7 @@ def test_retry_after_is_honoured_and_idempotency_key_kept(fake: HypercornServer)
     c = client(fake, max_retries=3)
     r = c.chat.completions.create(model="m", messages=MSG, extra_headers=fault("status=429;retry_after=0;times=2"))
     assert r.timings.retries == 2
-    attempts = [s for s in fake.app.seen if s.headers.get("x-request-id", "").startswith(r.trace_id)]
+    attempts = [s for s in fake.app.seen if s.headers.get("x-request-id") == str(uuid.UUID(r.trace_id))]
     assert len(attempts) == 3
     assert len({s.headers["idempotency-key"] for s in attempts}) == 1
 
@@ -276,7 +277,7 @@ def test_non_retryable_status_is_not_retried(fake: HypercornServer) -> None:
     c = client(fake, max_retries=3)
     with pytest.raises(llmclient.BadRequestError) as info:
         c.chat.completions.create(model="m", messages=MSG, extra_headers=fault("status=400"))
-    attempts = [s for s in fake.app.seen if s.headers.get("x-request-id", "").startswith(info.value.trace_id)]
+    attempts = [s for s in fake.app.seen if s.headers.get("x-request-id") == str(uuid.UUID(info.value.trace_id))]
     assert len(attempts) == 1
 
 

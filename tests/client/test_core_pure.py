@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import uuid
 
 import pytest
 
@@ -261,7 +262,7 @@ def test_build_call_headers_trace_and_idempotency() -> None:
     assert call.headers["traceparent"] == call.trace.traceparent and call.body == {"model": "m", "top_k": 2}
     assert len(call.headers["idempotency-key"]) == 32 and call.url == "http://h/v1/chat/completions"
     other = make(None)
-    assert other.headers["x-request-id"].startswith(other.trace.trace_id)
+    assert uuid.UUID(other.headers["x-request-id"]).hex == other.trace.trace_id
     assert other.headers["idempotency-key"] != call.headers["idempotency-key"]
 
 
