@@ -1,7 +1,10 @@
 """Streamed responses: SSE chunks as objects, sync and async, with clean cancellation.
 
-A stream is complete only when the server sent ``[DONE]`` or a finish_reason; anything else
-raises :class:`IncompleteStreamError` (never a silently truncated answer). After ``[DONE]`` the
+A stream is complete only when every choice it carried got a finish_reason; anything else
+raises :class:`IncompleteStreamError` (never a silently truncated answer). ``[DONE]`` alone
+is not completion: llama-cpp-python's server, for one, ends a stream it interrupts (a new
+request arrived) with ``[DONE]`` and no finish_reason. A stream that ends without ``[DONE]``
+but with every choice finished is accepted, as some servers never send it. After ``[DONE]`` the
 body is still read to its end so the connection stays reusable (the official client stops at
 ``[DONE]``, which over HTTP/1.1 forces a new connection per stream). Closing early sends
 RST_STREAM over HTTP/2 (see ``_transport``) so the server stops generating.
@@ -45,6 +48,7 @@ class _StreamBase(Generic[_T]):
         self._make = make
         self._on_complete = on_complete
         self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
+        self._choices: dict[int, bool] = {}  # choice index -> finish_reason seen
         self._closed = False
         self.trace_id = call.trace.trace_id
         self._request_id = response.headers.get("x-request-id")
@@ -61,6 +65,9 @@ class _StreamBase(Generic[_T]):
                 raise self._annotate(APIError(_error_message(obj), body=obj))
             if record.first_token_ms is None and _has_token(obj):
                 record.mark_first_token()
+            choices = obj.get("choices")
+            if choices:
+                _track_choices(self._choices, choices)
             if self._chunks is not None:
                 self._chunks.append(obj)
             out.append(self._make(obj))
@@ -74,6 +81,9 @@ class _StreamBase(Generic[_T]):
             self._decoder.close()
         except OpenAIError as exc:
             raise self._annotate(exc) from None
+        unfinished = unfinished_message(self._choices, self._decoder.done)
+        if unfinished is not None:
+            raise self._annotate(IncompleteStreamError(unfinished))
         if self._on_complete is not None and self._chunks is not None:
             self._on_complete(self._call, self._chunks)
 
@@ -190,6 +200,30 @@ def _reset(token: Any) -> None:
         current_trace_id.reset(token)
     except ValueError:  # the generator was finalised in another context (GC, another task)
         pass
+
+
+def _track_choices(state: dict[int, bool], choices: list[dict[str, Any]]) -> None:
+    for choice in choices:
+        index = choice.get("index") or 0
+        if choice.get("finish_reason"):
+            state[index] = True
+        elif index not in state:
+            state[index] = False
+
+
+def unfinished_message(choices: dict[int, bool], done: bool) -> str | None:
+    """Why a stream whose body ended is not complete (None when it is): a choice with no
+    finish_reason, or no choice at all. ``choices``: index -> finish_reason seen."""
+    end = "with [DONE]" if done else "without [DONE]"
+    if not choices:
+        return f"Incomplete stream: the stream ended {end} before any choice"
+    open_ = sorted(i for i, finished in choices.items() if not finished)
+    if not open_:
+        return None
+    if len(open_) == 1:
+        return f"Incomplete stream: the stream ended {end} but choice {open_[0]} has no finish_reason"
+    names = ", ".join(str(i) for i in open_)
+    return f"Incomplete stream: the stream ended {end} but choices {names} have no finish_reason"
 
 
 def _has_token(obj: dict[str, Any]) -> bool:

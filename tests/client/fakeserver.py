@@ -15,6 +15,9 @@ Faults come in the ``x-test-fault`` header: ``;``-separated ``key=value`` items:
   cut_after=N       stream: N chunks, then end the body without finish_reason / [DONE]
   malformed_sse     stream: the second chunk's JSON is cut short
   no_done           stream: finish_reason sent but no [DONE]
+  no_finish         stream: [DONE] sent but no finish_reason (as llama-cpp-python's server
+                    ends a stream it interrupts)
+  open_choice=I     stream: choice I also gets a content chunk, and never a finish_reason
   error_event       stream: an ``error`` object after the first chunk
   slow_ms=N         stream: wait N ms before each chunk
   chunks=N          stream: N content chunks (default: max_tokens or 5)
@@ -236,7 +239,12 @@ class FakeApp:
                 events.append(_sse(chunk(model, {"role": "assistant", "content": ""})))
             for i in range(n):
                 events.append(_sse(chunk(model, {"content": f"tok{i} "}, kind=kind)))
-            events.append(_sse(chunk(model, {}, "stop", kind=kind)))
+            if "open_choice" in fault:
+                extra = chunk(model, {"content": "other"}, kind=kind)
+                extra["choices"][0]["index"] = int(fault["open_choice"])
+                events.append(_sse(extra))
+            if "no_finish" not in fault:
+                events.append(_sse(chunk(model, {}, "stop", kind=kind)))
             if (body.get("stream_options") or {}).get("include_usage"):
                 events.append(_sse({"id": "chunk-test", "object": "chat.completion.chunk", "choices": [],
                                     "usage": {"prompt_tokens": 5, "completion_tokens": n, "total_tokens": 5 + n}}))
