@@ -394,6 +394,8 @@ class H2State:
         elif ftype == PUSH_PROMISE:
             raise _ConnectionError(PROTOCOL_ERROR, "PUSH_PROMISE with push disabled")
         else:  # PRIORITY and unknown frame types are ignored (section 5.5), but counted
+            if ftype == PRIORITY and sid == 0:
+                raise _ConnectionError(PROTOCOL_ERROR, "PRIORITY on stream 0")  # section 6.3
             if ftype == PRIORITY and len(payload) != 5:
                 raise _ConnectionError(FRAME_SIZE_ERROR, f"PRIORITY of {len(payload)} bytes")
             self._idle_frame()

@@ -23,9 +23,11 @@ from llmclient._h2 import (
     END_STREAM,
     GOAWAY,
     HEADERS,
+    MAX_IDLE_FRAMES,
     PADDED,
     PING,
     PREFACE,
+    PRIORITY,
     PUSH_PROMISE,
     RST_STREAM,
     SETTINGS,
@@ -35,6 +37,8 @@ from llmclient._h2 import (
     GoAwayError,
     H2State,
     NotHTTP2,
+    PeerProtocolError,
+    Stream,
     StreamResetError,
     frame,
 )
@@ -277,3 +281,74 @@ def test_protocol_errors_end_the_connection_with_goaway(wire: bytes, why: str) -
     assert isinstance(state.error, httpx.RemoteProtocolError) and why in str(state.error)
     assert s.error is state.error
     assert _frames(bytes(state.out))[-1][0] == GOAWAY
+
+
+def _answering(state: H2State) -> Stream:
+    s = state.open_stream([(b":method", b"GET")], end_stream=True)
+    state.receive(frame(HEADERS, END_HEADERS, s.id, _response_headers()))
+    return s
+
+
+def test_data_beyond_the_stream_window_is_a_flow_control_error() -> None:
+    state = _ready()
+    s = _answering(state)
+    chunk = frame(DATA, 0, s.id, b"x" * 16384)
+    state.receive(chunk * (STREAM_WINDOW // 16384))  # exactly the window: fine
+    assert state.error is None
+    state.receive(frame(DATA, 0, s.id, b"x"))
+    assert isinstance(state.error, PeerProtocolError) and "FLOW_CONTROL_ERROR" in str(state.error)
+    assert s.error is state.error
+
+
+def test_credit_returned_reopens_the_window() -> None:
+    state = _ready()
+    s = _answering(state)
+    chunk = frame(DATA, 0, s.id, b"x" * 16384)
+    for _ in range(3):  # three windows' worth, read as it arrives
+        for _ in range(STREAM_WINDOW // 16384):
+            state.receive(chunk)
+            state.consumed(s, sum(map(len, s.data)))
+            s.data.clear()
+    assert state.error is None
+
+
+@pytest.mark.parametrize("wire, why", [
+    (frame(DATA, 0, 7, b"x"), "idle stream 7"),  # never opened
+    (frame(HEADERS, END_HEADERS, 2, b"\x88"), "idle stream 2"),  # server-initiated, no push
+    (frame(PRIORITY, 0, 0, b"\0\0\0\0\x10"), "PRIORITY on stream 0"),
+    (frame(PING, 0, 0, b"1234567"), "PING of 7 bytes"),
+    (frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 0)), "WINDOW_UPDATE of 0"),
+    (frame(SETTINGS, ACK, 0, b"\0\0\0\0\0\0"), "SETTINGS ACK with a payload"),
+    (struct.pack(">BHBBI", 0, 16385, DATA, 0, 1), "frame of 16385 bytes"),
+])
+def test_protocol_violations_are_connection_errors(wire: bytes, why: str) -> None:
+    state = _ready()
+    _answering(state)
+    state.receive(wire)
+    assert isinstance(state.error, PeerProtocolError) and why in str(state.error)
+    assert _frames(bytes(state.out))[-1][0] == GOAWAY
+
+
+def test_frames_that_carry_nothing_are_capped() -> None:
+    state = _ready()
+    s = _answering(state)
+    state.receive(frame(DATA, 0, s.id) * MAX_IDLE_FRAMES)
+    assert state.error is None
+    state.receive(frame(DATA, 0, s.id, b"progress") + frame(DATA, 0, s.id) * MAX_IDLE_FRAMES)
+    assert state.error is None  # the count restarts with every frame that carries data
+    state.receive(frame(PING, 0, 0, b"12345678"))
+    assert isinstance(state.error, PeerProtocolError) and "ENHANCE_YOUR_CALM" in str(state.error)
+
+
+def test_an_h2c_connection_closed_before_any_byte_is_not_http2() -> None:
+    state = H2State()
+    state.cleartext = True
+    state.initiate()
+    s = state.open_stream([(b":method", b"GET")], end_stream=True)
+    assert state.connection_lost() == [s]
+    assert isinstance(s.error, NotHTTP2) and s.error.unprocessed
+    tls = H2State()  # over TLS, ALPN said h2: a close is a lost connection, never a fallback
+    tls.initiate()
+    t = tls.open_stream([(b":method", b"GET")], end_stream=True)
+    tls.connection_lost()
+    assert isinstance(t.error, ConnectionLost) and not t.error.unprocessed
