@@ -45,7 +45,7 @@ for _i, (_n, _v) in enumerate(_STATIC, 1):
 
 _NEVER_INDEXED: Final = frozenset({
     b"authorization", b"proxy-authorization", b"cookie", b"set-cookie",
-    b"api-key", b"x-api-key", b"x-goog-api-key",
+    b"api-key", b"x-api-key", b"x-goog-api-key", b"ocp-apim-subscription-key",
 })
 _ENTRY_OVERHEAD: Final = 32  # RFC 7541 section 4.1
 _MAX_INDEXED_VALUE: Final = 512  # longer values are sent as literals, never stored
