@@ -388,9 +388,10 @@ def _failure(state: SpeculationState, call: Call, origin_trace: str, exc: BaseEx
     backoff = _retry_after_s(exc)
     if backoff is not None:
         state.backoff_until = max(state.backoff_until, time.monotonic() + backoff)
-    # The prefetch is a child span of the call that caused it: same trace id, its own request id.
+    # The prefetch is a child span of the call that caused it: same trace id (so the same
+    # X-Request-ID, the trace id as a UUID), its own span id.
     return PrefetchError(redact_text(
-        f"{type(exc).__name__}: {exc} (prefetch request_id={call.trace.request_id}, "
+        f"{type(exc).__name__}: {exc} (prefetch span_id={call.trace.span_id}, "
         f"trace_id={call.trace.trace_id}, caused by the call in trace {origin_trace})"))
 
 
