@@ -13,8 +13,9 @@ client's CPU per call. Here every header is one of:
   literals *without* indexing, their name indexed, the value raw (no Huffman: a few bytes
   more, no CPU);
 * literal *never indexed* for credentials (``authorization``, ``proxy-authorization``,
-  ``cookie``, and the API-key headers gateways use: Azure's ``api-key``, ``x-api-key``,
-  ``x-goog-api-key``), as RFC 7541 section 7.1.3 advises, so no intermediary stores them.
+  ``cookie``, and the API-key headers gateways use: Azure's ``api-key``, ``x-api-key`` ...:
+  ``_redact.SECRET_HEADERS``), as RFC 7541 section 7.1.3 advises, so no intermediary stores
+  them.
 
 Nothing is ever evicted: an entry that would not fit the table size the peer allows is not
 inserted. A change of that size (SETTINGS_HEADER_TABLE_SIZE) empties our table and tells the
@@ -34,6 +35,8 @@ from typing import Final
 from hpack.huffman_table import HUFFMAN_TABLE
 from hpack.table import HeaderTable
 
+from ._redact import SECRET_HEADERS
+
 __all__ = ["Decoder", "Encoder", "HPACKError"]
 
 _STATIC: Final = HeaderTable.STATIC_TABLE  # 61 (name, value) pairs, index 1..61
@@ -43,10 +46,8 @@ for _i, (_n, _v) in enumerate(_STATIC, 1):
     _STATIC_PAIRS.setdefault((_n, _v), _i)
     _STATIC_NAMES.setdefault(_n, _i)
 
-_NEVER_INDEXED: Final = frozenset({
-    b"authorization", b"proxy-authorization", b"cookie", b"set-cookie",
-    b"api-key", b"x-api-key", b"x-goog-api-key", b"ocp-apim-subscription-key",
-})
+# Credentials are never indexed: the headers _redact never prints, and set-cookie.
+_NEVER_INDEXED: Final = frozenset({name.encode("ascii") for name in SECRET_HEADERS} | {b"set-cookie"})
 _ENTRY_OVERHEAD: Final = 32  # RFC 7541 section 4.1
 _MAX_INDEXED_VALUE: Final = 512  # longer values are sent as literals, never stored
 

@@ -43,6 +43,7 @@ from llmclient._h2 import (
     frame,
 )
 from llmclient._hpack import Decoder, Encoder, HPACKError
+from llmclient._redact import SECRET_HEADERS
 
 # -- HPACK ------------------------------------------------------------------------------------
 
@@ -352,3 +353,12 @@ def test_an_h2c_connection_closed_before_any_byte_is_not_http2() -> None:
     t = tls.open_stream([(b":method", b"GET")], end_stream=True)
     tls.connection_lost()
     assert isinstance(t.error, ConnectionLost) and not t.error.unprocessed
+
+
+@pytest.mark.parametrize("name", sorted(SECRET_HEADERS))
+def test_every_credential_header_is_sent_never_indexed(name: str) -> None:
+    enc, ref = Encoder(), hpack.Decoder()
+    headers = [(name.encode(), b"secret-value")]
+    ref.decode(enc.encode(headers), raw=True)
+    decoded = ref.decode(enc.encode(headers), raw=True)
+    assert decoded[0].indexable is False and len(ref.header_table.dynamic_entries) == 0
