@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
 
-from . import _retry
+from . import _otel, _retry
 from ._call import (
     NOT_GIVEN,
     Call,
@@ -473,7 +473,10 @@ class BaseClient:
         if key:
             headers["idempotency-key"] = key + "-hedge"
         call.record.hedged = True
-        return call.sibling(headers, call.record.twin(), CancelToken())
+        copy = call.sibling(headers, call.record.twin(), CancelToken())
+        if _otel._live:
+            _otel.hedge_copy(call, copy)  # its own span, child of and linked to the call's
+        return copy
 
     @staticmethod
     def _hedge_racers(call: Call) -> tuple[Call, Any, Any]:
@@ -818,6 +821,9 @@ class OpenAI(BaseClient):
         return response
 
     def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
+        span = _otel.start(call)  # None unless OpenTelemetry is configured (the otel extra)
+        if span is not None:
+            make, stream_make = span.wrap(make, stream_make)
         token = current_trace_id.set(call.trace.trace_id)
         handle: Any = None
         try:
@@ -1014,6 +1020,9 @@ class AsyncOpenAI(BaseClient):
         return response
 
     async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
+        span = _otel.start(call)  # None unless OpenTelemetry is configured (the otel extra)
+        if span is not None:
+            make, stream_make = span.wrap(make, stream_make)
         token = current_trace_id.set(call.trace.trace_id)
         handle: Any = None
         try:

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from . import _otel
 from ._hedge import HedgeLost, HedgeTrack
 from ._logging import logger
 
@@ -163,8 +164,10 @@ def race_sync(
 
     def copy_done(fut: futures.Future[httpx.Response]) -> None:
         if fut.exception() is not None:
+            _otel.hedge_copy_done(race.copy, fut.exception())
             return  # the first copy goes on; if it fails too, its error is the answer
         outcome = race.copy_answered()
+        _otel.hedge_copy_done(race.copy, outcome)  # the copy's span ends (llmclient._otel)
         if outcome == "won":
             call.cancel.cancel(_lost())  # the caller's wait ends with HedgeLost
         elif outcome == "lost":
@@ -248,8 +251,10 @@ async def race_async(
 
     def copy_done(task: asyncio.Task[httpx.Response]) -> None:
         if task.cancelled() or task.exception() is not None:
+            _otel.hedge_copy_done(race.copy, "lost" if task.cancelled() else task.exception())
             return
         outcome = race.copy_answered()
+        _otel.hedge_copy_done(race.copy, outcome)  # the copy's span ends (llmclient._otel)
         if outcome == "won":
             call.cancel.cancel(_lost())
         elif outcome == "lost":

@@ -56,6 +56,7 @@ from speculative import (
     warm_request,
 )
 
+from . import _otel
 from ._call import Call, CallOptions
 from ._logging import get_logger
 from ._redact import redact_text
@@ -240,6 +241,7 @@ class SpeculationState:
                     keeper.last_used = now
         for item in wasted:
             self.speculator.note_wasted(item.tokens)
+        _otel.prefetch_wasted(len(wasted))  # the llmclient.prefetch.requests metric
         return match, wasted
 
     def land(self, prefetch: Prefetch, claim: _Claim, tokens: int, latency_ms: float) -> None:
@@ -254,6 +256,7 @@ class SpeculationState:
                 evicted.append(self.landed.popitem(last=False)[1])
         for item in evicted:
             self.speculator.note_wasted(item.tokens)
+        _otel.prefetch_wasted(len(evicted))
 
     def unclaim(self, prefetch: Prefetch, scope: str) -> None:
         with self._lock:
@@ -646,6 +649,7 @@ def _send_followup(client: OpenAI, state: SpeculationState, origin: Call, prefet
         tokens = _completion_tokens(chunks)
         if prefetch.token.cancelled:
             state.speculator.note_wasted(tokens)
+            _otel.prefetch_wasted(1)
             return tokens
         entry = type(claim.cache).entry_for_stream(plan, chunks)
         if entry is not None:
@@ -683,6 +687,7 @@ async def _asend_followup(client: AsyncOpenAI, state: SpeculationState, origin: 
     except asyncio.CancelledError:
         # The task is cancelled mid-stream; the stream's own cleanup resets it (RST_STREAM).
         state.speculator.note_wasted(_completion_tokens(chunks))
+        _otel.prefetch_wasted(1)
         raise
     except Exception as exc:
         raise _failure(state, pcall, origin.trace.trace_id, exc) from exc

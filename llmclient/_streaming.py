@@ -12,12 +12,14 @@ RST_STREAM over HTTP/2 (see ``_transport``) so the server stops generating.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
+from . import _otel
 from ._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from ._logging import current_trace_id
 
@@ -84,6 +86,7 @@ class _StreamBase(Generic[_T]):
         unfinished = unfinished_message(self._choices, self._decoder.done)
         if unfinished is not None:
             raise self._annotate(IncompleteStreamError(unfinished))
+        self.__dict__["_complete"] = True
         if self._on_complete is not None and self._chunks is not None:
             self._on_complete(self._call, self._chunks)
 
@@ -96,6 +99,12 @@ class _StreamBase(Generic[_T]):
                 f"Incomplete stream: the connection failed mid-stream ({type(exc).__name__}: {exc})"
             )
         return self._annotate(err)
+
+    def _end_span(self) -> None:
+        # The call's OpenTelemetry span (llmclient._otel) ends with the stream: complete, cut
+        # (the error being raised through the iterator's finally) or closed early.
+        if _otel._live:
+            _otel.stream_end(self._call, sys.exc_info()[1], self.__dict__.get("_complete", False))
 
     def _annotate(self, err: Any) -> Any:
         if isinstance(err, APIError):
@@ -131,7 +140,10 @@ class Stream(_StreamBase[_T]):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self.response.close()
+            try:
+                self.response.close()
+            finally:
+                self._end_span()
 
     def __del__(self) -> None:
         # A stream dropped without being read or closed still gives its connection slot back.
@@ -174,13 +186,17 @@ class AsyncStream(_StreamBase[_T]):
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            await self.response.aclose()
+            try:
+                await self.response.aclose()
+            finally:
+                self._end_span()
 
     def __del__(self) -> None:
         # A stream dropped unread and unclosed cannot be awaited here; the transport can still
         # reset its HTTP/2 stream and give the connection slot back without awaiting.
         if not self.__dict__.get("_closed", True):
             self._closed = True
+            self._end_span()
             abandon = getattr(getattr(self, "response", None) and self.response.stream, "abandon", None)
             if abandon is not None:
                 try:
