@@ -844,6 +844,8 @@ class OpenAI(BaseClient):
             if call.stream:
                 decoder, on_complete = self._stream_parts(call, response, codec, handle)
                 result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
+                if span is not None:
+                    span.stream = True  # ends when the stream does (_streaming)
                 return RawResponse(response, result) if raw else result
             try:
                 if _coding(response) is None:
@@ -862,10 +864,16 @@ class OpenAI(BaseClient):
             obj = self._finish(call, make(value), response)
             self._after(call, value)
             return RawResponse(response, obj) if raw else obj
+        except BaseException as exc:
+            if span is not None:
+                span.end(call, exc)
+            raise
         finally:
             if handle is not None:
                 handle.release()
             current_trace_id.reset(token)
+            if span is not None and not span.stream:
+                span.end(call, None)
 
     def _lookup(self, call: Call) -> Any:
         """Cache seam (issue 6): a CacheHandle (hit, join or lead) or None when not cached."""
@@ -1047,6 +1055,8 @@ class AsyncOpenAI(BaseClient):
             if call.stream:
                 decoder, on_complete = self._stream_parts(call, response, codec, handle)
                 result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
+                if span is not None:
+                    span.stream = True  # ends when the stream does (_streaming)
                 return RawResponse(response, result) if raw else result
             try:
                 if _coding(response) is None:
@@ -1065,10 +1075,16 @@ class AsyncOpenAI(BaseClient):
             obj = self._finish(call, make(value), response)
             await self._after(call, value)
             return RawResponse(response, obj) if raw else obj
+        except BaseException as exc:
+            if span is not None:
+                span.end(call, exc)
+            raise
         finally:
             if handle is not None:
                 handle.release()
             current_trace_id.reset(token)
+            if span is not None and not span.stream:
+                span.end(call, None)
 
     async def _lookup(self, call: Call) -> Any:
         cache = self._cache_for(call)
