@@ -4,9 +4,10 @@
 ``.trace_id``, ``._request_id`` and ``.timings`` (a :class:`CallRecord`).
 """
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit
+from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
 from ._client import AsyncOpenAI, OpenAI, RawResponse, __version__
 from ._codec import Codec, JsonCodec, SSEDecoder, StreamDecoder
 from ._errors import (
@@ -18,8 +19,10 @@ from ._errors import (
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    ContentFilterFinishReasonError,
     IncompleteStreamError,
     InternalServerError,
+    LengthFinishReasonError,
     MalformedResponseError,
     NotFoundError,
     OpenAIError,
@@ -35,7 +38,9 @@ from ._transport import aclose_all, close_all
 if TYPE_CHECKING:  # the lazy names below, for type checkers
     from preprocess import ImageError
 
+    from ._azure import AsyncAzureOpenAI, AzureOpenAI
     from ._hedge import HedgeConfig
+    from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
     from ._prefetch import PrefetchError, SpeculationConfig
     from .cache import CacheOptions
 
@@ -51,10 +56,31 @@ _LAZY = {
     "PrefetchError": ("llmclient._prefetch", "PrefetchError"),
     "CacheOptions": ("llmclient.cache", "CacheOptions"),
     "HedgeConfig": ("llmclient._hedge", "HedgeConfig"),
+    "AzureOpenAI": ("llmclient._azure", "AzureOpenAI"),
+    "AsyncAzureOpenAI": ("llmclient._azure", "AsyncAzureOpenAI"),
+    "DefaultHttpxClient": ("llmclient._http_clients", "DefaultHttpxClient"),
+    "DefaultAsyncHttpxClient": ("llmclient._http_clients", "DefaultAsyncHttpxClient"),
 }
+
+# The module-level client's settings (``llmclient.api_key = ...``), read on each use by
+# ``llmclient.chat`` / ``.completions`` / ``.embeddings`` / ``.models`` (``_module_client``).
+api_key: str | None = None
+organization: str | None = None
+project: str | None = None
+base_url: str | None = None
+timeout: Any = None
+max_retries: int | None = None
+default_headers: Mapping[str, str] | None = None
+default_query: Mapping[str, object] | None = None
+http_client: Any = None
+_MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models"})
 
 
 def __getattr__(name: str) -> object:
+    if name in _MODULE_RESOURCES:
+        from ._module_client import resource_proxy
+
+        return resource_proxy(name)
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'llmclient' has no attribute {name!r}")
@@ -71,10 +97,12 @@ __all__ = [
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "AsyncAzureOpenAI",
     "AsyncClient",
     "AsyncOpenAI",
     "AsyncStream",
     "AuthenticationError",
+    "AzureOpenAI",
     "BadRequestError",
     "CacheOptions",
     "Call",
@@ -83,12 +111,16 @@ __all__ = [
     "Client",
     "Codec",
     "ConflictError",
+    "ContentFilterFinishReasonError",
+    "DefaultAsyncHttpxClient",
+    "DefaultHttpxClient",
     "HedgeConfig",
     "ImageError",
     "IncompleteStreamError",
     "InternalServerError",
     "JsonCodec",
     "LLMClientError",
+    "LengthFinishReasonError",
     "MalformedResponseError",
     "NotFoundError",
     "NotGiven",
@@ -108,4 +140,6 @@ __all__ = [
     "__version__",
     "aclose_all",
     "close_all",
+    "not_given",
+    "omit",
 ]

@@ -28,6 +28,9 @@ __all__ = [
     "build_call",
     "credential_scope",
     "http_client_auth",
+    "is_given",
+    "not_given",
+    "omit",
     "split_options",
 ]
 
@@ -50,7 +53,33 @@ class NotGiven:
 
 
 NOT_GIVEN = NotGiven()
-Omit = NotGiven
+not_given = NOT_GIVEN
+
+
+class Omit:
+    """Sentinel for "leave this out of the request", e.g. a default header (the official
+    ``omit``): ``extra_headers={"x-stainless-lang": omit}``."""
+
+    _instance: Omit | None = None
+
+    def __new__(cls) -> Omit:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __bool__(self) -> bool:
+        return False
+
+
+omit = Omit()
+# The official client's sentinels count too (frameworks built on it pass ``openai.NOT_GIVEN``
+# for every argument they leave unset): recognised by class name, so openai is never imported.
+_SENTINEL_NAMES = frozenset({"NotGiven", "Omit"})
+
+
+def is_given(value: object) -> bool:
+    """False for ``NOT_GIVEN`` / ``omit``, ours or the official client's."""
+    return value is not NOT_GIVEN and type(value).__name__ not in _SENTINEL_NAMES
 
 Wire = Literal["json", "protobuf", "auto"]
 
@@ -161,16 +190,17 @@ def http_client_auth(http_client: Any) -> str:
 
 def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[str, Any], CallOptions]:
     """Take llmclient's own options out of ``create(**params)``; drop NOT_GIVEN values."""
-    body = {k: v for k, v in params.items() if v is not NOT_GIVEN and k not in OPTION_KEYS}
+    names = _SENTINEL_NAMES
+    body = {k: v for k, v in params.items() if type(v).__name__ not in names and k not in OPTION_KEYS}
     if not OPTION_KEYS.intersection(params):
         return body, defaults
     opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
                        defaults.hedge)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
-        if value is not NOT_GIVEN:
+        if is_given(value):
             setattr(opts, key, value)
-    if "hedge" in params and params["hedge"] is not NOT_GIVEN:
+    if "hedge" in params and is_given(params["hedge"]):
         from ._hedge import hedge_config
 
         opts.hedge = hedge_config(opts.hedge)
@@ -180,7 +210,7 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
 
 
 def to_timeout(value: float | httpx.Timeout | NotGiven | None, default: httpx.Timeout) -> httpx.Timeout:
-    if value is NOT_GIVEN:
+    if not is_given(value):
         return default
     if isinstance(value, httpx.Timeout):
         return value
@@ -217,7 +247,7 @@ def build_call(
             lower = key.lower()
             if lower in SCOPE_HEADERS:
                 rescope = True
-            if value is None or value is NOT_GIVEN:  # the official way to remove a header
+            if value is None or not is_given(value):  # the official ways to remove a header
                 merged.pop(lower, None)
             else:
                 merged[lower] = str(value)

@@ -250,6 +250,22 @@ class BaseClient:
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"}
 
+    @property
+    def default_headers(self) -> dict[str, str]:
+        """The headers every request starts from (the official property): accept,
+        content-type, user-agent, the credentials and ``default_headers``."""
+        return dict(self._headers)
+
+    @property
+    def default_query(self) -> dict[str, object]:
+        return dict(self._custom_query)
+
+    def is_closed(self) -> bool:
+        """True after :meth:`close` (or when the caller's ``http_client`` is closed)."""
+        if self._http_client is not None:
+            return bool(getattr(self._http_client, "is_closed", False))
+        return self.__dict__.get("_closed", False)
+
     # -- stage: build the call (pure) ----------------------------------------------------------
 
     def _build_call(
@@ -725,6 +741,7 @@ class OpenAI(BaseClient):
         """Connections are shared by every client of the process with the same settings; they
         are kept for the next client. Use :func:`llmclient.close_all` at shutdown if needed.
         Stops keep-warm timers and cancels prefetches in flight."""
+        self.__dict__["_closed"] = True
         if self._speculation is not None:
             from . import _prefetch
 
@@ -940,6 +957,7 @@ class AsyncOpenAI(BaseClient):
     async def close(self) -> None:
         """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`
         closes them)."""
+        self.__dict__["_closed"] = True
         if self._speculation is not None:
             from . import _prefetch
 

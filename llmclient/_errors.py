@@ -1,26 +1,29 @@
 """Every error llmclient raises, with the official ``openai`` names and hierarchy.
 
     OpenAIError                         (also exported as LLMClientError)
-     └── APIError                       message, request, body, trace_id, timings
-          ├── APIConnectionError        no usable HTTP response: refused, DNS, TLS, reset
-          │    └── APITimeoutError      a connect/read/write/pool phase ran out of time
-          ├── APIStatusError            the server answered with a 4xx/5xx status
-          │    ├── BadRequestError              400
-          │    ├── AuthenticationError          401
-          │    ├── PermissionDeniedError        403
-          │    ├── NotFoundError                404
-          │    ├── ConflictError                409
-          │    ├── UnprocessableEntityError     422
-          │    ├── RateLimitError               429
-          │    └── InternalServerError          >= 500
-          ├── APIResponseValidationError  a 2xx answer whose body is not what the API promises
-          │    └── MalformedResponseError      not JSON / not SSE / wrong shape (names what)
-          └── IncompleteStreamError      a stream ended without ``[DONE]`` or a finish_reason
+     ├── APIError                       message, request, body, trace_id, timings
+     │    ├── APIConnectionError        no usable HTTP response: refused, DNS, TLS, reset
+     │    │    ├── APITimeoutError      a connect/read/write/pool phase ran out of time
+     │    │    └── IncompleteStreamError  a stream cut (reset) or ended without ``[DONE]``
+     │    │                               or a finish_reason
+     │    ├── APIStatusError            the server answered with a 4xx/5xx status
+     │    │    ├── BadRequestError              400
+     │    │    ├── AuthenticationError          401
+     │    │    ├── PermissionDeniedError        403
+     │    │    ├── NotFoundError                404
+     │    │    ├── ConflictError                409
+     │    │    ├── UnprocessableEntityError     422
+     │    │    ├── RateLimitError               429
+     │    │    └── InternalServerError          >= 500
+     │    └── APIResponseValidationError  a 2xx answer whose body is not what the API promises
+     │         └── MalformedResponseError      not JSON / not SSE / wrong shape (names what)
+     ├── LengthFinishReasonError        parse() / stream helpers: the answer hit the token limit
+     └── ContentFilterFinishReasonError parse() / stream helpers: the content filter stopped it
 
 Messages never hold a secret: every message passes ``_redact.redact_text`` (URL userinfo,
 credential headers and query values masked), whoever built it.
 
-Every instance carries ``trace_id`` (the W3C trace id we sent), ``request_id`` (the server's
+Every APIError carries ``trace_id`` (the W3C trace id we sent), ``request_id`` (the server's
 ``x-request-id`` when it sent one) and ``timings`` (the call's :class:`CallRecord`), so a failure
 in a log can be matched with the server's own logs.
 """
@@ -46,8 +49,10 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConflictError",
+    "ContentFilterFinishReasonError",
     "IncompleteStreamError",
     "InternalServerError",
+    "LengthFinishReasonError",
     "MalformedResponseError",
     "NotFoundError",
     "OpenAIError",
@@ -167,8 +172,34 @@ class MalformedResponseError(APIResponseValidationError):
     """The server said 2xx but the body is not what the API promises; the message says what."""
 
 
-class IncompleteStreamError(APIError):
-    """A stream ended (connection closed, body finished) before ``[DONE]`` or a finish_reason."""
+class IncompleteStreamError(APIConnectionError):
+    """A stream ended (connection closed, body finished) before ``[DONE]`` or a finish_reason.
+
+    An :class:`APIConnectionError`: ``except APIConnectionError``, the official way to handle
+    connection problems, catches a stream cut by a reset too."""
+
+    def __init__(self, message: str, request: httpx.Request | None = None, **kw: Any) -> None:
+        super().__init__(message, request, **kw)
+
+
+class LengthFinishReasonError(OpenAIError):
+    """``parse()`` / the stream helpers: the answer stopped at the token limit, so its content
+    cannot be parsed (the official class, same message and ``completion``)."""
+
+    def __init__(self, *, completion: Any) -> None:
+        msg = "Could not parse response content as the length limit was reached"
+        if getattr(completion, "usage", None):
+            msg += f" - {completion.usage}"
+        super().__init__(msg)
+        self.completion = completion
+
+
+class ContentFilterFinishReasonError(OpenAIError):
+    """``parse()`` / the stream helpers: the content filter stopped the answer."""
+
+    def __init__(self, *, completion: Any = None) -> None:
+        super().__init__("Could not parse response content as the request was rejected by the content filter")
+        self.completion = completion
 
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {

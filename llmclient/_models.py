@@ -23,6 +23,7 @@ __all__ = [
     "CreateEmbeddingResponse",
     "Model",
     "SyncPage",
+    "jsonable",
 ]
 
 _M = TypeVar("_M", bound="BaseModel")
@@ -138,6 +139,47 @@ def _wrap(value: Any, model: type[BaseModel]) -> Any:
         return model(value)
     if isinstance(value, list) and value and isinstance(value[0], dict):
         return [model(v) if isinstance(v, dict) else v for v in value]
+    return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every response object in it (ours or a pydantic model, at any depth)
+    turned into plain data, as the official client sends them: the fields that were set
+    (``exclude_unset``; a field the server sent as null goes back as null). Plain data is
+    returned as is, not copied; a container is copied only where something in it changed.
+    The cookbook's tool loop, ``messages.append(response.choices[0].message)``, needs this."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is dict:
+        out = None
+        for k, v in value.items():
+            if type(v) in _SCALARS:
+                continue
+            new = jsonable(v)
+            if new is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = new
+        return value if out is None else out
+    if t is list or t is tuple:
+        items = None
+        for i, v in enumerate(value):
+            if type(v) in _SCALARS:
+                continue
+            new = jsonable(v)
+            if new is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = new
+        return value if items is None else items
+    if isinstance(value, BaseModel):
+        return value.to_dict()
+    if hasattr(value, "model_fields_set") and hasattr(value, "model_dump"):  # pydantic v2
+        return jsonable(value.model_dump(exclude_unset=True, mode="json", by_alias=True))
     return value
 
 

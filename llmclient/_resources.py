@@ -22,6 +22,7 @@ from ._models import (
     CreateEmbeddingResponse,
     Model,
     SyncPage,
+    jsonable,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ class _Resource:
         timeout: Any = NOT_GIVEN,
     ) -> Call:
         client = self._client
+        if params is not None:
+            params = jsonable(params)  # response objects passed back (tool loops) as plain data
         body, options = split_options(params, client._options) if params is not None else (None, None)
         if stream and body is not None:
             body["stream"] = True
@@ -136,7 +139,7 @@ class ChatCompletions(_Resource):
         _raw: bool = False,
         **params: Any,
     ) -> Any:
-        params["messages"] = messages
+        params["messages"] = messages if type(messages) is list else list(messages)
         params["model"] = model
         is_stream = _is_stream(stream)
         call = self._call("POST", "/chat/completions", params, stream=is_stream, extra_headers=extra_headers,
@@ -231,7 +234,7 @@ class AsyncChatCompletions(_Resource):
         _raw: bool = False,
         **params: Any,
     ) -> Any:
-        params["messages"] = messages
+        params["messages"] = messages if type(messages) is list else list(messages)
         params["model"] = model
         call = self._call("POST", "/chat/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)

@@ -1,0 +1,33 @@
+"""The differential drop-in suite: every snippet runs with the official client and with
+llmclient against the reference server (through a recording proxy); their results (ids and
+timestamps aside), exceptions and requests on the wire must be the same."""
+
+from __future__ import annotations
+
+import pytest
+
+from . import snippets_basic  # noqa: F401  (registers its snippets)
+from .harness import SNIPPETS, run
+from .wire import WireProxy
+
+# Snippets whose results still differ, and why (strict: one that starts passing fails here).
+KNOWN_DIFFERENT = {
+    name: "model_dump(): response objects are not the official pydantic types yet"
+    for name in ("legacy_completions", "message_dump_passed_back", "models_list_and_retrieve_async",
+                 "n_choices_and_stop", "raw_response", "readme_chat", "readme_chat_async",
+                 "readme_default_async_httpx_client", "readme_default_httpx_client", "readme_module_client",
+                 "readme_streaming", "readme_streaming_async", "readme_with_options")
+}
+
+
+def _params() -> list[object]:
+    return [pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_DIFFERENT[name], strict=True))
+            if name in KNOWN_DIFFERENT else name for name in sorted(SNIPPETS)]
+
+
+@pytest.mark.parametrize("name", _params())
+def test_same_as_official(name: str, wire_proxy: WireProxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    official = run("openai", SNIPPETS[name], wire_proxy, monkeypatch)
+    ours = run("llmclient", SNIPPETS[name], wire_proxy, monkeypatch)
+    assert "raised" not in official or official["raised"] != "AttributeError", official
+    assert ours == official
