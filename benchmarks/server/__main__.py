@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import limits, shutdown
+from . import limits, shutdown, tracing
 from ._http import configure_logging
 from .app import App, AppConfig
 from .engine import ENGINES, Engine, create_engine
@@ -54,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--access-log", action="store_true",
                    help="one log line per request (status, ms, Server-Timing, request id, "
                         "traceparent) on stderr")
+    p.add_argument("--trace-spans", type=Path, metavar="PATH",
+                   help="write a span per request (continuing its traceparent; queue, prefill, "
+                        "decode, image-decode children) to PATH as JSON lines; needs opentelemetry-sdk")
+    p.add_argument("--otlp-endpoint", metavar="URL",
+                   help="export those spans over OTLP/HTTP to URL (e.g. http://127.0.0.1:4318)")
     limits.add_arguments(p)
     return p
 
@@ -96,7 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     app = App(engine, AppConfig(faults=faults, fault_headers=args.allow_fault_headers,
                                 limits=limits.from_args(args),
                                 api_key=args.api_key, access_log=args.access_log,
-                                compress_responses=not args.no_compress))
+                                compress_responses=not args.no_compress,
+                                tracing=tracing.create(args.trace_spans, args.otlp_endpoint)))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None)
     shutdown.configure(args.shutdown_grace_s)

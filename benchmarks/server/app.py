@@ -118,6 +118,9 @@ class AppConfig:
     # Accept-Encoding lists (zstd, then gzip), as a gateway in front of a model server would.
     # Streams are never compressed (each chunk must reach the client when it is made).
     compress_responses: bool = True
+    # The request spans (benchmarks.server.tracing.ServerTracing; --trace-spans/--otlp-endpoint),
+    # or None: no tracing, no cost.
+    tracing: Any = None
 
 
 @dataclass
@@ -203,6 +206,10 @@ class App:
         if header(scope, b"x-llm-priority") == "low":
             req.priority = 1
         status_box = [0]
+        tracing = self.config.tracing
+        span = (tracing.start(scope.get("method", "-"), scope.get("path", "-"),
+                              header(scope, b"traceparent"), req.t0)
+                if tracing is not None else None)
 
         async def counting_send(message: Any) -> None:
             if message["type"] == "http.response.start":
@@ -228,6 +235,8 @@ class App:
         finally:
             self.counters.in_flight -= 1
             self.counters.record(status_box[0] or 499)
+            if span is not None:
+                tracing.finish(span, status_box[0] or 499, req.timings, req.t0, rid)
             if self.config.access_log:
                 log.info("%s %s %d %.1fms priority=%s %s", scope.get("method", "-"),
                          scope.get("path", "-"), status_box[0] or 499,

@@ -125,8 +125,8 @@ class Wire:
 def metrics(ref_server: Any) -> tuple[int, int]:
     """(HTTP responses so far, prompt tokens the engine processed so far)."""
     text = httpx.get(ref_server.url + "/metrics", timeout=10).text
-    responses = sum(int(n) for n in re.findall(r'^http_requests_total\{[^}]*\} (\d+)$', text, re.M))
-    tokens = re.search(r"^llm_prompt_tokens_total (\d+)$", text, re.M)
+    responses = sum(int(n) for n in re.findall(r'^http_requests_total\{[^}]*\} (\d+)(?:\.0)?$', text, re.M))
+    tokens = re.search(r"^llm_prompt_tokens_total (\d+)(?:\.0)?$", text, re.M)
     assert tokens is not None, "the server's /metrics lacks llm_prompt_tokens_total"
     return responses, int(tokens.group(1))
 

@@ -346,3 +346,54 @@ def test_metrics_only_configuration_still_records_metrics(ref_server: Any) -> No
         assert "gen_ai.client.operation.duration" in names
     finally:
         _reset_globals()
+
+
+# --------------------------------------------------------------------------- across the wire
+
+
+@pytest.fixture()
+def traced_server(tmp_path: Any) -> Iterator[tuple[Any, Any]]:
+    spans = tmp_path / "server-spans.jsonl"
+    srv = start_ref_server("--trace-spans", str(spans))
+    yield srv, spans
+    stop_ref_server(srv)
+
+
+def _server_spans(path: Any, trace_id: str, want: int) -> list[dict[str, Any]]:
+    import json
+
+    deadline = time.monotonic() + 10
+    found: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        if path.exists():
+            found = [json.loads(line) for line in path.read_text().splitlines()]
+            found = [s for s in found if s["trace_id"] == trace_id]
+            if len(found) >= want:
+                return found
+        time.sleep(0.05)
+    raise AssertionError(f"server spans of trace {trace_id}: {found}")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_one_trace_from_client_to_server(otel: Telemetry, traced_server: Any, stream: bool) -> None:
+    srv, path = traced_server
+    client = _client(srv)
+    with trace.get_tracer("app").start_as_current_span("app work") as app:
+        if stream:
+            for _ in client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4, stream=True):
+                pass
+        else:
+            client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4)
+    [call] = otel.finished("chat")
+    trace_id = _hex(call.context.trace_id, 32)
+    assert call.context.trace_id == app.get_span_context().trace_id
+    spans = _server_spans(path, trace_id, want=4)
+    [server] = [s for s in spans if s["kind"] == "SERVER"]
+    assert server["name"] == "POST /v1/chat/completions"
+    assert server["parent_span_id"] == _hex(call.context.span_id, 16)  # the client span's child
+    assert server["attributes"]["http.response.status_code"] == 200
+    children = {s["name"]: s for s in spans if s["parent_span_id"] == server["span_id"]}
+    assert {"queue", "prefill", "decode"} <= set(children)
+    assert children["queue"]["end_ns"] <= children["prefill"]["start_ns"] + 1000
+    assert children["prefill"]["end_ns"] <= children["decode"]["start_ns"] + 1000
+    assert server["start_ns"] <= children["queue"]["start_ns"] <= children["decode"]["end_ns"] <= server["end_ns"]
