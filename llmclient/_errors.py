@@ -4,8 +4,8 @@
      ├── APIError                       message, request, body, trace_id, timings
      │    ├── APIConnectionError        no usable HTTP response: refused, DNS, TLS, reset
      │    │    ├── APITimeoutError      a connect/read/write/pool phase ran out of time
-     │    │    └── IncompleteStreamError  a stream cut (reset) or ended without ``[DONE]``
-     │    │                               or a finish_reason
+     │    │    └── IncompleteStreamError  a stream cut (reset), or ended with a choice
+     │    │                               that has no finish_reason (``[DONE]`` or not)
      │    ├── APIStatusError            the server answered with a 4xx/5xx status
      │    │    ├── BadRequestError              400
      │    │    ├── AuthenticationError          401
@@ -173,7 +173,8 @@ class MalformedResponseError(APIResponseValidationError):
 
 
 class IncompleteStreamError(APIConnectionError):
-    """A stream ended (connection closed, body finished) before ``[DONE]`` or a finish_reason.
+    """A stream ended (connection closed, body finished, ``[DONE]``) before every choice had a
+    finish_reason; the message names the cause.
 
     An :class:`APIConnectionError`: ``except APIConnectionError``, the official way to handle
     connection problems, catches a stream cut by a reset too."""
