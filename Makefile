@@ -1,12 +1,12 @@
 # One entry point for people and CI. `make bench` and `make test` set everything up on a
-# fresh machine (virtualenv, Python packages, redis-server) and then run.
+# fresh machine (virtualenv, Python packages, redis-server, nginx) and then run.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 ARGS   ?=
 
-.PHONY: setup bench test test-torch lint typecheck check ci clean system-deps
+.PHONY: setup bench test test-interop test-torch lint typecheck check ci clean system-deps
 
 $(STAMP): pyproject.toml llmclient/_pbparse.c
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,17 @@ system-deps:
 bench: setup
 	$(PY) -m benchmarks $(ARGS)
 
-## The test suite (real reference server, real Redis, real SQLite, real Pillow).
+## The test suite (real reference server, real Redis, real SQLite, real Pillow, real uvicorn and
+## nginx in front of it, a hostile HTTP/2 peer). The slow interop suite is `make test-interop`.
 test: setup
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q -m "not interop" $(ARGS)
+
+## The slow interop suite (pytest -m interop): a real third-party inference server
+## (llama-cpp-python's, compiled from source on first install: ~8-10 min on 2 cores, then
+## served from pip's wheel cache in seconds).
+test-interop: setup
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[interop]'
+	$(PY) -m pytest -q -m interop $(ARGS)
 
 ## The torch engine's tests (real forward passes on CPU, tiny config). Installs the CPU build of
 ## torch (TORCH_INDEX) and transformers into the venv first; when that cannot be done here it
