@@ -3,7 +3,13 @@
 ``prepare_image(source, target)`` resizes an image to what the provider would downscale it
 to anyway, applies EXIF orientation, drops all metadata (GPS included), normalises colour
 modes and re-encodes it by content (photos JPEG, graphics PNG) within the byte budget.
-A leaf package: it depends on Pillow only, never on llmclient.
+A photo's JPEG quality and chroma subsampling are measured per image: the lowest quality
+whose luma SSIM against the resized pixels stays at or above ``SIMILARITY_THRESHOLD``,
+found by a binary search on a probe within ``SEARCH_BUDGET_MS`` (``_quality`` says why
+this metric and threshold); the result says what was chosen (``quality``, ``subsampled``,
+``similarity``, ``quality_source``). ``prepare_pixels`` gives the pixels before encoding.
+A leaf package: it depends on Pillow only, never on llmclient; HEIC/HEIF input is read
+where the optional ``pillow-heif`` is installed (``pip install 'llmclient[heic]'``).
 """
 
 from ._decode import ALLOWED_FORMATS, DEFAULT_MAX_INPUT_PIXELS
@@ -16,7 +22,16 @@ from ._errors import (
     ImageTooLarge,
     UnsupportedImageFormat,
 )
-from ._prepare import PreparedImage, prepare_image
+from ._prepare import PreparedImage, prepare_image, prepare_pixels
+from ._quality import (
+    QUALITY_LADDER,
+    SEARCH_BUDGET_MS,
+    SIMILARITY_THRESHOLD,
+    QualityPlan,
+    plan_quality,
+    search_quality,
+)
+from ._similarity import ssim
 from ._source import MAX_SOURCE_BYTES, parse_data_url, read_source
 from ._targets import (
     ANTHROPIC,
@@ -38,6 +53,9 @@ __all__ = [
     "MAX_SOURCE_BYTES",
     "OPENAI_HIGH",
     "OPENAI_LOW",
+    "QUALITY_LADDER",
+    "SEARCH_BUDGET_MS",
+    "SIMILARITY_THRESHOLD",
     "TARGETS",
     "CorruptImage",
     "ImageBudgetError",
@@ -45,6 +63,7 @@ __all__ = [
     "ImageSourceError",
     "ImageTooLarge",
     "PreparedImage",
+    "QualityPlan",
     "Target",
     "UnsupportedImageFormat",
     "choose_formats",
@@ -52,8 +71,12 @@ __all__ = [
     "get_target",
     "is_graphic",
     "parse_data_url",
+    "plan_quality",
     "plan_resize",
     "prepare_image",
+    "prepare_pixels",
     "quality_steps",
     "read_source",
+    "search_quality",
+    "ssim",
 ]

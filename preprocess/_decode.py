@@ -32,7 +32,18 @@ _BASE_FORMATS = ("JPEG", "MPO", "PNG", "WEBP", "GIF", "BMP", "TIFF")
 _OPTIONAL_FORMATS = ("AVIF", "HEIF")
 
 
+def _register_heif() -> None:
+    """HEIC/HEIF (iPhone photos) where the optional ``pillow-heif`` is installed
+    (``pip install 'llmclient[heic]'``); without it such input is an UnsupportedImageFormat."""
+    try:
+        from pillow_heif import register_heif_opener
+    except ImportError:
+        return
+    register_heif_opener()
+
+
 def _allowed_formats() -> tuple[str, ...]:
+    _register_heif()
     Image.init()
     return tuple(f for f in _BASE_FORMATS + _OPTIONAL_FORMATS if f in Image.OPEN)
 

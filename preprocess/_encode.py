@@ -1,4 +1,8 @@
-"""Choose the output format by content and encode within the byte budget."""
+"""Choose the output format by content and encode within the byte budget.
+
+Photos: the lossy quality comes from ``_quality.search_quality`` (measured per image) unless
+the caller fixed one; graphics: PNG unless PNG costs far more than a lossy encode.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from dataclasses import dataclass
 from PIL import Image
 
 from ._errors import ImageBudgetError
+from ._quality import QualityPlan, encode_lossy, search_quality
 from ._targets import Target
 
 __all__ = [
@@ -41,6 +46,8 @@ class Encoded:
     format: str
     quality: int | None
     size: tuple[int, int]
+    subsample: bool | None = None  # lossy: 4:2:0 chroma (WebP always); None for PNG
+    plan: QualityPlan | None = None  # how the quality was chosen, when it was measured
 
 
 def is_graphic(colors: int | None) -> bool:
@@ -85,28 +92,40 @@ def shrink_sizes(width: int, height: int) -> Iterator[tuple[int, int]]:
 
 
 def encode(img: Image.Image, fmt: str, quality: int, icc: bytes | None) -> bytes:
-    buf = io.BytesIO()
-    # Nothing from the source travels unless passed here: no EXIF, XMP, comments.
-    params: dict[str, object] = {}
-    if icc:
-        params["icc_profile"] = icc
-    if fmt == "JPEG":
-        # The image is already at the size the model sees, so chroma detail is visible to it:
-        # keep full-resolution chroma (4:4:4) at high quality, 4:2:0 once bytes matter more.
-        subsampling = 0 if quality >= HIGH_QUALITY else 2
-        img.save(buf, "JPEG", quality=quality, subsampling=subsampling, **params)
-    elif fmt == "WEBP":
-        img.save(buf, "WEBP", quality=quality, method=4, **params)
-    elif fmt == "PNG":
-        img.save(buf, "PNG", compress_level=6, **params)
-    else:
+    """``img`` as ``fmt``; lossy at a fixed ``quality``. Nothing from the source travels
+    unless passed here: no EXIF, XMP, comments."""
+    if fmt == "PNG":
+        buf = io.BytesIO()
+        img.save(buf, "PNG", compress_level=6, **({"icc_profile": icc} if icc else {}))
+        return buf.getvalue()
+    if fmt not in ("JPEG", "WEBP"):
         raise ValueError(f"cannot encode {fmt}")
-    return buf.getvalue()
+    # A fixed quality keeps the old rule: full-resolution chroma (4:4:4) at high quality,
+    # 4:2:0 once bytes matter more. Measured qualities decide chroma from the image itself.
+    return encode_lossy(img, fmt, quality, quality < HIGH_QUALITY, icc)
+
+
+def _fixed(img: Image.Image, fmt: str, quality: int, icc: bytes | None) -> Encoded:
+    data = encode(img, fmt, quality, icc)
+    subsample = None if fmt == "PNG" else fmt == "WEBP" or quality < HIGH_QUALITY
+    return Encoded(data, fmt, None if fmt == "PNG" else quality, img.size, subsample)
+
+
+def _measured(img: Image.Image, fmt: str, fallback: int, icc: bytes | None) -> Encoded:
+    """Encode at the quality the search finds for this image (see ``_quality``)."""
+    plan = search_quality(img, fmt, fallback)
+    subsample = plan.subsample or fmt == "WEBP"
+    data = encode_lossy(img, fmt, plan.quality, subsample, icc)
+    return Encoded(data, fmt, plan.quality, img.size, subsample, plan)
+
+
+def _lossy(img: Image.Image, fmt: str, quality: int, icc: bytes | None, search: bool) -> Encoded:
+    return _measured(img, fmt, quality, icc) if search else _fixed(img, fmt, quality, icc)
 
 
 def _best_at_size(
     img: Image.Image, formats: list[str], graphic: bool, quality: int, icc: bytes | None,
-    webp: bool,
+    webp: bool, search: bool = False,
 ) -> Encoded:
     first = formats[0]
     if first == "PNG":
@@ -114,11 +133,15 @@ def _best_at_size(
         lossy = next((f for f in formats[1:] if f in ("JPEG", "WEBP")), None)
         if lossy is None or (img.mode in ("RGBA", "LA") and lossy == "JPEG"):
             return png
-        alt = Encoded(encode(img, lossy, quality, icc), lossy, quality, img.size)
-        return png if len(png.data) <= PNG_OVER_JPEG_LIMIT * len(alt.data) else alt
-    best = Encoded(encode(img, first, quality, icc), first, quality, img.size)
+        # Compared at the fixed (high) quality, so a graphic leaves PNG only when it is
+        # photo-like after all; then its quality is measured like any photo's.
+        alt = _fixed(img, lossy, quality, icc)
+        if len(png.data) <= PNG_OVER_JPEG_LIMIT * len(alt.data):
+            return png
+        return _lossy(img, lossy, quality, icc, search) if search else alt
+    best = _lossy(img, first, quality, icc, search)
     if first == "JPEG" and webp and "WEBP" in formats:
-        alt = Encoded(encode(img, "WEBP", quality, icc), "WEBP", quality, img.size)
+        alt = _lossy(img, "WEBP", quality, icc, search)
         if len(alt.data) < len(best.data):
             best = alt
     return best
@@ -126,12 +149,16 @@ def _best_at_size(
 
 def encode_within_budget(
     img: Image.Image, target: Target, formats: list[str], graphic: bool, quality: int,
-    icc: bytes | None, webp: bool,
+    icc: bytes | None, webp: bool, search: bool = False,
 ) -> Encoded:
-    """Encode; when over ``target.max_bytes`` lower the quality, then the size."""
+    """Encode; when over ``target.max_bytes`` lower the quality, then the size.
+
+    ``search``: measure each lossy image's quality (``quality`` is then the fallback when the
+    search runs out of time); else encode lossy formats at ``quality`` as given.
+    """
     if not formats:
         raise ImageBudgetError(f"target {target.name!r} accepts none of the usable formats")
-    best = _best_at_size(img, formats, graphic, quality, icc, webp)
+    best = _best_at_size(img, formats, graphic, quality, icc, webp, search)
     budget = target.max_bytes
     if budget is None or len(best.data) <= budget:
         return best
@@ -148,10 +175,10 @@ def encode_within_budget(
             if len(data) <= budget:
                 return Encoded(data, formats[0], None, size)
             continue
-        for q in quality_steps(quality):
+        for q in quality_steps(min(quality, best.quality or quality)):
             data = encode(candidate, lossy[0], q, icc)
             if len(data) <= budget:
-                return Encoded(data, lossy[0], q, size)
+                return Encoded(data, lossy[0], q, size, lossy[0] == "WEBP" or q < HIGH_QUALITY)
     raise ImageBudgetError(
         f"cannot fit {img.width}x{img.height} image in {budget:,} bytes for target "
         f"{target.name!r}, even at quality {MIN_QUALITY} and {MIN_SIDE} px"

@@ -21,11 +21,18 @@ from ._decode import (
     swaps_axes,
     to_srgb,
 )
-from ._encode import GRAPHIC_MAX_COLORS, MIME, choose_formats, encode_within_budget, is_graphic
+from ._encode import (
+    GRAPHIC_MAX_COLORS,
+    MIME,
+    Encoded,
+    choose_formats,
+    encode_within_budget,
+    is_graphic,
+)
 from ._source import read_source
 from ._targets import Target, estimate_tokens, get_target, plan_resize
 
-__all__ = ["PreparedImage", "prepare_image"]
+__all__ = ["PreparedImage", "prepare_image", "prepare_pixels"]
 
 _JPEG_FAMILY = ("JPEG", "MPO")
 # Bicubic for the exact final step: the filter servers like the reference server use for
@@ -48,8 +55,16 @@ class PreparedImage:
     bytes_before: int | None  # None when the source was a PIL image
     target: str
     tokens: int | None
-    quality: int | None
+    quality: int | None  # JPEG/WebP quality used; None for PNG
     elapsed_ms: float
+    # 4:2:0 chroma (JPEG chose it, WebP always has it); None for PNG.
+    subsampled: bool | None = None
+    # Luma SSIM of the chosen quality against the resized pixels, measured on the search's
+    # probe; None when not measured (PNG, a fixed ``quality``, or the search ran out of time).
+    similarity: float | None = None
+    # How the quality was chosen: "measured", "budget" (search cut short), "fallback" (the
+    # target's quality: nothing measured in time), "fixed" (the caller's), None for PNG.
+    quality_source: str | None = None
 
     @property
     def bytes_after(self) -> int:
@@ -77,13 +92,69 @@ def prepare_image(
 
     ``source``: a path, bytes, a binary file object, a PIL image or a ``data:`` URL.
     ``target``: ``"openai-high"``, ``"openai-low"``, ``"anthropic"``, ``"gemini"`` or a Target.
-    ``quality``: JPEG/WebP quality (default: the target's). ``webp``: let WebP compete with
-    JPEG for photos. ``max_input_pixels``: refuse larger images before decoding.
+    ``quality``: a fixed JPEG/WebP quality; by default it is measured per image: the lowest
+    whose luma SSIM against the resized pixels stays at least ``SIMILARITY_THRESHOLD``
+    (``preprocess._quality``), within a time budget, else the target's quality.
+    ``webp``: let WebP compete with JPEG for photos (smaller at the same similarity on some
+    images, but several times slower to encode). ``max_input_pixels``: refuse larger images before decoding.
     ``resample``: the filter for the final exact resize (after any DCT-domain downscale).
     Raises an ImageError subclass naming what failed.
     """
     start = time.perf_counter()
     tgt = get_target(target)
+    px = _pixels(source, tgt, max_input_pixels, resample)
+    img = px.image
+    has_alpha = img.mode in ("RGBA", "LA")
+    formats = choose_formats(px.graphic, has_alpha, tgt, webp)
+    q = quality if quality is not None else tgt.quality
+    enc = encode_within_budget(img, tgt, formats, px.graphic, q, px.icc, webp,
+                               search=quality is None)
+    return PreparedImage(
+        data=enc.data,
+        format=enc.format,
+        width=enc.size[0],
+        height=enc.size[1],
+        original_format=px.original_format,
+        original_width=px.shown[0],
+        original_height=px.shown[1],
+        bytes_before=px.bytes_before,
+        target=tgt.name,
+        tokens=estimate_tokens(enc.size[0], enc.size[1], tgt),
+        quality=enc.quality,
+        elapsed_ms=(time.perf_counter() - start) * 1000.0,
+        subsampled=enc.subsample,
+        similarity=enc.plan.similarity if enc.plan is not None and enc.plan.quality == enc.quality
+        else None,
+        quality_source=_source_of(enc),
+    )
+
+
+def prepare_pixels(
+    source: Any,
+    target: str | Target = "openai-high",
+    *,
+    max_input_pixels: int | None = DEFAULT_MAX_INPUT_PIXELS,
+    resample: Image.Resampling = DEFAULT_RESAMPLE,
+) -> Image.Image:
+    """The pixels ``prepare_image`` encodes: decoded, upright, resized, sRGB, no metadata.
+
+    The reference a prepared upload is measured against (tests, benchmarks).
+    """
+    return _pixels(source, get_target(target), max_input_pixels, resample).image
+
+
+@dataclass(frozen=True)
+class _Pixels:
+    image: Image.Image
+    icc: bytes | None  # a profile that must still travel (no LittleCMS), else None
+    graphic: bool
+    original_format: str | None
+    shown: tuple[int, int]  # the source's size as displayed
+    bytes_before: int | None
+
+
+def _pixels(source: Any, tgt: Target, max_input_pixels: int | None,
+            resample: Image.Resampling) -> _Pixels:
     raw = read_source(source)
     if isinstance(raw, Image.Image):
         img, bytes_before = raw, None
@@ -118,21 +189,12 @@ def prepare_image(
         img = img.copy()  # nothing changed it so far; the caller's image keeps its metadata
     img.info = {}  # no EXIF, XMP, comments or text chunks reach the encoder
 
-    has_alpha = img.mode in ("RGBA", "LA")
-    formats = choose_formats(graphic, has_alpha, tgt, webp)
-    q = quality if quality is not None else tgt.quality
-    enc = encode_within_budget(img, tgt, formats, graphic, q, icc, webp)
-    return PreparedImage(
-        data=enc.data,
-        format=enc.format,
-        width=enc.size[0],
-        height=enc.size[1],
-        original_format=original_format,
-        original_width=shown[0],
-        original_height=shown[1],
-        bytes_before=bytes_before,
-        target=tgt.name,
-        tokens=estimate_tokens(enc.size[0], enc.size[1], tgt),
-        quality=enc.quality,
-        elapsed_ms=(time.perf_counter() - start) * 1000.0,
-    )
+    return _Pixels(img, icc, graphic, original_format, shown, bytes_before)
+
+
+def _source_of(enc: Encoded) -> str | None:
+    if enc.quality is None:
+        return None
+    if enc.plan is None or enc.plan.quality != enc.quality:
+        return "fixed"  # the caller's quality, or the byte budget's ladder
+    return {"searched": "measured"}.get(enc.plan.reason, enc.plan.reason)
