@@ -3,12 +3,15 @@
 # - redis-server: the cache tests and the Redis cache benchmark start their own private instance
 #   on a free loopback port;
 # - nginx (with HTTP/2): tests/interop/test_nginx.py starts its own instance, with its own
-#   config and certificates, in front of the reference server.
-# Neither package's system service is used.
+#   config and certificates, in front of the reference server;
+# - tesseract-ocr (English data): tests/preprocess/test_text_images.py reads prepared
+#   screenshots, charts and scanned pages back with it (through pytesseract).
+# No package's system service is used.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || missing+=(nginx)
+command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
