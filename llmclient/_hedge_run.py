@@ -173,6 +173,9 @@ def race_sync(
         elif outcome == "lost":
             _close(fut.result())
 
+    # The call's clock starts before the timer: the copy's record counts from it (twin()), and
+    # on a loaded machine the timer may fire before this thread reaches the send loop.
+    call.record.begin()
     entry = _timer.schedule(delay_s, fire)
     try:
         response = send(call)
