@@ -684,19 +684,24 @@ def _origin(url: httpx.URL) -> tuple[str, int, bool]:
 
 
 def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Request,
-                 trace: Callable[[str, dict[str, Any]], Any] | None) -> SyncConnection:
-    """Open a connection (TCP, TLS with ALPN h2 when https) and send the HTTP/2 preface."""
+                 trace: Callable[[str, dict[str, Any]], Any] | None,
+                 open_tcp: Callable[[str, int, float | None], socket.socket] | None = None) -> SyncConnection:
+    """Open a connection (TCP, TLS with ALPN h2 when https) and send the HTTP/2 preface.
+    ``open_tcp(host, port, timeout)``, when given, makes the TCP part (a proxy's tunnel)."""
     host, port, tls = _origin(url)
     timeout = _timeout(request, "connect")
     if trace:
         trace("connection.connect_tcp.started", {})
-    try:
-        sock = socket.create_connection((host, port), timeout=timeout)
-    except TimeoutError as exc:
-        raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
-    except OSError as exc:
-        raise httpx.ConnectError(str(exc)) from exc
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if open_tcp is not None:
+        sock = open_tcp(host, port, timeout)
+    else:
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if trace:
         trace("connection.connect_tcp.complete", {})
     if tls:
@@ -1076,7 +1081,9 @@ class _SyncBody(httpx.SyncByteStream):
 
 
 async def connect_async(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Request,
-                        trace: Any) -> AsyncConnection:
+                        trace: Any, open_tcp: Any = None) -> AsyncConnection:
+    """See :func:`connect_sync`; ``await open_tcp(host, port, protocol_factory)`` makes the
+    TCP part when given."""
     import asyncio
 
     host, port, tls = _origin(url)
@@ -1085,8 +1092,9 @@ async def connect_async(url: httpx.URL, ssl_context: ssl.SSLContext, request: ht
     if trace:
         await trace("connection.connect_tcp.started", {})
     try:
-        transport, protocol = await asyncio.wait_for(
-            loop.create_connection(_new_protocol, host, port), timeout)
+        opening = (loop.create_connection(_new_protocol, host, port) if open_tcp is None
+                   else open_tcp(host, port, _new_protocol))
+        transport, protocol = await asyncio.wait_for(opening, timeout)
     except asyncio.TimeoutError as exc:
         raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
     except OSError as exc:

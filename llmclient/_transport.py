@@ -1,7 +1,8 @@
 """Connections: HTTP/2 by default, HTTP/1.1 where a server needs it, shared process-wide.
 
-HTTP/2 runs on our own connections (_h2.py: the protocol in a few hundred lines, ~4x less
-client CPU per call than httpcore + h2); HTTP/1.1 stays on httpcore. What this layer adds:
+Both protocols run on our own connections (_h2.py and _h1.py: each a sans-I/O protocol core
+with thin sync and asyncio drivers, a fraction of the client CPU of httpcore + h2 / h11).
+What this layer adds:
 
 * **Lanes.** Each origin has lanes of HTTP/2 connections; a lane opens another connection only
   when the server's SETTINGS_MAX_CONCURRENT_STREAMS is reached on it, or to replace one that
@@ -24,6 +25,14 @@ client CPU per call than httpcore + h2); HTTP/1.1 stays on httpcore. What this l
   server could not have parsed it). Only that evidence counts: any other failure is the call's
   error, never a reason to send the request again over HTTP/1.1. Over TLS, ALPN chooses
   (RFC 7301): an origin that picks http/1.1 is recorded the same way.
+* **HTTP/1.1 pools.** An HTTP/1.1 origin gets a pool per transport that opens connections on
+  demand up to ``H1_MAX_CONNECTIONS`` (so it grows with concurrency), reuses the most recently
+  used idle one first (warm), drops one the server closed while idle before it carries a
+  request, and closes one idle over ``H1_IDLE_EXPIRY_S`` (HTTP/1.1 has no PING to prove a
+  quiet flow alive). A response not read to its end closes its connection.
+* **Proxies** (_proxy.py). ``proxy=`` or HTTP(S)_PROXY / ALL_PROXY / NO_PROXY, as httpx reads
+  them: an https origin through a CONNECT tunnel (HTTP/2 or HTTP/1.1 inside, as ALPN chooses),
+  an http origin by absolute-form HTTP/1.1 requests to the proxy (no h2c probe).
 * **fork.** A child process never touches a connection, lock or thread it inherited: the
   shared transports are forgotten in the child (``os.register_at_fork``), whose first call
   opens its own connection; the parent's stay intact.
@@ -44,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ._logging import logger
+from ._proxy import ProxyInfo, ProxyMap, proxy_for
 
 if TYPE_CHECKING:
     import asyncio
@@ -63,6 +73,9 @@ IDLE_CHECK_AFTER_S = 1.0
 PING_AFTER_IDLE_S = 30.0
 PING_TIMEOUT_S = 2.0
 H1_MAX_CONNECTIONS = 100
+# An idle HTTP/1.1 connection cannot be PINGed: past this it is closed rather than risk a flow
+# a NAT dropped silently (servers' own idle timeouts are shorter: uvicorn 5 s, nginx 75 s).
+H1_IDLE_EXPIRY_S = PING_AFTER_IDLE_S
 
 
 
@@ -70,6 +83,7 @@ H1_MAX_CONNECTIONS = 100
 class TransportSettings:
     verify: bool | str = True  # True, False, or a CA bundle path
     http2: bool = True
+    proxies: ProxyMap = ()  # _proxy.proxy_map(): (pattern, proxy URL or None), most specific first
 
 
 _ssl_lock = threading.Lock()
@@ -77,18 +91,38 @@ _ssl_contexts: dict[bool | str, ssl.SSLContext] = {}
 
 
 def shared_ssl_context(verify: bool | str = True) -> ssl.SSLContext:
-    """One context per CA setting for the whole process (ALPN is set by httpcore per pool)."""
+    """One context per CA setting for the whole process (_h2 offers h2 and http/1.1 on it)."""
     ctx = _ssl_contexts.get(verify)
     if ctx is None:
         with _ssl_lock:
             ctx = _ssl_contexts.get(verify)
             if ctx is None:
-                if isinstance(verify, str):
-                    ctx = ssl.create_default_context(cafile=verify)
-                else:
-                    ctx = httpx.create_ssl_context(verify=verify)
+                ctx = _new_ssl_context(verify)
                 _ssl_contexts[verify] = ctx
     return ctx
+
+
+_contexts_h1: dict[bool | str, ssl.SSLContext] = {}
+
+
+def h1_ssl_context(verify: bool | str = True) -> ssl.SSLContext:
+    """The context of HTTP/1.1 connections: ALPN offers http/1.1 alone (an origin that also
+    speaks h2 must not choose it for a connection that will speak HTTP/1.1)."""
+    ctx = _contexts_h1.get(verify)
+    if ctx is None:
+        with _ssl_lock:
+            ctx = _contexts_h1.get(verify)
+            if ctx is None:
+                ctx = _new_ssl_context(verify)
+                ctx.set_alpn_protocols(["http/1.1"])
+                _contexts_h1[verify] = ctx
+    return ctx
+
+
+def _new_ssl_context(verify: bool | str) -> ssl.SSLContext:
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    return httpx.create_ssl_context(verify=verify)
 
 
 @dataclass(slots=True)
@@ -101,11 +135,12 @@ class OriginRecord:
     http_version: str | None = None
     lanes: list[Any] = field(default_factory=list)
     h1_lane: Any = None
+    proxy: ProxyInfo | None = None  # the proxy this origin is reached through, if any
 
 
 @dataclass(slots=True)
 class _Lane:
-    transport: Any  # httpx.HTTPTransport | httpx.AsyncHTTPTransport
+    transport: Any  # an HTTP/2 pool (_SyncH2Pool, _AsyncH2Pool) or an _h1 pool
     h2: bool
     inflight: int = 0
     last_used: float = 0.0
@@ -114,7 +149,6 @@ class _Lane:
 class _TransportBase:
     """Lane selection and per-origin records: decisions shared by the sync and async sides."""
 
-    _transport_cls: type[Any]
     _h2_pool_cls: type[Any]
 
     def __init__(self, settings: TransportSettings) -> None:
@@ -131,22 +165,42 @@ class _TransportBase:
         key = f"{url.scheme}://{url.netloc.decode('ascii')}"
         rec = self._origins.get(key)
         if rec is None:
-            rec = self._origins.setdefault(key, OriginRecord(key, url.scheme == "https"))
-            if not self.settings.http2 or key in _http1_origins:
+            rec = OriginRecord(key, url.scheme == "https")
+            rec.proxy = proxy_for(self.settings.proxies, url)
+            if rec.proxy is not None:
+                logger.debug("origin %s: through proxy %s", key, rec.proxy.display)
+            # h2c is never tried through a proxy: the proxy, not the origin, would answer it
+            if not self.settings.http2 or key in _http1_origins or (rec.proxy and not rec.tls):
                 rec.h2 = False
+            rec = self._origins.setdefault(key, rec)
         return rec
 
     def _new_transport(self, rec: OriginRecord, h2: bool) -> Any:
-        ctx = shared_ssl_context(self.settings.verify) if rec.tls else _plain_context()
+        proxy = rec.proxy
         if h2:
-            return self._h2_pool_cls(ctx)
-        # httpcore carries HTTP/1.1 only: h2c was refused or ALPN chose http/1.1 for this origin
-        limits = httpx.Limits(
-            max_connections=H1_MAX_CONNECTIONS,
-            max_keepalive_connections=H1_MAX_CONNECTIONS,
-            keepalive_expiry=KEEPALIVE_EXPIRY_S,
-        )
-        return self._transport_cls(verify=ctx, limits=limits, http1=True, http2=False)
+            ctx = shared_ssl_context(self.settings.verify) if rec.tls else _plain_context()
+            return self._h2_pool_cls(ctx, self._tunnel(proxy) if proxy is not None else None)
+        # HTTP/1.1: h2c was refused, ALPN chose http/1.1, http2=False, or an http origin
+        # reached through a forward proxy (absolute-form requests to the proxy).
+        url = httpx.URL(rec.origin)
+        host, port = url.host, url.port or (443 if rec.tls else 80)
+        h1_ctx = h1_ssl_context(self.settings.verify) if rec.tls else None
+        if proxy is not None and not rec.tls:
+            return self._h1_pool(proxy.host, proxy.port, None, self._to_proxy(proxy),
+                                 _absolute_form, proxy.headers())
+        return self._h1_pool(host, port, h1_ctx, self._tunnel(proxy) if proxy is not None else None,
+                             None, None)
+
+    def _tunnel(self, proxy: ProxyInfo) -> Any:
+        raise NotImplementedError
+
+    def _to_proxy(self, proxy: ProxyInfo) -> Any:
+        raise NotImplementedError
+
+    def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
+                 target: Callable[[httpx.URL], bytes] | None,
+                 extra: list[tuple[bytes, bytes]] | None) -> Any:
+        raise NotImplementedError
 
     def pick_lane(self, rec: OriginRecord) -> _Lane:
         """The HTTP/2 lane with a free stream slot (a new lane when all are full), or the h1 pool."""
@@ -215,6 +269,11 @@ def _plain_context() -> ssl.SSLContext:
     return _plain_ctx
 
 
+def _absolute_form(url: httpx.URL) -> bytes:
+    """The request target a forward proxy needs (RFC 9112 section 3.2.2)."""
+    return b"%s://%s%s" % (url.raw_scheme, url.netloc, url.raw_path)
+
+
 def _max_streams(lane: _Lane) -> int:
     if not lane.h2:
         return H1_MAX_CONNECTIONS
@@ -231,8 +290,9 @@ class _H2PoolBase:
     """The HTTP/2 connections of one lane: the current one, and any still draining after the
     server's GOAWAY (their streams finish there; new ones go to a fresh connection)."""
 
-    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
         self._ssl_context = ssl_context
+        self._open_tcp = open_tcp  # a proxy's CONNECT tunnel, or None: direct
         self._conns: list[Any] = []
 
     def max_streams(self) -> int:
@@ -271,8 +331,8 @@ class _H2PoolBase:
 
 
 class _SyncH2Pool(_H2PoolBase):
-    def __init__(self, ssl_context: ssl.SSLContext) -> None:
-        super().__init__(ssl_context)
+    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
+        super().__init__(ssl_context, open_tcp)
         self._connect_lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -290,7 +350,7 @@ class _SyncH2Pool(_H2PoolBase):
                     from ._h2 import connect_sync
 
                     conn = connect_sync(request.url, self._ssl_context, request,
-                                        request.extensions.get("trace"))
+                                        request.extensions.get("trace"), self._open_tcp)
                     self._conns.append(conn)
         return conn.request(request)
 
@@ -315,8 +375,8 @@ class _SyncH2Pool(_H2PoolBase):
 
 
 class _AsyncH2Pool(_H2PoolBase):
-    def __init__(self, ssl_context: ssl.SSLContext) -> None:
-        super().__init__(ssl_context)
+    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
+        super().__init__(ssl_context, open_tcp)
         self._connect_lock: asyncio.Lock | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -340,7 +400,7 @@ class _AsyncH2Pool(_H2PoolBase):
                     from ._h2 import connect_async
 
                     conn = await connect_async(request.url, self._ssl_context, request,
-                                               request.extensions.get("trace"))
+                                               request.extensions.get("trace"), self._open_tcp)
                     self._conns.append(conn)
         return await conn.request(request)
 
@@ -454,7 +514,6 @@ class _AsyncLaneStream(_LaneStreamState, httpx.AsyncByteStream):
 
 
 class SyncTransport(_TransportBase):
-    _transport_cls = httpx.HTTPTransport
     _h2_pool_cls = _SyncH2Pool
 
     def __init__(self, settings: TransportSettings) -> None:
@@ -464,6 +523,26 @@ class SyncTransport(_TransportBase):
     def _after_fork(self) -> None:
         super()._after_fork()
         self._lock = threading.Lock()  # a thread of the parent may have held it at fork()
+
+    def _tunnel(self, proxy: ProxyInfo) -> Any:
+        from ._proxy import tunnel_sync
+
+        return tunnel_sync(proxy)
+
+    def _to_proxy(self, proxy: ProxyInfo) -> Any:
+        from ._proxy import connect_sync
+
+        return lambda _host, _port, timeout: connect_sync(proxy, timeout)
+
+    def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
+                 target: Callable[[httpx.URL], bytes] | None,
+                 extra: list[tuple[bytes, bytes]] | None) -> Any:
+        from ._h1 import SyncPool, open_sync
+
+        def open_socket(request: httpx.Request) -> Any:
+            return open_sync(host, port, ctx, request, open_tcp)
+
+        return SyncPool(open_socket, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra)
 
     def send(self, request: httpx.Request) -> httpx.Response:
         rec = self.origin_record(request.url)
@@ -494,8 +573,27 @@ class SyncTransport(_TransportBase):
 
 
 class AsyncTransport(_TransportBase):
-    _transport_cls = httpx.AsyncHTTPTransport
     _h2_pool_cls = _AsyncH2Pool
+
+    def _tunnel(self, proxy: ProxyInfo) -> Any:
+        from ._proxy import tunnel_async
+
+        return tunnel_async(proxy)
+
+    def _to_proxy(self, proxy: ProxyInfo) -> Any:
+        from ._proxy import connect_async
+
+        return lambda _host, _port, factory: connect_async(proxy, factory)
+
+    def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
+                 target: Callable[[httpx.URL], bytes] | None,
+                 extra: list[tuple[bytes, bytes]] | None) -> Any:
+        from ._h1 import AsyncPool, open_async
+
+        def open_transport(request: httpx.Request, factory: Callable[[], Any]) -> Any:
+            return open_async(host, port, ctx, request, factory, open_tcp)
+
+        return AsyncPool(open_transport, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         rec = self.origin_record(request.url)

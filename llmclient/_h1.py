@@ -1,0 +1,1129 @@
+"""Our own HTTP/1.1 client connections (RFC 9112): a sans-I/O response parser, sync and async I/O.
+
+Why not httpcore + h11: vLLM, SGLang, llama.cpp and Ollama speak HTTP/1.1 only, and there the
+httpx -> httpcore -> h11 stack (and anyio under the async side) was most of llmclient's client
+CPU, as httpcore + h2 was on HTTP/2 (_h2.py). A client needs a small part of HTTP/1.1: one
+request at a time per connection, no pipelining, no upgrades.
+
+Layout:
+
+* :class:`ResponseParser` - the response side of the protocol, no I/O: ``receive(bytes)``
+  parses the status line, headers (1xx interim responses skipped) and the body framed by
+  Content-Length, chunked transfer-coding or the connection's close (RFC 9112 section 6.3);
+  ``eof()`` says the peer closed. Limits: the head (status line, headers, trailers) at most
+  :data:`MAX_HEAD` bytes and :data:`MAX_HEADERS` fields, a chunk-size line :data:`MAX_CHUNK_LINE`.
+* :class:`SyncConnection` / :class:`SyncPool` - blocking sockets; the pool opens connections on
+  demand up to its cap and keeps idle ones warm (most recently used first), checking each
+  before reuse (a connection the server closed while idle is dropped without a request sent).
+* :class:`AsyncConnection` / :class:`AsyncPool` - an asyncio Protocol (the event loop feeds
+  it, and tells it at once when the server closes an idle connection) and its pool.
+
+A response whose body is not read to its end (closed early, or broken) closes its connection:
+the rest of its bytes would otherwise be read as the next response. Errors are httpx's classes
+(ConnectError, ReadTimeout, WriteError ...); the protocol's own are typed subclasses of
+RemoteProtocolError (:class:`MalformedResponse`, :class:`ConnectionLost`) with
+``unprocessed`` as _h2.py has it: True only where the server demonstrably did not read the
+request. Trace events use httpcore's ``http11.*`` names, so timings read both stacks alike.
+"""
+
+from __future__ import annotations
+
+import re
+import select
+import socket
+import ssl
+import struct
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import httpx
+
+from ._logging import logger
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = [
+    "AsyncConnection",
+    "AsyncPool",
+    "ConnectionLost",
+    "H1Error",
+    "MalformedResponse",
+    "ResponseParser",
+    "SyncConnection",
+    "SyncPool",
+    "request_bytes",
+]
+
+MAX_HEAD: Final = 64 * 1024  # status line + header fields, and separately the trailer section
+MAX_HEADERS: Final = 256
+MAX_CHUNK_LINE: Final = 1024  # chunk-size + extensions + CRLF
+MAX_INTERIM: Final = 32  # 1xx responses before the final one
+_READ_SIZE: Final = 256 * 1024
+# Async: body bytes buffered for a reader that does not keep up before the socket stops
+# being read (TCP flow control then slows the server down).
+_HIGH_WATER: Final = 1024 * 1024
+
+# header field: token ":" OWS value OWS (RFC 9110 section 5.1, RFC 9112 section 5.1: no
+# whitespace between name and colon). obs-fold (a line starting with SP/HTAB) fails the match.
+_FIELD = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*?)[ \t]*")
+_STATUS = re.compile(rb"HTTP/1\.([01]) ([0-9]{3})(?: (.*))?")
+_CHUNK_SIZE = re.compile(rb"[ \t]*([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?")
+# Values may hold HTAB, SP, visible characters and obs-text; never other controls.
+_BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+
+_HEAD, _LENGTH, _CHUNK_LINE, _CHUNK_DATA, _CHUNK_END, _TRAILERS, _UNTIL_CLOSE, _DONE = range(8)
+
+
+# -- errors: typed, so that retries read attributes, never text -----------------------------
+
+
+class H1Error(httpx.RemoteProtocolError):
+    """An HTTP/1.1 exchange failed. ``unprocessed`` is True only where the server demonstrably
+    did not read the request, so it may be sent again at once."""
+
+    unprocessed: bool = False
+
+
+class MalformedResponse(H1Error):
+    """The server's response broke RFC 9112 (or a limit): the connection is closed."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"malformed HTTP/1.1 response: {why}")
+
+
+class ConnectionLost(H1Error):
+    """The connection closed (or broke) before the response ended."""
+
+
+# -- the protocol, no I/O -------------------------------------------------------------------
+
+
+class ResponseParser:
+    """One response, bytes in: ``status``/``headers`` once ``head_done``, body pieces in
+    ``body`` (the consumer takes them), ``complete`` at its end. Raises :class:`H1Error`.
+
+    ``no_body``: the request was HEAD, or a CONNECT whose 2xx opens a tunnel (RFC 9110
+    section 9.3.6), so the head is all there is."""
+
+    __slots__ = (
+        "_buf", "_interim", "_mode", "_remaining", "_trailer_bytes", "body", "complete", "extra",
+        "head_done", "headers", "keep_alive", "no_body", "reason", "received", "status",
+        "version",
+    )
+
+    def __init__(self, no_body: bool = False) -> None:
+        self.no_body = no_body
+        self._buf = b""
+        self._mode = _HEAD
+        self._remaining = 0
+        self._interim = 0
+        self._trailer_bytes = 0
+        self.head_done = False
+        self.complete = False
+        self.status = 0
+        self.reason = b""
+        self.version = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+        self.received = 0  # body bytes, as framed
+        self.keep_alive = True
+        self.extra = b""  # bytes after the end of the response: the connection is not reused
+
+    def receive(self, data: bytes) -> None:
+        mode = self._mode
+        if mode == _LENGTH and not self._buf:  # the common case: body bytes, no copy
+            n = len(data)
+            if n <= self._remaining:
+                if n:
+                    self.body.append(data)
+                    self.received += n
+                    self._remaining -= n
+                    if not self._remaining:
+                        self._finish()
+                return
+        if mode == _DONE:
+            self.extra += data
+            return
+        self._buf = self._buf + data if self._buf else data
+        self._advance()
+
+    def eof(self) -> None:
+        """The peer closed its side: ends a body read until close, or fails the response."""
+        if self.complete:
+            return
+        if self._mode == _UNTIL_CLOSE:
+            self._finish()
+            return
+        self.keep_alive = False
+        if self._mode == _HEAD:
+            if self._buf:
+                raise ConnectionLost(f"server closed the connection inside the response head "
+                                     f"({len(self._buf)} bytes: {self._buf[:40]!r})")
+            raise ConnectionLost("Server disconnected without sending a response.")
+        if self._mode == _LENGTH:
+            raise ConnectionLost(f"server closed the connection after {self.received} of "
+                                 f"{self.received + self._remaining} body bytes (Content-Length)")
+        raise ConnectionLost(f"server closed the connection inside a chunked body "
+                             f"(after {self.received} bytes)")
+
+    # -- parsing ---------------------------------------------------------------------------
+
+    def _advance(self) -> None:
+        while self._buf and not self.complete:
+            mode = self._mode
+            if mode == _HEAD:
+                if not self._parse_head():
+                    return
+            elif mode == _LENGTH:
+                self._take_length()
+            elif mode == _CHUNK_DATA:
+                self._take_chunk_data()
+            elif mode == _UNTIL_CLOSE:
+                self.body.append(self._buf)
+                self.received += len(self._buf)
+                self._buf = b""
+            elif not self._parse_chunk_framing(mode):
+                return
+        if self.complete and self._buf:
+            self.extra, self._buf = self.extra + self._buf, b""
+
+    def _parse_head(self) -> bool:
+        buf = self._buf
+        if not buf.startswith(b"HTTP/1."[:len(buf)]):
+            raise MalformedResponse(f"not an HTTP/1.x status line: {buf[:40]!r}")
+        end, sep = buf.find(b"\r\n\r\n"), 4
+        bare = buf.find(b"\n\n")  # RFC 9112 section 2.2: a bare LF may end a line
+        if bare >= 0 and (end < 0 or bare < end):
+            end, sep = bare, 2
+        if end < 0:
+            if len(buf) > MAX_HEAD:
+                raise MalformedResponse(f"response head over {MAX_HEAD} bytes")
+            return False
+        if end + sep > MAX_HEAD:
+            raise MalformedResponse(f"response head over {MAX_HEAD} bytes")
+        head, self._buf = buf[:end], buf[end + sep:]
+        if head.count(b"\r") != head.count(b"\r\n"):
+            raise MalformedResponse("bare CR in the response head")
+        lines = head.split(b"\n")
+        if len(lines) > MAX_HEADERS + 1:
+            raise MalformedResponse(f"more than {MAX_HEADERS} header fields")
+        status_line = lines[0].rstrip(b"\r")
+        m = _STATUS.fullmatch(status_line)
+        if m is None:
+            raise MalformedResponse(f"bad status line {status_line[:80]!r}")
+        status = int(m.group(2))
+        headers = _parse_fields(lines[1:])
+        if 100 <= status < 200:
+            return self._interim_response(status)
+        self.version = b"HTTP/1." + m.group(1)
+        self.status, self.reason, self.headers = status, m.group(3) or b"", headers
+        self.head_done = True
+        self._frame(headers, m.group(1) == b"0")
+        return True
+
+    def _interim_response(self, status: int) -> bool:
+        """1xx (RFC 9110 section 15.2): skipped; the final response follows."""
+        if status == 101:
+            raise MalformedResponse("101 Switching Protocols to a request that asked for no upgrade")
+        self._interim += 1
+        if self._interim > MAX_INTERIM:
+            raise MalformedResponse(f"more than {MAX_INTERIM} interim (1xx) responses")
+        return True
+
+    def _frame(self, headers: list[tuple[bytes, bytes]], http10: bool) -> None:
+        """How the body is delimited (RFC 9112 section 6.3) and whether the connection stays."""
+        lengths: list[bytes] = []
+        chunked = False
+        te = False
+        conn_tokens: list[bytes] = []
+        for name, value in headers:
+            if name == b"content-length":
+                lengths += value.split(b",")
+            elif name == b"transfer-encoding":
+                te = True
+                chunked = value.rsplit(b",", 1)[-1].strip().lower() == b"chunked"
+            elif name == b"connection":
+                conn_tokens += [t.strip().lower() for t in value.split(b",")]
+        if b"close" in conn_tokens or (http10 and b"keep-alive" not in conn_tokens):
+            self.keep_alive = False
+        status = self.status
+        if self.no_body or status in (204, 304):
+            self._finish()
+        elif te:
+            if lengths:  # a smuggling shape: Transfer-Encoding wins, then close
+                self.keep_alive = False
+            if chunked:
+                self._mode = _CHUNK_LINE
+            else:
+                self._until_close()
+        elif lengths:
+            # "5, 5" or repeated equal fields are one length; different ones are not
+            length = lengths[0].strip() if len(lengths) == 1 else _one_length(lengths)
+            if not length.isdigit() or len(length) > 18:
+                raise MalformedResponse(f"bad Content-Length {length[:40]!r}")
+            self._remaining = int(length)
+            self._mode = _LENGTH
+            if not self._remaining:
+                self._finish()
+        else:
+            self._until_close()
+
+    def _until_close(self) -> None:
+        self._mode = _UNTIL_CLOSE
+        self.keep_alive = False
+
+    def _take_length(self) -> None:
+        buf, n = self._buf, self._remaining
+        piece, self._buf = (buf, b"") if len(buf) <= n else (buf[:n], buf[n:])
+        self.body.append(piece)
+        self.received += len(piece)
+        self._remaining -= len(piece)
+        if not self._remaining:
+            self._finish()
+
+    def _take_chunk_data(self) -> None:
+        buf, n = self._buf, self._remaining
+        piece, self._buf = (buf, b"") if len(buf) <= n else (buf[:n], buf[n:])
+        self.body.append(piece)
+        self.received += len(piece)
+        self._remaining -= len(piece)
+        if not self._remaining:
+            self._mode = _CHUNK_END
+
+    def _parse_chunk_framing(self, mode: int) -> bool:
+        """A chunk-size line, the CRLF after a chunk's data, or a trailer line (RFC 9112
+        section 7.1); False when more bytes are needed."""
+        buf = self._buf
+        nl = buf.find(b"\n")
+        if nl < 0:
+            limit = MAX_HEAD if mode == _TRAILERS else MAX_CHUNK_LINE
+            if len(buf) > limit:
+                raise MalformedResponse("chunk-size line too long" if mode == _CHUNK_LINE
+                                        else "trailer section too long" if mode == _TRAILERS
+                                        else "chunk data not followed by CRLF")
+            return False
+        line, self._buf = buf[:nl], buf[nl + 1:]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if mode == _CHUNK_END:
+            if line:
+                raise MalformedResponse(f"chunk data not followed by CRLF ({line[:40]!r})")
+            self._mode = _CHUNK_LINE
+        elif mode == _CHUNK_LINE:
+            if nl + 1 > MAX_CHUNK_LINE:
+                raise MalformedResponse("chunk-size line too long")
+            m = _CHUNK_SIZE.fullmatch(line)
+            if m is None:
+                raise MalformedResponse(f"bad chunk-size line {line[:40]!r}")
+            size = int(m.group(1), 16)
+            if size:
+                self._remaining, self._mode = size, _CHUNK_DATA
+            else:
+                self._mode = _TRAILERS
+        else:  # trailer fields, ignored (RFC 9110 section 6.5), until the empty line
+            self._trailer_bytes += nl + 1
+            if self._trailer_bytes > MAX_HEAD:
+                raise MalformedResponse("trailer section too long")
+            if not line:
+                self._finish()
+            elif _FIELD.fullmatch(line) is None:
+                raise MalformedResponse(f"bad trailer field {line[:40]!r}")
+        return True
+
+    def _finish(self) -> None:
+        self._mode = _DONE
+        self.complete = True
+
+
+def _one_length(values: list[bytes]) -> bytes:
+    distinct = {v.strip() for v in values}
+    if len(distinct) != 1:
+        raise MalformedResponse(f"conflicting Content-Length values {sorted(distinct)!r}")
+    return distinct.pop()
+
+
+def _parse_fields(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
+    headers: list[tuple[bytes, bytes]] = []
+    match = _FIELD.fullmatch
+    for line in lines:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        m = match(line)
+        if m is None:
+            if line[:1] in (b" ", b"\t"):
+                raise MalformedResponse("obsolete line folding in a header field")
+            raise MalformedResponse(f"bad header line {line[:60]!r}")
+        name, value = m.groups()
+        if _BAD_VALUE.search(value) is not None:
+            raise MalformedResponse(f"control character in header {name[:40]!r}")
+        headers.append((name.lower(), value))
+    return headers
+
+
+def request_bytes(request: httpx.Request, target: bytes | None = None,
+                  extra: list[tuple[bytes, bytes]] | None = None) -> bytes:
+    """Request line and header section (RFC 9112 sections 3 and 5); ``target`` in absolute
+    form for a forward proxy (section 3.2.2), else the origin form."""
+    url = request.url
+    if target is None:
+        target = url.raw_path
+    lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in request.headers.raw:
+        lines += (name, b": ", value, b"\r\n")
+    if extra:
+        for name, value in extra:
+            lines += (name, b": ", value, b"\r\n")
+    lines.append(b"\r\n")
+    head = b"".join(lines)
+    # A CR, LF or NUL inside a field would start a header (or a request) of its own: the
+    # line ends must be exactly the ones written here.
+    crlf = len(lines) // 4 + 1  # the request line, each field, the blank line
+    if (head.count(b"\r\n") != crlf or head.count(b"\n") != crlf or head.count(b"\r") != crlf
+            or b"\0" in head):
+        raise httpx.LocalProtocolError("CR, LF or NUL inside the request line or a header field")
+    return head
+
+
+def make_response(parser: ResponseParser, stream: Any) -> httpx.Response:
+    return httpx.Response(
+        parser.status,
+        headers=parser.headers,
+        stream=stream,
+        extensions={"http_version": parser.version, "reason_phrase": parser.reason},
+    )
+
+
+def _timeout(request: httpx.Request, key: str) -> float | None:
+    value: float | None = request.extensions.get("timeout", {}).get(key)
+    return value
+
+
+# -- sync -----------------------------------------------------------------------------------
+
+
+def open_sync(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
+              open_tcp: Callable[[str, int, float | None], socket.socket] | None = None) -> socket.socket:
+    """A socket to host:port (TCP, or through ``open_tcp``: a proxy's tunnel), then TLS when
+    ``ssl_context`` is given (its ALPN offers http/1.1 only)."""
+    trace = request.extensions.get("trace")
+    timeout = _timeout(request, "connect")
+    if trace:
+        trace("connection.connect_tcp.started", {})
+    if open_tcp is not None:
+        sock = open_tcp(host, port, timeout)
+    else:
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if trace:
+        trace("connection.connect_tcp.complete", {})
+    if ssl_context is None:
+        return sock
+    if trace:
+        trace("connection.start_tls.started", {})
+    try:
+        sock.settimeout(timeout)
+        sock = ssl_context.wrap_socket(sock, server_hostname=host)
+    except TimeoutError as exc:
+        sock.close()
+        raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
+    except (OSError, ssl.SSLError) as exc:
+        sock.close()
+        raise httpx.ConnectError(str(exc)) from exc
+    if trace:
+        trace("connection.start_tls.complete", {})
+    return sock
+
+
+class SyncConnection:
+    """One HTTP/1.1 connection: one request at a time, used by one thread at a time."""
+
+    def __init__(self, sock: socket.socket, pool: SyncPool) -> None:
+        self._sock = sock
+        self._pool = pool
+        self.last_used = time.monotonic()
+        self.closed = False
+        self._kernel_timeouts = not isinstance(sock, ssl.SSLSocket) and hasattr(socket, "SO_RCVTIMEO")
+        if self._kernel_timeouts:
+            sock.settimeout(None)
+        self._sock_timeout: float | None = -1.0  # nothing set yet
+        self._cancelled: Exception | None = None
+        self._current: ResponseParser | None = None  # the response in flight
+        self._cancel_lock = threading.Lock()
+        self.returned = False  # given back to the pool for good (closed)
+
+    # -- what the pool asks ----------------------------------------------------------------
+
+    def dead_while_idle(self) -> bool:
+        """An idle connection has nothing to read unless the server closed it (or broke the
+        protocol): then it must not carry a request."""
+        sock = self._sock
+        try:
+            if isinstance(sock, ssl.SSLSocket) and sock.pending():
+                return True
+            return bool(select.select([sock], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+
+    # -- one request -----------------------------------------------------------------------
+
+    def request(self, request: httpx.Request, target: bytes | None = None,
+                extra: list[tuple[bytes, bytes]] | None = None) -> httpx.Response:
+        trace = request.extensions.get("trace")
+        head = request_bytes(request, target, extra)
+        body = request.content
+        parser = self._current = ResponseParser(no_body=request.method == "HEAD")
+        token = request.extensions.get("llmclient.cancel")
+        if token is not None:  # another thread may cancel this request (a hedge that lost)
+            token.attach(lambda exc: self._cancel_elsewhere(parser, exc))
+        if trace:
+            trace("http11.send_request_headers.started", {})
+        write_error = self._send(head, body, _timeout(request, "write"))
+        if trace:
+            trace("http11.send_request_body.complete", {})
+        read_timeout = _timeout(request, "read")
+        try:
+            while not parser.head_done:
+                self._read_into(parser, read_timeout)
+        except httpx.TransportError as exc:
+            if write_error is not None:  # the write failed, and no early answer came
+                raise write_error from exc
+            raise
+        if trace:
+            trace("http11.receive_response_headers.complete", {})
+        if write_error is not None:
+            parser.keep_alive = False  # it answered (413 ...) a request it did not read to its end
+        body_stream = _SyncBody(self, parser, read_timeout)
+        response = make_response(parser, body_stream)
+        if parser.complete:
+            body_stream.finished()
+        return response
+
+    def _send(self, head: bytes, body: bytes, timeout: float | None) -> httpx.TransportError | None:
+        """Send the request; a write error is returned, not raised: the server may have
+        answered before it stopped reading (then its answer is the call's)."""
+        try:
+            self._set_timeout(timeout)
+            if len(body) <= 65536:
+                self._sock.sendall(head + body if body else head)
+            else:
+                self._sock.sendall(head)
+                self._sock.sendall(body)
+        except (TimeoutError, BlockingIOError):
+            self.close()
+            raise httpx.WriteTimeout("write timed out") from None
+        except OSError as exc:
+            if self._cancelled is not None:
+                raise self._cancelled from None
+            return httpx.WriteError(str(exc) or type(exc).__name__)
+        return None
+
+    def _read_into(self, parser: ResponseParser, timeout: float | None) -> None:
+        """One recv into ``parser``; raises (after closing the connection) on any failure."""
+        try:
+            if timeout != self._sock_timeout:
+                self._set_timeout(timeout)
+            data = self._sock.recv(_READ_SIZE)
+        except (TimeoutError, BlockingIOError):
+            self.close()
+            raise httpx.ReadTimeout("read timed out") from None
+        except OSError as exc:
+            self.close()
+            if self._cancelled is not None:
+                raise self._cancelled from None
+            text = str(exc) or type(exc).__name__
+            raise ConnectionLost(f"Connection reset: {text}" if isinstance(exc, ConnectionResetError)
+                                 else text) from None
+        try:
+            if data:
+                parser.receive(data)
+            else:
+                parser.eof()
+        except H1Error:
+            self.close()
+            raise
+        if not data and not parser.complete:  # pragma: no cover - eof() raised above
+            self.close()
+
+    def _set_timeout(self, timeout: float | None) -> None:
+        if timeout == self._sock_timeout:
+            return
+        self._sock_timeout = timeout
+        if self._kernel_timeouts:
+            # As in _h2.SyncConnection: cleartext sockets keep their timeouts in the kernel
+            # (one recv() per read, no poll()); expiry is EAGAIN -> BlockingIOError.
+            seconds = 0.0 if timeout is None else max(timeout, 1e-3)
+            tv = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        else:
+            self._sock.settimeout(timeout)
+
+    def _cancel_elsewhere(self, parser: ResponseParser, exc: Exception) -> None:
+        """From another thread: the blocked read returns, and the request fails with ``exc``.
+        HTTP/1.1 has no way to cancel one request but closing its connection (only while
+        that request is still the connection's: it may be back in the pool by now)."""
+        with self._cancel_lock:
+            if self._current is not parser:
+                return
+            self._cancelled = exc
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def done(self, parser: ResponseParser) -> None:
+        """The response ended (read to its end, or given up): back to the pool, or closed."""
+        with self._cancel_lock:
+            self._current = None
+        reuse = (parser.complete and parser.keep_alive and not parser.extra and not self.closed
+                 and self._cancelled is None)
+        if parser.extra:
+            logger.debug("HTTP/1.1 server sent %d bytes after its response: closing the connection",
+                         len(parser.extra))
+        if not reuse:
+            self.close()
+        self._pool.put_back(self, reuse)
+
+
+class _SyncBody(httpx.SyncByteStream):
+    def __init__(self, conn: SyncConnection, parser: ResponseParser, timeout: float | None) -> None:
+        self._conn: SyncConnection | None = conn
+        self._parser = parser
+        self._timeout = timeout
+
+    def finished(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.done(self._parser)
+
+    def __iter__(self) -> Iterator[bytes]:
+        parser = self._parser
+        while True:
+            chunks = parser.body
+            if chunks:
+                parser.body = []
+                if parser.complete:
+                    self.finished()
+                # what arrived together is handed on together: one decode pass
+                yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            elif parser.complete:
+                self.finished()
+                return
+            elif self._conn is None:
+                raise httpx.StreamClosed()
+            else:
+                try:
+                    self._conn._read_into(parser, self._timeout)
+                except BaseException:
+                    self.finished()
+                    raise
+
+    def close(self) -> None:
+        # an unfinished body closes the connection (done() sees it incomplete)
+        self.finished()
+
+
+class SyncPool:
+    """The HTTP/1.1 connections of one origin (or of one proxy, for a proxied http origin)."""
+
+    def __init__(self, open_socket: Callable[[httpx.Request], socket.socket], max_connections: int,
+                 idle_expiry_s: float, target: Callable[[httpx.URL], bytes] | None = None,
+                 extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        self._open_socket = open_socket
+        self._max = max_connections
+        self._expiry = idle_expiry_s
+        self._target = target
+        self._extra = extra_headers
+        self._idle: list[SyncConnection] = []  # most recently used last
+        self._count = 0  # open connections, idle or busy
+        self._cond = threading.Condition(threading.Lock())
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        conn = self._acquire(request)
+        target = self._target(request.url) if self._target is not None else None
+        try:
+            return conn.request(request, target, self._extra)
+        except BaseException:
+            conn.close()
+            self.put_back(conn, False)
+            raise
+
+    def _acquire(self, request: httpx.Request) -> SyncConnection:
+        deadline: float | None = None
+        with self._cond:
+            while True:
+                conn = self._take_idle()
+                if conn is not None:
+                    return conn
+                if self._count < self._max:
+                    self._count += 1
+                    break
+                if deadline is None:
+                    timeout = _timeout(request, "pool")
+                    deadline = float("inf") if timeout is None else time.monotonic() + timeout
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._cond.wait(None if left == float("inf") else left):
+                    raise httpx.PoolTimeout(f"all {self._max} HTTP/1.1 connections stayed busy")
+        try:
+            sock = self._open_socket(request)
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+        return SyncConnection(sock, self)
+
+    def _take_idle(self) -> SyncConnection | None:
+        """The most recently used idle connection still good (under the lock)."""
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            if now - conn.last_used <= self._expiry and not conn.dead_while_idle():
+                return conn
+            if now - conn.last_used <= self._expiry:
+                logger.debug("dropping an idle HTTP/1.1 connection the server has closed")
+            conn.close()
+            self._count -= 1
+        return None
+
+    def put_back(self, conn: SyncConnection, reuse: bool) -> None:
+        stale: list[SyncConnection] = []
+        with self._cond:
+            if conn.returned:
+                return
+            if reuse:
+                now = conn.last_used = time.monotonic()
+                idle = self._idle
+                idle.append(conn)
+                while now - idle[0].last_used > self._expiry:  # the oldest, left unused
+                    stale.append(idle.pop(0))
+                    self._count -= 1
+            else:
+                conn.returned = True
+                self._count -= 1
+            self._cond.notify()
+        for old in stale:
+            old.close()
+
+    def check_idle(self) -> None:
+        """Idle connections are checked as they are taken; nothing to do here."""
+
+    def close(self) -> None:
+        with self._cond:
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+        for conn in idle:
+            conn.close()
+
+
+# -- async ----------------------------------------------------------------------------------
+
+
+class AsyncConnection:
+    """One HTTP/1.1 connection on the running event loop (an asyncio Protocol)."""
+
+    def __init__(self, pool: AsyncPool | None = None) -> None:
+        import asyncio
+
+        self.transport: Any = None
+        self._pool = pool
+        self._loop = asyncio.get_running_loop()
+        self._parser: ResponseParser | None = None
+        self._error: Exception | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._drain: asyncio.Future[None] | None = None
+        self._paused = False
+        self.closed = False
+        self.last_used = time.monotonic()
+        self.returned = False  # given back to the pool for good (closed)
+
+    # asyncio.Protocol ----------------------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        parser = self._parser
+        if parser is None:  # bytes on an idle connection: the server broke the protocol
+            logger.debug("HTTP/1.1 server sent %d bytes to an idle connection: closing it", len(data))
+            self._fail(ConnectionLost("unexpected bytes on an idle connection"))
+            return
+        try:
+            parser.receive(data)
+        except H1Error as exc:
+            self._fail(exc)
+            return
+        if (not parser.complete and len(parser.body) > 8 and not self._paused
+                and sum(map(len, parser.body)) > _HIGH_WATER):
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        parser = self._parser
+        if parser is not None:
+            try:
+                parser.eof()
+            except H1Error as exc:
+                self._fail(exc)
+                return False
+        self.closed = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        parser = self._parser
+        if parser is not None and not parser.complete and self._error is None:
+            if isinstance(exc, ConnectionResetError):
+                self._error = ConnectionLost(f"Connection reset: {exc}")
+            elif exc is not None:
+                self._error = ConnectionLost(f"Connection lost: {exc}")
+            else:
+                try:
+                    parser.eof()
+                except H1Error as err:
+                    self._error = err
+        self._wake()
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._drain is None or self._drain.done():
+            self._drain = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _fail(self, exc: Exception) -> None:
+        if self._error is None:
+            self._error = exc
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+        self._wake()
+
+    def _wake(self) -> None:
+        fut = self._waiter
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    async def _wait(self, timeout: float | None) -> None:
+        fut = self._waiter = self._loop.create_future()
+        if timeout is None:
+            await fut
+            return
+        handle = self._loop.call_later(timeout, _expire, fut)
+        try:
+            await fut
+        finally:
+            handle.cancel()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- one request -----------------------------------------------------------------------
+
+    async def request(self, request: httpx.Request, target: bytes | None = None,
+                      extra: list[tuple[bytes, bytes]] | None = None) -> httpx.Response:
+        trace = request.extensions.get("trace")
+        head = request_bytes(request, target, extra)
+        body = request.content
+        parser = self._parser = ResponseParser(no_body=request.method == "HEAD")
+        self.last_used = time.monotonic()
+        token = request.extensions.get("llmclient.cancel")
+        if token is not None:  # a hedged copy that may lose its race (on this loop)
+            token.attach(lambda exc: self._cancel_elsewhere(parser, exc))
+        if trace:
+            await trace("http11.send_request_headers.started", {})
+        self.transport.write(head + body if body and len(body) <= 65536 else head)
+        if body and len(body) > 65536:
+            self.transport.write(body)
+        if self._drain is not None and not self._drain.done():
+            await self._wait_drain(_timeout(request, "write"))
+        if trace:
+            await trace("http11.send_request_body.complete", {})
+        read_timeout = _timeout(request, "read")
+        while not parser.head_done:
+            if self._error is not None:
+                raise self._error
+            if self.closed and not parser.head_done:
+                raise ConnectionLost("Server disconnected without sending a response.")
+            try:
+                await self._wait(read_timeout)
+            except httpx.ReadTimeout:
+                self.close()
+                raise
+        if trace:
+            await trace("http11.receive_response_headers.complete", {})
+        stream = _AsyncBody(self, parser, read_timeout)
+        if parser.complete:
+            stream.finished()
+        return make_response(parser, stream)
+
+    async def _wait_drain(self, timeout: float | None) -> None:
+        import asyncio
+
+        assert self._drain is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(self._drain), timeout)
+        except asyncio.TimeoutError:
+            self.close()
+            raise httpx.WriteTimeout("write timed out") from None
+        if self.closed and self._error is not None:
+            raise self._error
+
+    async def read_some(self, parser: ResponseParser, timeout: float | None) -> list[bytes]:
+        while True:
+            chunks = parser.body
+            if chunks:
+                parser.body = []
+                if self._paused:
+                    self._paused = False
+                    self.transport.resume_reading()
+                return chunks
+            if parser.complete:
+                return []
+            if self._error is not None:
+                raise self._error
+            if self.closed:
+                raise ConnectionLost("connection closed before the response ended")
+            try:
+                await self._wait(timeout)
+            except httpx.ReadTimeout:
+                self.close()
+                raise
+
+    def _cancel_elsewhere(self, parser: ResponseParser, exc: Exception) -> None:
+        """From a callback on this loop: the waiting task raises ``exc``; the connection
+        closes (HTTP/1.1 cancels a request no other way), if it still carries that request."""
+        if self._parser is parser and not parser.complete:
+            self._fail(exc)
+
+    def done(self, parser: ResponseParser) -> None:
+        reuse = (parser.complete and parser.keep_alive and not parser.extra and not self.closed
+                 and self._error is None)
+        if reuse:
+            self._parser = None
+        else:
+            self.close()
+        if self._pool is not None:
+            self._pool.put_back(self, reuse)
+
+
+async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
+                     protocol_factory: Callable[[], Any], open_tcp: Any = None) -> tuple[Any, Any]:
+    """(transport, protocol) to host:port: TCP (or ``open_tcp``: a proxy's tunnel), then TLS
+    when ``ssl_context`` is given."""
+    import asyncio
+
+    trace = request.extensions.get("trace")
+    timeout = _timeout(request, "connect")
+    loop = asyncio.get_running_loop()
+    if trace:
+        await trace("connection.connect_tcp.started", {})
+    try:
+        if open_tcp is not None:
+            transport, protocol = await asyncio.wait_for(open_tcp(host, port, protocol_factory), timeout)
+        else:
+            transport, protocol = await asyncio.wait_for(
+                loop.create_connection(protocol_factory, host, port), timeout)
+    except asyncio.TimeoutError as exc:
+        raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
+    except OSError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+    if trace:
+        await trace("connection.connect_tcp.complete", {})
+    if ssl_context is None:
+        return transport, protocol
+    if trace:
+        await trace("connection.start_tls.started", {})
+    try:
+        new = await asyncio.wait_for(
+            loop.start_tls(transport, protocol, ssl_context, server_hostname=host), timeout)
+    except asyncio.TimeoutError as exc:
+        transport.close()
+        raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
+    except (OSError, ssl.SSLError) as exc:
+        transport.close()
+        raise httpx.ConnectError(str(exc)) from exc
+    if new is None:  # pragma: no cover - start_tls returns None only when closing
+        raise httpx.ConnectError("TLS handshake failed")
+    protocol.connection_made(new)  # the protocol writes to the TLS transport from now on
+    if trace:
+        await trace("connection.start_tls.complete", {})
+    return new, protocol
+
+
+def _expire(fut: Any) -> None:
+    if not fut.done():
+        fut.set_exception(httpx.ReadTimeout("read timed out"))
+
+
+class _AsyncBody(httpx.AsyncByteStream):
+    def __init__(self, conn: AsyncConnection, parser: ResponseParser, timeout: float | None) -> None:
+        self._conn: AsyncConnection | None = conn
+        self._parser = parser
+        self._timeout = timeout
+
+    def finished(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.done(self._parser)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        parser = self._parser
+        while True:
+            chunks = parser.body
+            if chunks and self._conn is None:  # complete: what is left, then the end
+                parser.body = []
+                yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                continue
+            if self._conn is None:
+                if parser.complete:
+                    return
+                raise httpx.StreamClosed()
+            try:
+                chunks = await self._conn.read_some(parser, self._timeout)
+            except BaseException:
+                self.finished()
+                raise
+            if parser.complete:
+                self.finished()
+            if not chunks:
+                return
+            yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def aclose(self) -> None:
+        self.finished()
+
+    def abandon(self) -> None:
+        self.finished()
+
+
+class AsyncPool:
+    """The async HTTP/1.1 connections of one origin (or proxy) on one event loop."""
+
+    def __init__(self, open_transport: Callable[[httpx.Request, Callable[[], Any]], Any], max_connections: int,
+                 idle_expiry_s: float, target: Callable[[httpx.URL], bytes] | None = None,
+                 extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        import collections
+
+        self._open_transport = open_transport
+        self._max = max_connections
+        self._expiry = idle_expiry_s
+        self._target = target
+        self._extra = extra_headers
+        self._idle: list[AsyncConnection] = []
+        self._count = 0
+        self._waiters: collections.deque[Any] = collections.deque()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        conn = self._take_idle()
+        if conn is None:
+            conn = await self._new_or_wait(request)
+        target = self._target(request.url) if self._target is not None else None
+        try:
+            return await conn.request(request, target, self._extra)
+        except BaseException:
+            conn.close()
+            self.put_back(conn, False)
+            raise
+
+    def _take_idle(self) -> AsyncConnection | None:
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed and now - conn.last_used <= self._expiry:
+                return conn
+            conn.close()
+            self._count -= 1
+        return None
+
+    async def _new_or_wait(self, request: httpx.Request) -> AsyncConnection:
+        import asyncio
+
+        deadline: float | None = None
+        while self._count >= self._max:
+            if deadline is None:
+                timeout = _timeout(request, "pool")
+                deadline = None if timeout is None else time.monotonic() + timeout
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                await asyncio.wait_for(fut, left)
+            except asyncio.TimeoutError:
+                raise httpx.PoolTimeout(f"all {self._max} HTTP/1.1 connections stayed busy") from None
+            finally:
+                if fut in self._waiters:
+                    self._waiters.remove(fut)
+            conn = self._take_idle()
+            if conn is not None:
+                return conn
+        self._count += 1
+        try:
+            _transport, protocol = await self._open_transport(request, lambda: AsyncConnection(self))
+        except BaseException:
+            self._count -= 1
+            self._wake_one()
+            raise
+        return cast(AsyncConnection, protocol)
+
+    def put_back(self, conn: AsyncConnection, reuse: bool) -> None:
+        if conn.returned:
+            return
+        if reuse:
+            now = conn.last_used = time.monotonic()
+            idle = self._idle
+            idle.append(conn)
+            while now - idle[0].last_used > self._expiry:  # the oldest, left unused
+                idle.pop(0).close()
+                self._count -= 1
+        else:
+            conn.returned = True
+            self._count -= 1
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+
+    def check_idle(self) -> None:
+        """The event loop tells each connection when the server closes it: nothing to do."""
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, []
+        self._count -= len(idle)
+        for conn in idle:
+            conn.close()
