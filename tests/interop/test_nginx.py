@@ -32,7 +32,7 @@ _POST = re.compile(r"request_id=(\S+) .* POST /v1/chat/completions (\d+)")
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[RefServer]:
-    server = start_ref_server("--access-log")
+    server = start_ref_server("--access-log", "--allow-fault-headers")
     yield server
     stop_ref_server(server)
 
@@ -253,6 +253,55 @@ def test_a_dead_upstream_is_a_clear_502(nginx: Nginx, mode: str) -> None:
         else:
             _fresh_async(kw, lambda c: c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2))
     assert info.value.status_code == 502 and info.value.trace_id
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_reset_mid_answer_is_a_clear_error_and_runs_once(
+        nginx: Nginx, upstream: RefServer, mode: str, stream: bool) -> None:
+    # The upstream aborts its connection after the response headers: nginx has already sent
+    # them, so it can only cut the HTTP/2 stream. The call fails at once (no read timeout),
+    # is not sent again (max_retries=0, and it ran), and the next call works.
+    kw = _kw(nginx, "h2c")
+    fault = {"x-fault": "reset"}
+
+    async def go_async() -> tuple[Any, Any]:
+        c = AsyncOpenAI(**kw)
+        try:
+            try:
+                if stream:
+                    s = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8,
+                                                        stream=True, extra_headers=fault)
+                    first: Any = [chunk async for chunk in s]
+                else:
+                    first = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8,
+                                                            extra_headers=fault)
+            except llmclient.APIError as exc:
+                first = exc
+            return first, await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+        finally:
+            await c.close()
+
+    def go_sync() -> tuple[Any, Any]:
+        c = OpenAI(**kw)
+        try:
+            if stream:
+                first: Any = list(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8,
+                                                            stream=True, extra_headers=fault))
+            else:
+                first = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8, extra_headers=fault)
+        except llmclient.APIError as exc:
+            first = exc
+        return first, c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+
+    first, second = asyncio.run(go_async()) if mode == "async" else go_sync()
+    assert isinstance(first, llmclient.APIError), first
+    assert not isinstance(first, llmclient.APITimeoutError)
+    assert first.trace_id and second.choices[0].message.content
+    deadline = time.monotonic() + 5.0
+    while upstream_requests(upstream)[_uuid(first.trace_id)] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert upstream_requests(upstream)[_uuid(first.trace_id)] == 1
 
 
 def test_nginx_version_is_recorded(nginx: Nginx) -> None:
