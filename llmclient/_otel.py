@@ -9,7 +9,7 @@ None and the call pays one dictionary lookup.
 **Spans** follow the OpenTelemetry GenAI semantic conventions
 (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/): one CLIENT span per call,
 named ``"{gen_ai.operation.name} {gen_ai.request.model}"``, with ``gen_ai.operation.name``,
-``gen_ai.provider.name`` (and the older ``gen_ai.system``), ``gen_ai.request.*`` parameters,
+``gen_ai.provider.name`` (the current name of ``gen_ai.system``), ``gen_ai.request.*`` parameters,
 ``gen_ai.response.id`` / ``model`` / ``finish_reasons``, ``gen_ai.usage.input_tokens`` /
 ``output_tokens``, ``server.address`` / ``server.port`` and ``error.type``; llmclient's own
 facts under ``llmclient.*`` (:data:`ATTRIBUTES`), and the events ``llmclient.first_byte`` and
@@ -82,7 +82,6 @@ ATTRIBUTES: dict[str, str] = {
     "llmclient.connection.reused": "the call ran on a connection opened earlier",
     "llmclient.retries": "retried attempts",
     "llmclient.stream.closed_early": "the caller closed the stream before its end",
-    "llmclient.trace_id": "the call's trace id as X-Request-ID carries it (UUID text)",
 }
 
 _OPERATIONS = {"/chat/completions": "chat", "/completions": "text_completion",
@@ -216,15 +215,15 @@ class CallSpan:
         self.value: dict[str, Any] | None = None
         self.chunk_info: list[Any] | None = None  # id, model, finish reasons, usage
         self.start_ns = time.time_ns()
-        host, port = _server(call.base_url)
-        self.attrs = {"gen_ai.operation.name": operation, "gen_ai.provider.name": _PROVIDER,
-                      "gen_ai.request.model": self.model, "server.address": host,
-                      "server.port": port}
+        self.attrs = _metric_attrs(operation, self.model)
         self.span = None
         tracer = inst.tracer
         if tracer is None:
             return
-        attributes = {**self.attrs, "gen_ai.system": _PROVIDER, "llmclient.stream": call.stream}
+        host, port = _server(call.base_url)
+        attributes = {**self.attrs, "server.address": host, "server.port": port}
+        if call.stream:
+            attributes["llmclient.stream"] = True
         for param, name in _REQUEST_PARAMS:
             value = body.get(param)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -314,8 +313,7 @@ class CallSpan:
         end_ns = time.time_ns()
         span = self.span
         if span is not None:
-            attrs: dict[str, Any] = {"llmclient.wire": record.wire,
-                                     "llmclient.trace_id": call.trace.request_id}
+            attrs: dict[str, Any] = {"llmclient.wire": record.wire}
             if response_id:
                 attrs["gen_ai.response.id"] = str(response_id)
             if response_model:
@@ -364,17 +362,13 @@ class CallSpan:
                  input_tokens: Any, output_tokens: Any) -> None:
         inst = self.inst
         attrs = self.attrs
-        if response_model or error_type:
-            attrs = dict(attrs)
-            if response_model:
-                attrs["gen_ai.response.model"] = str(response_model)
-            if error_type:
-                attrs["error.type"] = error_type
+        if error_type:
+            attrs = {**attrs, "error.type": error_type}
         inst.duration.record((end_ns - self.start_ns) / 1e9, attrs)
         if isinstance(input_tokens, int):
-            inst.tokens.record(input_tokens, {**attrs, "gen_ai.token.type": "input"})
+            inst.tokens.record(input_tokens, _metric_attrs(self.operation, self.model, "input"))
         if isinstance(output_tokens, int):
-            inst.tokens.record(output_tokens, {**attrs, "gen_ai.token.type": "output"})
+            inst.tokens.record(output_tokens, _metric_attrs(self.operation, self.model, "output"))
         ttft = record.first_token_ms
         if ttft is not None:
             inst.ttft.record(ttft / 1000.0, attrs)
@@ -462,6 +456,27 @@ def prefetch_wasted(count: int) -> None:
 
 # -- helpers --------------------------------------------------------------------------------
 
+# Metric attributes: what the GenAI conventions require (operation, provider, request model;
+# error.type on failures) and no more. The SDK cleans and hashes every attribute of every
+# measurement, so each one costs CPU on every call; server.address/port and the response model
+# ("recommended") are on the span. One dict per (operation, model, token type), reused.
+_attr_sets: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+
+
+def _metric_attrs(operation: str, model: str, token_type: str | None = None) -> dict[str, Any]:
+    key = (operation, model, token_type)
+    found = _attr_sets.get(key)
+    if found is None:
+        if len(_attr_sets) > 4096:
+            _attr_sets.clear()
+        found = {"gen_ai.operation.name": operation, "gen_ai.provider.name": _PROVIDER,
+                 "gen_ai.request.model": model}
+        if token_type is not None:
+            found["gen_ai.token.type"] = token_type
+        _attr_sets[key] = found
+    return found
+
+
 _servers: dict[str, tuple[str, int]] = {}
 
 
@@ -480,7 +495,7 @@ def _parent_context(trace: Any, ctx: TraceContext) -> Any:
     """The span's parent: the active span when the call's trace context came from it, else
     the caller's traceparent as a remote parent; None (a root) when there is neither."""
     if ctx.parent_span_id is None:
-        return trace.set_span_in_context(trace.INVALID_SPAN)  # a root, whatever is active
+        return None  # no valid active span either (new_trace_context looked): a root
     current = trace.get_current_span().get_span_context()
     if current.is_valid and f"{current.span_id:016x}" == ctx.parent_span_id:
         return None  # the active context: its span is the parent
