@@ -1,4 +1,14 @@
-"""Response objects: attribute access over the decoded dict, built on first touch.
+"""Response objects: the official ``openai`` types when that package is installed, else light
+views over the decoded dict.
+
+With ``openai`` importable (and ``LLMCLIENT_TYPES`` not ``light``), every response is the
+official pydantic model, built by pydantic-core's validator from the dict orjson produced
+(several times cheaper than the official client's own construction path; measured by
+``python -m benchmarks.client_overhead``); data the official models do not validate (a server's
+own finish_reason, say) is built the official client's way instead (``construct``: loose, as
+sent). ``openai`` is imported on the first response, never by ``import llmclient``.
+
+The light views, below:
 
 The official client validates every response (and every stream chunk) into pydantic models;
 that costs tens of microseconds per chunk. Here an object is a thin view over the dict orjson
@@ -10,8 +20,9 @@ models allow extra fields).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import orjson
 
@@ -27,6 +38,21 @@ __all__ = [
 ]
 
 _M = TypeVar("_M", bound="BaseModel")
+
+if TYPE_CHECKING:  # what create() is typed to return: the official types, with llmclient's extras
+    import openai.types
+    import openai.types.chat
+
+    from ._timings import CallRecord
+
+    class _Traced:
+        trace_id: str
+        timings: CallRecord
+        _request_id: str | None
+
+    class TracedChatCompletion(openai.types.chat.ChatCompletion, _Traced): ...
+
+    class TracedCompletion(openai.types.Completion, _Traced): ...
 
 
 class _Field:
@@ -279,3 +305,86 @@ class AsyncPaginator(Generic[_M]):
 
 
 AsyncPage = SyncPage
+
+
+# -- the official types -------------------------------------------------------------------------
+
+def official_types_enabled() -> bool:
+    """Whether responses are the official types: ``openai`` importable and not turned off
+    with ``LLMCLIENT_TYPES=light``."""
+    if os.environ.get("LLMCLIENT_TYPES", "").lower() == "light":
+        return False
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _Factory:
+    """``make(data)`` for one response type: the official class (``module:Name``) built by
+    its validator, falling back to its loose ``construct``; or, without ``openai``, ours.
+    Resolved on the first response, so ``import llmclient`` never imports ``openai``."""
+
+    __slots__ = ("build", "light", "target")
+
+    def __init__(self, target: str, light: Callable[[dict[str, Any]], Any]) -> None:
+        self.target = target
+        self.light = light
+        self.build: Callable[[dict[str, Any]], Any] | None = None
+
+    def __call__(self, data: dict[str, Any]) -> Any:
+        build = self.build
+        if build is None:
+            build = self.build = self._resolve()
+        return build(data)
+
+    def official_class(self) -> type | None:
+        if not official_types_enabled():
+            return None
+        import importlib
+
+        module, _, name = self.target.partition(":")
+        cls: Any = importlib.import_module(module)
+        for part in name.split("."):
+            cls = getattr(cls, part)
+        return cls  # type: ignore[no-any-return,unused-ignore]
+
+    def _resolve(self) -> Callable[[dict[str, Any]], Any]:
+        cls: Any = self.official_class()
+        if cls is None:
+            return self.light
+        from pydantic import ValidationError
+
+        cls.model_rebuild()  # the official models defer building their validators
+        validate = cls.__pydantic_validator__.validate_python  # model_validate, minus a call
+        construct = cls.construct
+
+        def build(data: dict[str, Any]) -> Any:
+            try:
+                return validate(data)
+            except ValidationError:  # not what the official models say: kept as sent
+                return construct(**data)
+
+        return build
+
+
+chat_completion = _Factory("openai.types.chat:ChatCompletion", ChatCompletion)
+chat_completion_chunk = _Factory("openai.types.chat:ChatCompletionChunk", ChatCompletionChunk)
+completion = _Factory("openai.types:Completion", Completion)
+create_embedding_response = _Factory("openai.types:CreateEmbeddingResponse", CreateEmbeddingResponse)
+model = _Factory("openai.types:Model", Model)
+_model_page = _Factory("openai.pagination:SyncPage", SyncPage)
+
+
+def models_page(data: dict[str, Any]) -> Any:
+    """``models.list()``: the official ``SyncPage[Model]`` (iterable, ``.data``), or ours."""
+    cls: Any = _model_page.official_class() if _model_page.build is None else None
+    if _model_page.build is None:
+        if cls is None:
+            _model_page.build = SyncPage
+        else:
+            page_cls: Any = cls[model.official_class()]
+            _model_page.build = lambda d: page_cls.construct(
+                **{**d, "data": [model(m) for m in d.get("data") or ()]})
+    return _model_page(data)

@@ -10,24 +10,30 @@ from __future__ import annotations
 import base64
 import functools
 from array import array
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._call import NOT_GIVEN, Call, split_options
 from ._models import (
     AsyncPaginator,
-    ChatCompletion,
-    ChatCompletionChunk,
-    Completion,
-    CreateEmbeddingResponse,
-    Model,
-    SyncPage,
+    chat_completion,
+    chat_completion_chunk,
+    completion,
+    create_embedding_response,
     jsonable,
+    models_page,
 )
+from ._models import model as model_object
 
 if TYPE_CHECKING:
+    # The official types are what create() returns when ``openai`` is installed (_models).
+    from openai.types.chat import ChatCompletionChunk
 
+    from ._call import NotGiven
     from ._client import AsyncOpenAI, BaseClient, OpenAI
+    from ._models import TracedChatCompletion as ChatCompletion
+    from ._models import TracedCompletion as Completion
+    from ._streaming import AsyncStream, Stream
 
 __all__ = [
     "AsyncChat",
@@ -117,14 +123,56 @@ def _decode_embeddings(value: dict[str, Any]) -> dict[str, Any]:
 
 def _make_embeddings(decode: bool) -> Callable[[dict[str, Any]], Any]:
     if decode:
-        return lambda v: CreateEmbeddingResponse(_decode_embeddings(v))
-    return CreateEmbeddingResponse
+        return lambda v: create_embedding_response(_decode_embeddings(v))
+    return create_embedding_response
 
 
 # -- sync ----------------------------------------------------------------------------------------
 
 class ChatCompletions(_Resource):
     _client: OpenAI
+
+    @overload
+    def create(
+        self,
+        *,
+        messages: Iterable[Any],
+        model: str,
+        stream: Literal[False] | NotGiven | None = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> ChatCompletion: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        messages: Iterable[Any],
+        model: str,
+        stream: Literal[True],
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Stream[ChatCompletionChunk]: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        messages: Iterable[Any],
+        model: str,
+        stream: bool,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
 
     def create(
         self,
@@ -144,7 +192,7 @@ class ChatCompletions(_Resource):
         is_stream = _is_stream(stream)
         call = self._call("POST", "/chat/completions", params, stream=is_stream, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return self._client._request(call, ChatCompletion, _raw, ChatCompletionChunk)
+        return self._client._request(call, chat_completion, _raw, chat_completion_chunk)
 
 
 class Chat:
@@ -154,6 +202,48 @@ class Chat:
 
 class Completions(_Resource):
     _client: OpenAI
+
+    @overload
+    def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: Literal[False] | NotGiven | None = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Completion: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: Literal[True],
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Stream[Completion]: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: bool,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Completion | Stream[Completion]: ...
 
     def create(
         self,
@@ -172,7 +262,7 @@ class Completions(_Resource):
         params["prompt"] = prompt
         call = self._call("POST", "/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return self._client._request(call, Completion, _raw)
+        return self._client._request(call, completion, _raw)
 
 
 class Embeddings(_Resource):
@@ -205,7 +295,7 @@ class Models(_Resource):
              extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:
         call = self._call("GET", "/models", None, extra_headers=extra_headers, extra_query=extra_query,
                           extra_body=extra_body, timeout=timeout)
-        return self._client._request(call, SyncPage, _raw)
+        return self._client._request(call, models_page, _raw)
 
     def retrieve(self, model: str, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
                  extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:
@@ -213,13 +303,55 @@ class Models(_Resource):
             raise ValueError(f"Expected a non-empty value for `model` but received {model!r}")
         call = self._call("GET", f"/models/{model}", None, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return self._client._request(call, Model, _raw)
+        return self._client._request(call, model_object, _raw)
 
 
 # -- async ---------------------------------------------------------------------------------------
 
 class AsyncChatCompletions(_Resource):
     _client: AsyncOpenAI
+
+    @overload
+    async def create(
+        self,
+        *,
+        messages: Iterable[Any],
+        model: str,
+        stream: Literal[False] | NotGiven | None = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> ChatCompletion: ...
+
+    @overload
+    async def create(
+        self,
+        *,
+        messages: Iterable[Any],
+        model: str,
+        stream: Literal[True],
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> AsyncStream[ChatCompletionChunk]: ...
+
+    @overload
+    async def create(
+        self,
+        *,
+        messages: Iterable[Any],
+        model: str,
+        stream: bool,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
 
     async def create(
         self,
@@ -238,7 +370,7 @@ class AsyncChatCompletions(_Resource):
         params["model"] = model
         call = self._call("POST", "/chat/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return await self._client._request(call, ChatCompletion, _raw, ChatCompletionChunk)
+        return await self._client._request(call, chat_completion, _raw, chat_completion_chunk)
 
 
 class AsyncChat:
@@ -248,6 +380,48 @@ class AsyncChat:
 
 class AsyncCompletions(_Resource):
     _client: AsyncOpenAI
+
+    @overload
+    async def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: Literal[False] | NotGiven | None = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Completion: ...
+
+    @overload
+    async def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: Literal[True],
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> AsyncStream[Completion]: ...
+
+    @overload
+    async def create(
+        self,
+        *,
+        model: str,
+        prompt: Any,
+        stream: bool,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Completion | AsyncStream[Completion]: ...
 
     async def create(
         self,
@@ -266,7 +440,7 @@ class AsyncCompletions(_Resource):
         params["prompt"] = prompt
         call = self._call("POST", "/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return await self._client._request(call, Completion, _raw)
+        return await self._client._request(call, completion, _raw)
 
 
 class AsyncEmbeddings(_Resource):
@@ -300,7 +474,7 @@ class AsyncModels(_Resource):
         def fetch() -> Any:
             call = self._call("GET", "/models", None, extra_headers=extra_headers, extra_query=extra_query,
                               extra_body=extra_body, timeout=timeout)
-            return self._client._request(call, SyncPage, _raw)
+            return self._client._request(call, models_page, _raw)
 
         return fetch() if _raw else AsyncPaginator(fetch)
 
@@ -311,4 +485,4 @@ class AsyncModels(_Resource):
             raise ValueError(f"Expected a non-empty value for `model` but received {model!r}")
         call = self._call("GET", f"/models/{model}", None, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return await self._client._request(call, Model, _raw)
+        return await self._client._request(call, model_object, _raw)

@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from . import snippets_basic  # noqa: F401  (registers its snippets)
+from . import snippets_basic, snippets_types  # noqa: F401  (register their snippets)
 from .harness import SNIPPETS, run
 from .wire import WireProxy
 
 # Snippets whose results still differ, and why (strict: one that starts passing fails here).
-KNOWN_DIFFERENT = {
-    name: "model_dump(): response objects are not the official pydantic types yet"
-    for name in ("legacy_completions", "message_dump_passed_back", "models_list_and_retrieve_async",
-                 "n_choices_and_stop", "raw_response", "readme_chat", "readme_chat_async",
-                 "readme_default_async_httpx_client", "readme_default_httpx_client", "readme_module_client",
-                 "readme_streaming", "readme_streaming_async", "readme_with_options")
-}
+KNOWN_DIFFERENT: dict[str, str] = {}
 
 
 def _params() -> list[object]:
