@@ -66,6 +66,10 @@ class ImageStats:
     bytes_after: int = 0
     prep_ms: float = 0.0  # wall time of the whole stage (images run in parallel)
     cache_hits: int = 0
+    # Per image, in message order: the JPEG/WebP quality used (None: PNG) and how it was
+    # chosen ("measured", "budget", "fallback", "fixed"; None: PNG).
+    qualities: tuple[int | None, ...] = ()
+    quality_sources: tuple[str | None, ...] = ()
 
     @property
     def bytes_saved(self) -> int:
@@ -132,6 +136,8 @@ def prepare_payload(body: dict[str, Any], options: Any = None) -> tuple[dict[str
         bytes_after=sum(r.bytes_after for r in results if r.bytes_before is not None),
         prep_ms=(time.perf_counter() - started) * 1000.0,
         cache_hits=sum(r.hit for r in results),
+        qualities=tuple(r.quality for r in results),
+        quality_sources=tuple(r.quality_source for r in results),
     )
     return new_body, stats
 
@@ -230,6 +236,8 @@ class _Result:
     bytes_before: int | None
     bytes_after: int
     hit: bool = False
+    quality: int | None = None
+    quality_source: str | None = None
 
 
 class CacheInfo(NamedTuple):
@@ -360,26 +368,33 @@ def _prepare_one(job: _Job, settings: ImageSettings) -> _Result:
         cached = _cache.get((url_key, *key_tail), count=False)
         if cached is not None:
             _cache.count(hit=True)
-            return _Result(cached.data_url, cached.bytes_before, cached.bytes_after, hit=True)
+            return _hit(cached)
     raw = _fetch(job.source) if job.remote else read_source(job.source)
     digest = _digest(raw)
     cached = _cache.get((digest, *key_tail))
     if cached is not None:
         if url_key is not None:
             _cache.put((url_key, *key_tail), cached)
-        return _Result(cached.data_url, cached.bytes_before, cached.bytes_after, hit=True)
+        return _hit(cached)
     prepared = prepare_image(
         raw, target, quality=settings.quality, webp=settings.webp, max_input_pixels=limit
     )
-    result = _Result(prepared.data_url, prepared.bytes_before, prepared.bytes_after)
+    result = _Result(prepared.data_url, prepared.bytes_before, prepared.bytes_after,
+                     quality=prepared.quality, quality_source=prepared.quality_source)
     _cache.put((digest, *key_tail), result)
     if url_key is not None:
         _cache.put((url_key, *key_tail), result)
     # Our own output sent again (e.g. copied from an earlier request) passes unchanged.
-    own = _Result(result.data_url, prepared.bytes_after, prepared.bytes_after)
+    own = _Result(result.data_url, prepared.bytes_after, prepared.bytes_after,
+                  quality=prepared.quality, quality_source=prepared.quality_source)
     _cache.put((hashlib.sha256(prepared.data).hexdigest(), *key_tail), own)
     _cache.put((_url_digest(result.data_url), *key_tail), own)
     return result
+
+
+def _hit(cached: _Result) -> _Result:
+    return _Result(cached.data_url, cached.bytes_before, cached.bytes_after, hit=True,
+                   quality=cached.quality, quality_source=cached.quality_source)
 
 
 def _url_digest(source: Any) -> str | None:

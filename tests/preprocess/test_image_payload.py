@@ -183,3 +183,20 @@ def test_fetch_downloads_and_shrinks_http_images_when_asked() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_stats_say_the_quality_chosen_per_image_cache_hits_included() -> None:
+    from benchmarks.photos import camera_pixels
+
+    _images.clear_cache()
+    buf = io.BytesIO()
+    camera_pixels(7, (1200, 900)).save(buf, "JPEG", quality=92)
+    body = chat(part(data_url(buf.getvalue())))
+    _, first = _images.prepare_payload(body)
+    _, again = _images.prepare_payload(body)
+    assert (first.cache_hits, again.cache_hits) == (0, 1)
+    assert first.quality_sources == again.quality_sources
+    assert first.quality_sources[0] in ("measured", "budget")  # "budget": a loaded machine
+    assert first.qualities == again.qualities and (first.qualities[0] or 100) < 95
+    _, fixed = _images.prepare_payload(chat(part(data_url(jpeg(seed=8)))), {"quality": 70})
+    assert (fixed.qualities, fixed.quality_sources) == ((70,), ("fixed",))

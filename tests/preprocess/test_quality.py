@@ -67,7 +67,9 @@ def test_search_finds_the_lowest_passing_rung_in_log_steps(first_pass: int) -> N
     plan = plan_quality(scorer(first_pass, seen=seen), subsample=True, fallback=95)
     assert plan.quality == first_pass and plan.reason == "searched"
     assert plan.similarity == 0.99 and plan.subsample
-    assert plan.steps == len(seen) <= math.ceil(math.log2(len(QUALITY_LADDER) + 1))
+    assert seen[0] == 86  # the first guess, where camera photos land
+    # Binary search, plus at most one step for starting at the guess.
+    assert plan.steps == len(seen) <= math.ceil(math.log2(len(QUALITY_LADDER) + 1)) + 1
 
 
 def test_search_gives_the_top_rung_when_nothing_passes() -> None:
@@ -144,7 +146,9 @@ def test_photo_bytes_near_plain_q85_and_similarity_above_threshold(target: str) 
     data = camera_photo(3, orientation=6, gps=True)
     reference = prepare_pixels(data, target)
     out = prepare_image(data, target)
-    assert out.format == "JPEG" and out.quality_source == "measured" and out.subsampled
+    # "budget": the search was cut short on a loaded machine, after a rung passed.
+    assert out.format == "JPEG" and out.quality_source in ("measured", "budget")
+    assert out.subsampled
     assert out.quality is not None and out.quality < 95
     assert ssim(reference, decoded(out.data)) >= SIMILARITY_THRESHOLD
     plain = io.BytesIO()

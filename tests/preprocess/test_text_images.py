@@ -129,7 +129,7 @@ def test_prepared_text_stays_readable(name: str) -> None:
     lost = readable - seen
     assert len(lost) <= 1, f"{name}: {out.format} q{out.quality} lost {sorted(lost)}"
     if out.format != "PNG":
-        assert out.quality_source == "measured"
+        assert out.quality_source in ("measured", "budget")  # "budget": cut short by load
         assert ssim(reference, decoded(out.data)) >= SIMILARITY_THRESHOLD
 
 
@@ -144,7 +144,8 @@ def test_screenshots_and_charts_stay_lossless(name: str) -> None:
 @pytest.mark.parametrize("name", ["text_over_photo", "scanned_page"])
 def test_text_heavy_photos_are_lossy_at_a_measured_quality(name: str) -> None:
     out = prepare_image(png(CASES[name]()), "openai-high")
-    assert out.format == "JPEG" and out.quality_source == "measured"
+    # "budget": the search was cut short on a loaded machine, after a rung passed.
+    assert out.format == "JPEG" and out.quality_source in ("measured", "budget")
     assert out.similarity is not None and out.similarity >= SIMILARITY_THRESHOLD
 
 
