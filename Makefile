@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 ARGS   ?=
 
-.PHONY: setup bench test test-interop test-torch lint typecheck check ci clean system-deps
+.PHONY: setup bench bench-full test test-interop test-torch lint typecheck check ci clean system-deps
 
 $(STAMP): pyproject.toml llmclient/_pbparse.c
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,14 @@ setup: $(STAMP) system-deps
 system-deps:
 	@bash scripts/ensure-system-deps.sh
 
-## The main job: the savings benchmark against the embedded reference server.
+## The main job: the savings benchmark against the embedded reference server. `make bench` is a
+## representative pass over every scenario (small budgets, under 5 minutes on 2 cores) ending in a
+## summary; `make bench-full` (or `make bench ARGS=--full`) is the full suite (~45 minutes).
 bench: setup
-	$(PY) -m benchmarks $(ARGS)
+	$(PY) -m benchmarks --quick $(ARGS)
+
+bench-full: setup
+	$(PY) -m benchmarks --full $(ARGS)
 
 ## The test suite (real reference server, real Redis, real SQLite, real Pillow, real uvicorn and
 ## nginx in front of it, a hostile HTTP/2 peer). The slow interop suite is `make test-interop`.

@@ -41,7 +41,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--network", choices=NETWORKS, default=None,
                    help="emulated network profile (default: wan; with --base-url: none)")
     p.add_argument("--quick", action="store_true",
-                   help="small budgets for CI smoke runs (under 3 minutes on 2 cores)")
+                   help="small budgets: every scenario once, in under 5 minutes on 2 cores "
+                        "(what `make bench` runs)")
+    p.add_argument("--full", action="store_true",
+                   help="the full budgets (~45 minutes on 2 cores; `make bench-full`); wins over "
+                        "--quick")
+    p.add_argument("--otlp-endpoint", metavar="URL",
+                   help="export the run's spans (llmclient's and the reference server's) over "
+                        "OTLP/HTTP to URL, e.g. http://127.0.0.1:4318 "
+                        "(needs opentelemetry-exporter-otlp-proto-http)")
     p.add_argument("--scenarios", default="", help="comma-separated scenario names (default all)")
     p.add_argument("--list", action="store_true", help="list scenarios and exit")
     p.add_argument("--profile", default="h100-8b", help="reference server engine profile")
@@ -159,6 +167,61 @@ def _progress(msg: str) -> None:
     print(msg, flush=True)
 
 
+class _Bar:
+    """A progress bar with an ETA over the scenarios (tqdm, the bench extra), or plain lines
+    with elapsed time and an ETA from the mean scenario so far when tqdm is absent."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.t0 = total, 0, time.perf_counter()
+        self._tqdm: Any = None
+        try:
+            from tqdm import tqdm
+
+            self._tqdm = tqdm(total=total, unit="scenario", dynamic_ncols=True,
+                              bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]")
+        except ImportError:
+            pass
+
+    def write(self, msg: str) -> None:
+        if self._tqdm is not None:
+            self._tqdm.write(msg)
+        else:
+            _progress(msg)
+
+    def step(self, name: str) -> None:
+        self.done += 1
+        if self._tqdm is not None:
+            self._tqdm.set_description(name)
+            self._tqdm.update(1)
+            return
+        elapsed = time.perf_counter() - self.t0
+        eta = elapsed / self.done * (self.total - self.done)
+        _progress(f"  progress {self.done}/{self.total}, {elapsed:.0f}s elapsed, ETA ~{eta:.0f}s")
+
+    def close(self) -> None:
+        if self._tqdm is not None:
+            self._tqdm.close()
+
+
+def _otlp(endpoint: str) -> Any:
+    """Send llmclient's spans from this process to ``endpoint`` (OTLP/HTTP); the provider, to
+    flush at the end."""
+    try:
+        from opentelemetry import trace
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise SystemExit(f"--otlp-endpoint needs opentelemetry-sdk and "
+                         f"opentelemetry-exporter-otlp-proto-http ({exc})") from None
+    provider = TracerProvider(resource=Resource.create({"service.name": "llmclient-benchmark"}))
+    provider.add_span_processor(BatchSpanProcessor(
+        OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
 def _run_one(scenario: Any, ctx: Context) -> ScenarioResult:
     missing = ctx.missing(scenario.requires)
     if missing:
@@ -191,7 +254,7 @@ def _one_line(result: ScenarioResult, seconds: float) -> str:
 
 def run_suite(args: argparse.Namespace) -> int:
     from benchmarks.load import measure_scheduler_overhead
-    from benchmarks.report import build_result, render_table, write_result
+    from benchmarks.report import build_result, headline, render_table, write_result
     from benchmarks.sampler import MetricsSampler
     from benchmarks.scenarios import discover, select
 
@@ -215,7 +278,15 @@ def run_suite(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     api_key = args.api_key or default_api_key()
+    if args.full:
+        args.quick = False
     reference = args.base_url is None
+    server_args: tuple[str, ...] = ()
+    if args.otlp_endpoint:
+        stack_provider = _otlp(args.otlp_endpoint)
+        server_args = ("--otlp-endpoint", args.otlp_endpoint)
+    else:
+        stack_provider = None
     network = args.network or ("none" if args.base_url else "wan")
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = Path(args.out) / stamp
@@ -226,7 +297,8 @@ def run_suite(args: argparse.Namespace) -> int:
         if reference:
             _progress(f"starting reference server (profile {args.profile}, "
                       f"{'TLS' if tls else 'plain HTTP'}) ...")
-            server = start_server(profile=args.profile, tls=tls, log_dir=str(out_dir))
+            server = start_server(profile=args.profile, tls=tls, log_dir=str(out_dir),
+                                  extra_args=server_args)
             stack.callback(server.stop)
             verify: str | bool = server.ca_path or True
             direct = server.base_url
@@ -279,8 +351,12 @@ def run_suite(args: argparse.Namespace) -> int:
         _progress(f"model {model}; capabilities: {', '.join(sorted(caps))}")
         results: list[ScenarioResult] = []
         crashed = 0
+        bar = _Bar(len(chosen))
+        stack.callback(bar.close)
+        ctx.progress = bar.write
+        suite_t0 = time.perf_counter()
         for i, scenario in enumerate(chosen, 1):
-            _progress(f"[{i}/{len(chosen)}] {scenario.name}: {scenario.description}")
+            bar.write(f"[{i}/{len(chosen)}] {scenario.name}: {scenario.description}")
             t0 = time.perf_counter()
             try:
                 result = _run_one(scenario, ctx)
@@ -290,12 +366,16 @@ def run_suite(args: argparse.Namespace) -> int:
                 result = ScenarioResult.not_available(
                     scenario, redact_text(f"crashed: {type(exc).__name__}: {exc}"))
             results.append(result)
-            _progress(_one_line(result, time.perf_counter() - t0))
+            bar.write(_one_line(result, time.perf_counter() - t0))
+            bar.step(scenario.name)
+        bar.close()
+        suite_s = time.perf_counter() - suite_t0
         gpu = sampler.stop() if "metrics" in caps else []
         meta = {
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "command": _command_line(),
             "quick": args.quick,
+            "suite_s": round(suite_s, 1),
             "host": {"python": platform.python_version(), "platform": platform.platform(),
                      "cpus": os.cpu_count()},
             "server": ({"profile": server.profile, "tls": server.tls, "origin": server.origin,
@@ -309,8 +389,16 @@ def run_suite(args: argparse.Namespace) -> int:
         }
         doc = build_result(results, meta, slo)
         json_path, html_path = write_result(doc, out_dir)
+    if stack_provider is not None:
+        stack_provider.shutdown()  # flush the run's spans to the collector
     print()
     print(render_table(doc))
+    lines = headline(doc)
+    if lines:
+        print(f"\nsummary ({'quick pass' if args.quick else 'full suite'}, "
+              f"{doc.get('suite_s', 0):.0f} s of scenarios):")
+        for line in lines:
+            print(f"  - {line}")
     if doc["advice"]:
         print("\nadvice:")
         for line in doc["advice"]:

@@ -17,7 +17,8 @@ from typing import Any
 from benchmarks._scenario import RequestRecord, ScenarioResult
 from benchmarks.stats import SLO, cdf, ratio, summarize
 
-__all__ = ["SCHEMA", "build_result", "render_html", "render_table", "write_result"]
+__all__ = ["SCHEMA", "build_result", "headline", "latency_split", "render_html", "render_table",
+           "svg_log_hbars", "waterfall_segments", "write_result"]
 
 SCHEMA = "llmclient-bench/1"
 # Goodput SLO used in reports unless the CLI is given others: interactive chat targets.
@@ -292,6 +293,164 @@ def svg_hbars(bars: Sequence[tuple[str, Mapping[str, float]]], unit: str, title:
     return _svg("".join(body), width, height, title)
 
 
+def svg_log_hbars(bars: Sequence[tuple[str, float]], unit: str, title: str,
+                  reference: float = 1.0) -> str:
+    """Horizontal bars on a log scale from ``reference`` (1.0x: no change): a 1,000x row and a
+    1.3x row both stay readable. Bars below the reference go left of its line."""
+    if not bars:
+        return ""
+    values = [v for _, v in bars if v and v > 0]
+    lo = min([reference, *values]) / 1.25
+    hi = max([reference, *values]) * 1.25
+    label_w, width, bar_h = 260, 760, 18
+    span = math.log10(hi) - math.log10(lo) or 1.0
+    scale = (width - label_w - 70) / span
+
+    def fx(v: float) -> float:
+        return label_w + (math.log10(v) - math.log10(lo)) * scale
+
+    ref_x = fx(reference)
+    body = []
+    for i, (label, value) in enumerate(bars):
+        y = 10 + i * (bar_h + 6)
+        body.append(f'<text x="{label_w - 6}" y="{y + 13}" font-size="11" '
+                    f'text-anchor="end">{_esc(label[:44])}</text>')
+        if not value or value <= 0:
+            continue
+        x0, x1 = sorted((ref_x, fx(value)))
+        colour = _COLOURS[1] if value >= reference else _COLOURS[0]
+        body.append(f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 0.5):.1f}" height="{bar_h}" '
+                    f'fill="{colour}"><title>{_esc(label)}: {_num(value)} {unit}</title></rect>')
+        body.append(f'<text x="{max(x1, ref_x) + 4:.1f}" y="{y + 13}" font-size="10">'
+                    f'{_num(value)}{_esc(unit)}</text>')
+    bottom = 10 + len(bars) * (bar_h + 6)
+    body.append(f'<line x1="{ref_x:.1f}" x2="{ref_x:.1f}" y1="4" y2="{bottom}" stroke="#000" '
+                f'stroke-dasharray="3 3"><title>{_num(reference)}{_esc(unit)}: no change</title></line>')
+    decade = 10 ** math.floor(math.log10(lo))
+    while decade <= hi:
+        if decade >= lo:
+            x = fx(decade)
+            body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{bottom}" y2="{bottom + 4}" stroke="#888"/>'
+                        f'<text x="{x:.1f}" y="{bottom + 15}" font-size="9" text-anchor="middle">'
+                        f'{_num(decade)}{_esc(unit)}</text>')
+        decade *= 10
+    return _svg("".join(body), width, bottom + 24, title)
+
+
+def headline(doc: Mapping[str, Any]) -> list[str]:
+    """One sentence per savings row: what the technique saved on this network (p50; the rows
+    measured on P99 say so)."""
+    network = doc.get("network", {}).get("profile", "this")
+    out = []
+    for scen in doc.get("scenarios", []):
+        if scen.get("skipped"):
+            continue
+        for r in scen.get("rows", []):
+            b, c, x = r.get("baseline_p50"), r.get("candidate_p50"), r.get("ratio_p50")
+            if b is None or c is None or x is None:
+                continue
+            metric = "time to first token" if r.get("metric") == "ttft_ms" else "latency"
+            if x >= 1.05:
+                verdict = f"saved {b - c:,.0f} ms of {b:,.0f} ms ({_x(x)} faster)"
+            elif x <= 0.95:
+                verdict = f"cost {c - b:,.0f} ms more ({_x(x)})"
+            else:
+                verdict = f"made no measurable difference ({_ms(b)} vs {_ms(c)} ms)"
+            out.append(f"{r['label']}: {verdict} at p50 {metric} against {r['baseline']} "
+                       f"on the {network} network (n={r.get('n_candidate', 0)}).")
+    return out
+
+
+# The field guide's four places a request's time goes, from client timings and Server-Timing.
+_SPLIT = (("network", ("connect", "tls")), ("serialization", ("server.serialize", "image_prep")),
+          ("queue", ("client_queue", "server.queue")),
+          ("inference", ("server.prefill", "server.decode", "server.image")))
+
+
+def latency_split(summary: Mapping[str, Any]) -> dict[str, float] | None:
+    """p50 latency as network / serialization / queue / inference (ms): the named parts'
+    medians; what they leave of the p50 (request and answer on the wire) counts as network."""
+    parts = summary.get("breakdown_p50_ms", {})
+    total = summary.get("latency_ms", {}).get("p50")
+    if not parts or total is None:
+        return None
+    out = {name: sum(parts[k]["p50"] for k in keys if k in parts) for name, keys in _SPLIT}
+    out["network"] += max(total - sum(out.values()), 0.0)
+    return out
+
+
+def waterfall_segments(rec: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    """(phase, start ms, end ms) of one request: client queue, connect, TLS, send, server queue,
+    prefill, decode (server work placed mid-way between request sent and first byte, the rest of
+    that wait being the two one-way trips), last byte."""
+    bd, extra = rec.get("breakdown", {}), rec.get("extra", {})
+    total = float(rec.get("latency_ms") or 0.0)
+    segs: list[tuple[str, float, float]] = []
+    t = 0.0
+    for name, key in (("client queue", "client_queue"), ("connect", "connect"), ("TLS", "tls")):
+        d = bd.get(key)
+        if d:
+            segs.append((name, t, t + d))
+            t += d
+    sent = extra.get("request_sent_ms")
+    first = extra.get("first_byte_ms")
+    if sent is not None and sent > t:
+        segs.append(("send", t, sent))
+        t = sent
+    server = [(n, bd[k]) for n, k in (("server queue", "server.queue"), ("prefill", "server.prefill"),
+                                      ("decode", "server.decode")) if bd.get(k)]
+    wait_end = first if first is not None and first >= t else total
+    busy = sum(d for _, d in server)
+    s = t + max((wait_end - t - busy) / 2.0, 0.0)
+    for name, d in server:
+        segs.append((name, s, s + d))
+        s += d
+    if first is not None and first < total:
+        segs.append(("last byte", max(first, s), total))
+    return segs
+
+
+def _waterfall_section(doc: Mapping[str, Any], k: int = 5) -> str:
+    everything = [(scen["name"], rec) for scen in doc.get("scenarios", [])
+                  for recs in scen.get("records", {}).values() for rec in recs
+                  if rec.get("error_kind") is None and rec.get("breakdown")]
+    everything.sort(key=lambda item: item[1].get("latency_ms", 0.0), reverse=True)
+    charts = []
+    phases = ["client queue", "connect", "TLS", "send", "server queue", "prefill", "decode",
+              "last byte"]
+    for name, rec in everything[:k]:
+        segs = waterfall_segments(rec)
+        total = max([rec.get("latency_ms") or 0.0, *(e for _, _, e in segs)]) or 1.0
+        label_w, width = 150, 760
+        scale = (width - label_w - 60) / total
+        body = []
+        for i, (phase, a, b) in enumerate(segs):
+            y = 8 + i * 16
+            colour = _COLOURS[phases.index(phase) % 10] if phase in phases else _COLOURS[6]
+            body.append(f'<text x="{label_w - 6}" y="{y + 11}" font-size="10" text-anchor="end">'
+                        f'{_esc(phase)}</text><rect x="{label_w + a * scale:.1f}" y="{y}" '
+                        f'width="{max((b - a) * scale, 0.5):.1f}" height="12" fill="{colour}">'
+                        f'<title>{_esc(phase)}: {a:.1f}-{b:.1f} ms</title></rect>'
+                        f'<text x="{label_w + b * scale + 3:.1f}" y="{y + 10}" font-size="9">'
+                        f'{b - a:.1f} ms</text>')
+        title = f"{name}/{rec.get('variant')} trace {rec.get('trace_id')}: {_ms(rec.get('latency_ms'))} ms"
+        charts.append(f"<h3 class='note'>{_esc(title)}</h3>"
+                      + _svg("".join(body), width, 16 + 16 * len(segs), title))
+    return (f'<section id="waterfall"><h2>Where the slowest requests spent their time</h2>'
+            f'{"".join(charts)}<p class="note">Client phases from llmclient\'s timings, server phases '
+            f'from Server-Timing (placed mid-way between request sent and first byte; the rest of '
+            f'that wait is the trip there and back). Search the server log or your tracing backend '
+            f'for the trace id.</p></section>') if charts else ""
+
+
+def _headline_section(doc: Mapping[str, Any]) -> str:
+    lines = headline(doc)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f'<section id="headline"><h2>What each technique saved</h2><ul>{items}</ul></section>'
+
+
 # ---- HTML ------------------------------------------------------------------------------------
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1100px;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px solid #ddd;
@@ -317,14 +476,14 @@ def _savings_section(doc: Mapping[str, Any]) -> str:
                          _ms(r["candidate_p50"]), _ms(r["candidate_p99"]), _x(r["ratio_p50"]),
                          f"{r.get('requests_baseline')}/{r.get('requests_candidate')}"])
             if r["ratio_p50"] is not None:
-                bars.append((r["label"], {"p50 speed-up": r["ratio_p50"]}))
+                bars.append((r["label"], r["ratio_p50"]))
     table = _table(["row", "metric", "baseline p50 ms", "p99", "llmclient p50 ms", "p99",
                     "p50 ratio", "requests b/c"], rows)
-    chart = svg_hbars(bars, "x", "savings per technique (baseline p50 / llmclient p50)",
-                      stacked=False, reference=1.0)
+    chart = svg_log_hbars(bars, "x", "savings per technique (baseline p50 / llmclient p50, log scale)")
     return (f'<section id="savings"><h2>Savings per technique</h2>{table}{chart}'
-            f'<p class="note">Ratio = baseline / llmclient; 2.00x means half the latency. '
-            f'Baseline and llmclient ran interleaved (A B A B).</p></section>')
+            f'<p class="note">Ratio = baseline / llmclient; 2.00x means half the latency; the '
+            f'chart is on a log scale from 1.0x (no change). Baseline and llmclient ran '
+            f'interleaved (A B A B).</p></section>')
 
 
 def _cdf_section(doc: Mapping[str, Any]) -> str:
@@ -351,20 +510,17 @@ def _breakdown_section(doc: Mapping[str, Any]) -> str:
     bars = []
     for scen in doc.get("scenarios", []):
         for variant, s in scen.get("summaries", {}).items():
-            parts = {k: v["p50"] for k, v in s.get("breakdown_p50_ms", {}).items()
-                     if k not in ("client_queue", "server.total")}
-            total = s["latency_ms"].get("p50")
-            if not parts or total is None:
-                continue
-            rest = total - sum(parts.values())
-            if rest > 0:
-                parts["network + rest"] = rest
-            bars.append((f"{scen['name']}: {variant}", parts))
-    chart = svg_hbars(bars, "ms", "latency breakdown at p50 (stacked medians)")
-    return (f'<section id="breakdown"><h2>Latency breakdown</h2>{chart}<p class="note">Medians '
-            'of each component over successful requests (client timings: connect, tls; server '
-            'Server-Timing: server.*); "network + rest" is the p50 latency not covered by them.'
-            '</p></section>') if chart else ""
+            split = latency_split(s)
+            if split is not None:
+                bars.append((f"{scen['name']}: {variant}", split))
+    chart = svg_hbars(bars, "ms", "where the p50 went: network, serialization, queue, inference")
+    return (f'<section id="breakdown"><h2>Latency breakdown</h2>{chart}<p class="note">Per '
+            'scenario and variant, the medians of: network = connect + TLS + what the named parts '
+            'leave of the p50 (request and answer on the wire); serialization = the server\'s '
+            'serialize time + client image preparation; queue = client queue + server queue; '
+            'inference = prefill + decode (+ image decode). Client timings from llmclient, '
+            'server ones from Server-Timing; variants without them (the official client) show '
+            'only the server parts they got.</p></section>') if chart else ""
 
 
 def _sweep_section(doc: Mapping[str, Any]) -> str:
@@ -451,11 +607,13 @@ def _scenario_notes(doc: Mapping[str, Any]) -> str:
 def render_html(doc: Mapping[str, Any]) -> str:
     advice = "".join(f"<li>{_esc(a)}</li>" for a in doc.get("advice", []))
     sections = [
+        _headline_section(doc),
         _savings_section(doc),
         f'<section id="advice"><h2>Advice from these measurements</h2><ul class="advice">'
         f'{advice or "<li>No advice: nothing stood out.</li>"}</ul></section>',
         _cdf_section(doc), _breakdown_section(doc), _sweep_section(doc), _errors_section(doc),
         _gpu_section(doc), _env_section(doc), _scenario_notes(doc), _slowest_section(doc),
+        _waterfall_section(doc),
     ]
     title = f"llmclient benchmark: {doc.get('network', {}).get('profile', '?')} network"
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}"
