@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers
     from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
     from ._prefetch import PrefetchError, SpeculationConfig
     from .cache import CacheOptions
+    from .lib._structured import pydantic_function_tool
 
 Client = OpenAI
 AsyncClient = AsyncOpenAI
@@ -60,6 +61,7 @@ _LAZY = {
     "AsyncAzureOpenAI": ("llmclient._azure", "AsyncAzureOpenAI"),
     "DefaultHttpxClient": ("llmclient._http_clients", "DefaultHttpxClient"),
     "DefaultAsyncHttpxClient": ("llmclient._http_clients", "DefaultAsyncHttpxClient"),
+    "pydantic_function_tool": ("llmclient.lib._structured", "pydantic_function_tool"),
 }
 
 # The module-level client's settings (``llmclient.api_key = ...``), read on each use by
@@ -142,4 +144,5 @@ __all__ = [
     "close_all",
     "not_given",
     "omit",
+    "pydantic_function_tool",
 ]

@@ -49,6 +49,7 @@ from ._errors import (
 from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
 from ._hedge import eligible as hedge_eligible
 from ._logging import current_trace_id, logger
+from ._proxy import proxy_map
 from ._streaming import AsyncStream, Stream, _has_token
 from ._transport import (
     AsyncTransport,
@@ -139,6 +140,7 @@ class BaseClient:
         http_client: Any = None,
         http2: bool = True,
         verify: bool | str = True,
+        proxy: str | httpx.URL | None = None,
         cache: Any = None,
         wire: str = "json",
         images: Any = None,
@@ -172,7 +174,9 @@ class BaseClient:
         self._custom_headers = dict(default_headers or {})
         self._custom_query = dict(default_query or {})
         self._http_client = http_client
-        self._transport_settings = TransportSettings(verify=verify, http2=http2)
+        # proxy= for every origin, else HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as httpx reads them
+        self._proxy = proxy
+        self._transport_settings = TransportSettings(verify=verify, http2=http2, proxies=proxy_map(proxy))
         self.cache = cache
         # The client-wide cache is self.cache; CallOptions.cache is the per-call override only.
         self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
@@ -230,6 +234,7 @@ class BaseClient:
             "http_client": self._http_client,
             "http2": self._transport_settings.http2,
             "verify": self._transport_settings.verify,
+            "proxy": self._proxy,
             "cache": self.cache,
             "wire": self._options.wire,
             "images": self._options.images,
@@ -259,6 +264,13 @@ class BaseClient:
     @property
     def default_query(self) -> dict[str, object]:
         return dict(self._custom_query)
+
+    @property
+    def beta(self) -> Any:
+        """``client.beta.chat.completions.parse / stream``, as in the official client."""
+        from ._resources import Beta
+
+        return Beta(self.chat)  # type: ignore[attr-defined]
 
     def is_closed(self) -> bool:
         """True after :meth:`close` (or when the caller's ``http_client`` is closed)."""

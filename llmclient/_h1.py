@@ -110,8 +110,8 @@ class ResponseParser:
 
     __slots__ = (
         "_buf", "_interim", "_mode", "_remaining", "_trailer_bytes", "body", "complete", "extra",
-        "head_done", "headers", "keep_alive", "no_body", "reason", "received", "status",
-        "version",
+        "head_done", "headers", "keep_alive", "keep_alive_said", "no_body", "reason", "received",
+        "status", "version",
     )
 
     def __init__(self, no_body: bool = False) -> None:
@@ -130,6 +130,7 @@ class ResponseParser:
         self.body: list[bytes] = []
         self.received = 0  # body bytes, as framed
         self.keep_alive = True
+        self.keep_alive_said = False  # Connection or Proxy-Connection: keep-alive, explicitly
         self.extra = b""  # bytes after the end of the response: the connection is not reused
 
     def receive(self, data: bytes) -> None:
@@ -245,9 +246,11 @@ class ResponseParser:
             elif name == b"transfer-encoding":
                 te = True
                 chunked = value.rsplit(b",", 1)[-1].strip().lower() == b"chunked"
-            elif name == b"connection":
+            elif name == b"connection" or name == b"proxy-connection":
                 conn_tokens += [t.strip().lower() for t in value.split(b",")]
-        if b"close" in conn_tokens or (http10 and b"keep-alive" not in conn_tokens):
+        if conn_tokens:
+            self.keep_alive_said = b"keep-alive" in conn_tokens
+        if b"close" in conn_tokens or (http10 and not self.keep_alive_said):
             self.keep_alive = False
         status = self.status
         if self.no_body or status in (204, 304):
@@ -592,7 +595,7 @@ class SyncConnection:
         with self._cancel_lock:
             self._current = None
         reuse = (parser.complete and parser.keep_alive and not parser.extra and not self.closed
-                 and self._cancelled is None)
+                 and self._cancelled is None and (parser.keep_alive_said or not self._pool.reuse_only_if_said))
         if parser.extra:
             logger.debug("HTTP/1.1 server sent %d bytes after its response: closing the connection",
                          len(parser.extra))
@@ -640,11 +643,18 @@ class _SyncBody(httpx.SyncByteStream):
 
 
 class SyncPool:
-    """The HTTP/1.1 connections of one origin (or of one proxy, for a proxied http origin)."""
+    """The HTTP/1.1 connections of one origin (or of one proxy, for a proxied http origin).
+
+    ``reuse_only_if_said``: keep a connection only after a response that said keep-alive.
+    For a forward proxy: some (tinyproxy) answer an HTTP/1.1 request without Connection:
+    close and then close the connection anyway, so the next request would race the FIN and
+    fail, with nothing to prove the proxy never forwarded it."""
 
     def __init__(self, open_socket: Callable[[httpx.Request], socket.socket], max_connections: int,
                  idle_expiry_s: float, target: Callable[[httpx.URL], bytes] | None = None,
-                 extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+                 extra_headers: list[tuple[bytes, bytes]] | None = None,
+                 reuse_only_if_said: bool = False) -> None:
+        self.reuse_only_if_said = reuse_only_if_said
         self._open_socket = open_socket
         self._max = max_connections
         self._expiry = idle_expiry_s
@@ -923,7 +933,8 @@ class AsyncConnection:
 
     def done(self, parser: ResponseParser) -> None:
         reuse = (parser.complete and parser.keep_alive and not parser.extra and not self.closed
-                 and self._error is None)
+                 and self._error is None
+                 and (parser.keep_alive_said or self._pool is None or not self._pool.reuse_only_if_said))
         if reuse:
             self._parser = None
         else:
@@ -1029,13 +1040,16 @@ class _AsyncBody(httpx.AsyncByteStream):
 
 
 class AsyncPool:
-    """The async HTTP/1.1 connections of one origin (or proxy) on one event loop."""
+    """The async HTTP/1.1 connections of one origin (or proxy) on one event loop (see
+    :class:`SyncPool` for ``reuse_only_if_said``)."""
 
     def __init__(self, open_transport: Callable[[httpx.Request, Callable[[], Any]], Any], max_connections: int,
                  idle_expiry_s: float, target: Callable[[httpx.URL], bytes] | None = None,
-                 extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+                 extra_headers: list[tuple[bytes, bytes]] | None = None,
+                 reuse_only_if_said: bool = False) -> None:
         import collections
 
+        self.reuse_only_if_said = reuse_only_if_said
         self._open_transport = open_transport
         self._max = max_connections
         self._expiry = idle_expiry_s

@@ -20,6 +20,7 @@ clear error naming it, never a silent direct connection.
 from __future__ import annotations
 
 import base64
+import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,7 +127,8 @@ def _refused(proxy: ProxyInfo, host: str, port: int, parser: ResponseParser) -> 
 
 
 def _unreachable(proxy: ProxyInfo, exc: BaseException) -> ProxyError:
-    text = (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).lower()
+    errno = getattr(exc, "errno", None)  # asyncio's text is "Connect call failed (...)"
+    text = (os.strerror(errno) if errno else str(exc) or type(exc).__name__).lower()
     return ProxyError(f"cannot connect to proxy {proxy.display}: {text}", proxy.display)
 
 

@@ -189,15 +189,38 @@ class ChatCompletions(_Resource):
     ) -> Any:
         params["messages"] = messages if type(messages) is list else list(messages)
         params["model"] = model
+        if stream is False:  # sent, as the official client sends a given False
+            params["stream"] = False
         is_stream = _is_stream(stream)
         call = self._call("POST", "/chat/completions", params, stream=is_stream, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
         return self._client._request(call, chat_completion, _raw, chat_completion_chunk)
 
+    def parse(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
+        """Structured outputs (``response_format=MyModel``, strict tools): the official
+        ``ParsedChatCompletion``, with the official semantics (``llmclient.lib._structured``)."""
+        from .lib._structured import parse
+
+        return parse(self.create, messages=messages, model=model, **params)
+
+    def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
+        """The official streaming helper (``with ... as stream: for event in stream``, events,
+        ``get_final_completion()``) over llmclient's stream."""
+        from .lib._structured import stream
+
+        return stream(self.create, messages=messages, model=model, **params)
+
 
 class Chat:
     def __init__(self, client: OpenAI) -> None:
         self.completions = ChatCompletions(client)
+
+
+class Beta:
+    """``client.beta.chat.completions.parse / stream``: the same resources as ``client.chat``."""
+
+    def __init__(self, chat: Any) -> None:
+        self.chat = chat
 
 
 class Completions(_Resource):
@@ -368,9 +391,23 @@ class AsyncChatCompletions(_Resource):
     ) -> Any:
         params["messages"] = messages if type(messages) is list else list(messages)
         params["model"] = model
+        if stream is False:  # sent, as the official client sends a given False
+            params["stream"] = False
         call = self._call("POST", "/chat/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
         return await self._client._request(call, chat_completion, _raw, chat_completion_chunk)
+
+    async def parse(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
+        """See :meth:`ChatCompletions.parse`."""
+        from .lib._structured import async_parse
+
+        return await async_parse(self.create, messages=messages, model=model, **params)
+
+    def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
+        """See :meth:`ChatCompletions.stream` (``async with``)."""
+        from .lib._structured import async_stream
+
+        return async_stream(self.create, messages=messages, model=model, **params)
 
 
 class AsyncChat:

@@ -542,7 +542,8 @@ class SyncTransport(_TransportBase):
         def open_socket(request: httpx.Request) -> Any:
             return open_sync(host, port, ctx, request, open_tcp)
 
-        return SyncPool(open_socket, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra)
+        return SyncPool(open_socket, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
+                        reuse_only_if_said=target is not None)
 
     def send(self, request: httpx.Request) -> httpx.Response:
         rec = self.origin_record(request.url)
@@ -593,7 +594,8 @@ class AsyncTransport(_TransportBase):
         def open_transport(request: httpx.Request, factory: Callable[[], Any]) -> Any:
             return open_async(host, port, ctx, request, factory, open_tcp)
 
-        return AsyncPool(open_transport, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra)
+        return AsyncPool(open_transport, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
+                         reuse_only_if_said=target is not None)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         rec = self.origin_record(request.url)

@@ -5,12 +5,15 @@
 # - nginx (with HTTP/2): tests/interop/test_nginx.py starts its own instance, with its own
 #   config and certificates, in front of the reference server;
 # - tesseract-ocr (English data): tests/preprocess/test_text_images.py reads prepared
-#   screenshots, charts and scanned pages back with it (through pytesseract).
+#   screenshots, charts and scanned pages back with it (through pytesseract);
+# - tinyproxy: tests/interop/test_proxy.py starts its own instances (a forward proxy, one that
+#   wants credentials, one that refuses tunnels) on free loopback ports.
 # No package's system service is used.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || missing+=(nginx)
+command -v tinyproxy >/dev/null 2>&1 || missing+=(tinyproxy)
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -20,9 +23,9 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   apt-get install -y -qq "${missing[@]}" >/dev/null
-  # The packages may start system instances (:6379, :80); the project never uses them.
+  # The packages may start system instances (:6379, :80, :8888); the project never uses them.
   exit 0
 fi
 echo "${missing[*]} not installed and cannot be installed automatically (not root or no apt)." >&2
-echo "Install them (e.g. 'sudo apt-get install ${missing[*]}' or 'brew install redis nginx') and rerun." >&2
+echo "Install them (e.g. 'sudo apt-get install ${missing[*]}' or 'brew install redis nginx tinyproxy') and rerun." >&2
 exit 1

@@ -48,10 +48,21 @@ class TextStream:
 def tool_arguments(schema: dict[str, Any], words: list[str]) -> Any:
     """Deterministic arguments matching a JSON Schema, drawing strings from ``words``."""
     pool = iter(words * 8 if words else ["value"] * 8)
-    return _value(schema, pool, 0)
+    return _value(schema, pool, 0, schema.get("$defs") or schema.get("definitions") or {})
 
 
-def _value(schema: dict[str, Any], pool: Any, depth: int) -> Any:
+def _value(schema: dict[str, Any], pool: Any, depth: int, defs: dict[str, Any] | None = None) -> Any:
+    defs = defs or {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.rsplit("/", 1)[-1] in defs:  # "#/$defs/Name"
+        schema = defs[ref.rsplit("/", 1)[-1]]
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:  # the first that is not null
+            chosen = next((o for o in options if isinstance(o, dict) and o.get("type") != "null"), options[0])
+            return _value(chosen, pool, depth, defs)
+    if "const" in schema:
+        return schema["const"]
     if schema.get("enum"):
         return schema["enum"][0]
     kind = schema.get("type", "object" if "properties" in schema else "string")
@@ -61,10 +72,10 @@ def _value(schema: dict[str, Any], pool: Any, depth: int) -> Any:
         props = schema.get("properties") or {}
         if depth > 4 or not isinstance(props, dict):
             return {}
-        return {k: _value(v if isinstance(v, dict) else {}, pool, depth + 1) for k, v in props.items()}
+        return {k: _value(v if isinstance(v, dict) else {}, pool, depth + 1, defs) for k, v in props.items()}
     if kind == "array":
         items = schema.get("items")
-        return [_value(items if isinstance(items, dict) else {}, pool, depth + 1)]
+        return [_value(items if isinstance(items, dict) else {}, pool, depth + 1, defs)]
     if kind == "null":
         return None
     word = next(pool, "value")  # scalars draw one word each, in schema order

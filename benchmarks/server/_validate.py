@@ -69,6 +69,36 @@ class ChatParams:
     include_usage: bool
     tool: ToolChoice | None
     tool_required: bool
+    # response_format: the JSON Schema the answer follows (json_object: any object), or None
+    json_schema: dict[str, Any] | None = None
+
+
+# What a json_object answer looks like (any JSON object is allowed; this one is small).
+JSON_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"answer": {"type": "string"}}}
+
+
+def _response_format(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a ``response_format`` asks for (as a guided-decoding server reads it)."""
+    fmt = body.get("response_format")
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return JSON_OBJECT_SCHEMA
+    if kind == "json_schema":
+        spec = fmt.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            raise InvalidRequest("'response_format.json_schema.name' must be a string",
+                                 "response_format.json_schema.name")
+        if schema is not None and not isinstance(schema, dict):
+            raise InvalidRequest("'response_format.json_schema.schema' must be an object",
+                                 "response_format.json_schema.schema")
+        return schema or JSON_OBJECT_SCHEMA
+    raise InvalidRequest("'response_format.type' must be text, json_object or json_schema",
+                         "response_format.type")
 
 
 @dataclass(frozen=True)
@@ -270,6 +300,7 @@ def parse_chat(body: dict[str, Any], context_window: int) -> ChatParams:
         max_tokens=_max_tokens(body, context_window), n=_int_field(body, "n", 1, 1, MAX_N) or 1,
         temperature=_temperature(body), seed=_seed(body), stop=_stop(body), stream=stream,
         include_usage=include_usage, tool=tool, tool_required=required,
+        json_schema=_response_format(body),
     )
 
 

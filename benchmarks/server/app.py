@@ -722,7 +722,25 @@ def _chat_choice(i: int, text: str, finish: str, p: ChatParams, request_id: str)
         call = _tool_call(p.tool.name, words, request_id, i, p.tool.parameters)
         message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
         return {"index": i, "message": message, "logprobs": None, "finish_reason": "tool_calls"}
+    if p.json_schema is not None:  # response_format: a document that follows the schema
+        return _json_choice(i, text, p)
     return {"index": i, "message": {"role": "assistant", "content": text, "refusal": None},
+            "logprobs": None, "finish_reason": finish}
+
+
+def _json_choice(i: int, text: str, p: ChatParams) -> dict[str, Any]:
+    """As a guided-decoding server answers: JSON that parses and conforms to the schema
+    (its strings drawn from the generated words), cut at ``max_tokens`` with finish_reason
+    ``length`` when the document needs more."""
+    from .tokenizer import count_tokens
+
+    assert p.json_schema is not None
+    words = [w for w in tokenize(text) if w.isalnum()]
+    doc = orjson.dumps(tool_arguments(p.json_schema, words)).decode()
+    finish = "stop"
+    if p.max_tokens is not None and count_tokens(doc) > p.max_tokens:
+        doc, finish = doc[: max(1, len(doc) // 2)], "length"
+    return {"index": i, "message": {"role": "assistant", "content": doc, "refusal": None},
             "logprobs": None, "finish_reason": finish}
 
 

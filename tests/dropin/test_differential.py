@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import snippets_basic, snippets_types  # noqa: F401  (register their snippets)
+from . import snippets_basic, snippets_structured, snippets_types  # noqa: F401  (register their snippets)
 from .harness import SNIPPETS, run
 from .wire import WireProxy
 

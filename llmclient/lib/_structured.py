@@ -1,0 +1,181 @@
+"""Structured outputs: ``chat.completions.parse`` and ``chat.completions.stream``.
+
+The request goes through llmclient's pipeline (``create``: HTTP/2, tracing, cache, hedging);
+everything else is the official package's code, imported on first use: the strict JSON schema
+from a pydantic model (``openai.lib._pydantic.to_strict_json_schema`` by way of
+``type_to_response_format_param``), the tool checks, the parsing of the answer into
+``ParsedChatCompletion`` (refusals, ``LengthFinishReasonError``,
+``ContentFilterFinishReasonError``) and the stream helper's events and accumulation
+(``openai.lib.streaming.chat``). The official errors raised there are re-raised as
+llmclient's classes of the same name (with the same message and ``completion``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .._call import NOT_GIVEN, is_given
+from .._errors import ContentFilterFinishReasonError, LengthFinishReasonError, OpenAIError
+
+__all__ = ["async_parse", "async_stream", "parse", "pydantic_function_tool", "stream"]
+
+
+def _needs_openai() -> Any:
+    try:
+        from openai.lib import _parsing
+    except ImportError:
+        raise OpenAIError(
+            "structured outputs (parse, stream, pydantic_function_tool) use the official package's "
+            "schema and parsing code: pip install 'llmclient[openai]' (or openai)"
+        ) from None
+    return _parsing
+
+
+def pydantic_function_tool(model: Any, *, name: str | None = None, description: str | None = None) -> Any:
+    """The official ``openai.pydantic_function_tool``: a strict function tool from a model."""
+    _needs_openai()
+    from openai.lib._tools import pydantic_function_tool as official
+
+    return official(model, name=name, description=description)
+
+
+@contextmanager
+def _official_errors() -> Iterator[None]:
+    import openai
+
+    try:
+        yield
+    except openai.LengthFinishReasonError as exc:
+        raise LengthFinishReasonError(completion=exc.completion) from None
+    except openai.ContentFilterFinishReasonError as exc:
+        raise ContentFilterFinishReasonError(completion=exc.completion) from None
+
+
+def _carry(parsed: Any, raw: Any) -> Any:
+    """The parsed copy keeps the call's trace id, timings and request id."""
+    for name in ("trace_id", "timings", "_request_id"):
+        if name in raw.__dict__:
+            parsed.__dict__[name] = raw.__dict__[name]
+    return parsed
+
+
+def _prepare(kind: str, response_format: Any, tools: Any, kw: dict[str, Any]) -> tuple[Any, Any]:
+    parsing = _needs_openai()
+    if kind == "parse":
+        input_tools = parsing.validate_input_tools(tools if is_given(tools) else _official_omit())
+    else:
+        input_tools = parsing._completions.materialize_input_tools(tools if is_given(tools) else _official_omit())
+    kw["extra_headers"] = {"X-Stainless-Helper-Method": f"chat.completions.{kind}", **(kw.get("extra_headers") or {})}
+    kw["response_format"] = parsing.type_to_response_format_param(
+        response_format if is_given(response_format) else _official_omit())
+    kw["tools"] = input_tools
+    return parsing, input_tools
+
+
+def _official_omit() -> Any:
+    """The official helpers test for their own sentinel, not ours."""
+    from openai import omit
+
+    return omit
+
+
+def _parse_result(parsing: Any, response_format: Any, input_tools: Any, raw: Any) -> Any:
+    with _official_errors():
+        parsed = parsing.parse_chat_completion(
+            response_format=response_format if is_given(response_format) else _official_omit(),
+            chat_completion=raw, input_tools=input_tools)
+    return _carry(parsed, raw)
+
+
+def parse(create: Callable[..., Any], *, response_format: Any = NOT_GIVEN, tools: Any = NOT_GIVEN,
+          **kw: Any) -> Any:
+    """``chat.completions.parse``: ``create`` (non-streamed) and the official parsing."""
+    parsing, input_tools = _prepare("parse", response_format, tools, kw)
+    kw["extra_body"] = {"stream": False, **(kw.get("extra_body") or {})}
+    raw = create(**kw)
+    return _parse_result(parsing, response_format, input_tools, raw)
+
+
+async def async_parse(create: Callable[..., Any], *, response_format: Any = NOT_GIVEN, tools: Any = NOT_GIVEN,
+                      **kw: Any) -> Any:
+    parsing, input_tools = _prepare("parse", response_format, tools, kw)
+    kw["extra_body"] = {"stream": False, **(kw.get("extra_body") or {})}
+    raw = await create(**kw)
+    return _parse_result(parsing, response_format, input_tools, raw)
+
+
+class _Errors:
+    """Wraps an official stream helper so its finish-reason errors are llmclient's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if callable(value) and name in ("get_final_completion", "until_done"):
+            return _wrap_call(value)
+        return value
+
+    def __iter__(self) -> Iterator[Any]:
+        with _official_errors():
+            yield from self._inner
+
+    def __enter__(self) -> Any:
+        return _Errors(self._inner.__enter__())
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._inner.__exit__(*exc)
+
+    async def __aiter__(self) -> Any:
+        with _official_errors():
+            async for event in self._inner:
+                yield event
+
+    async def __aenter__(self) -> Any:
+        return _Errors(await self._inner.__aenter__())
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+
+def _wrap_call(fn: Callable[..., Any]) -> Callable[..., Any]:
+    import inspect
+
+    if inspect.iscoroutinefunction(fn):
+        async def call_async(*a: Any, **k: Any) -> Any:
+            with _official_errors():
+                return await fn(*a, **k)
+        return call_async
+
+    def call(*a: Any, **k: Any) -> Any:
+        with _official_errors():
+            return fn(*a, **k)
+    return call
+
+
+def stream(create: Callable[..., Any], *, response_format: Any = NOT_GIVEN, tools: Any = NOT_GIVEN,
+           **kw: Any) -> Any:
+    """``chat.completions.stream``: the official ``ChatCompletionStreamManager`` over our stream."""
+    _, input_tools = _prepare("stream", response_format, tools, kw)
+    from openai.lib.streaming.chat import ChatCompletionStreamManager
+
+    manager = ChatCompletionStreamManager(
+        functools.partial(create, stream=True, **kw),
+        response_format=response_format if is_given(response_format) else _official_omit(),
+        input_tools=input_tools)
+    return _Errors(manager)
+
+
+def async_stream(create: Callable[..., Any], *, response_format: Any = NOT_GIVEN, tools: Any = NOT_GIVEN,
+                 **kw: Any) -> Any:
+    _, input_tools = _prepare("stream", response_format, tools, kw)
+    from openai.lib.streaming.chat import AsyncChatCompletionStreamManager
+
+    manager = AsyncChatCompletionStreamManager(
+        create(stream=True, **kw),
+        response_format=response_format if is_given(response_format) else _official_omit(),
+        input_tools=input_tools)
+    return _Errors(manager)
