@@ -552,6 +552,9 @@ class SyncConnection:
             text = str(exc) or type(exc).__name__
             raise ConnectionLost(f"Connection reset: {text}" if isinstance(exc, ConnectionResetError)
                                  else text) from None
+        if self._cancelled is not None:  # shutdown() by _cancel_elsewhere reads as an EOF
+            self.close()
+            raise self._cancelled
         try:
             if data:
                 parser.receive(data)
