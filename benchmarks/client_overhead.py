@@ -14,6 +14,8 @@ else, the server being another process) and its imports are its own. Reported pe
 * ``conc_calls_s``: completed calls per second with ``--concurrency`` calls in flight (async client)
 * ``import_ms``: ``import <module>`` in a fresh interpreter (``-X importtime`` cumulative, median)
 * ``first_client_ms`` / ``next_client_ms``: constructing the first client, then another one
+* with ``--http1``: ``h2c_probe``, what llmclient's one h2c probe per process and origin adds
+  to the first call (:func:`h2c_probe_ms`)
 
 The floor is what a hand-written client needs: httpx over HTTP/1.1 with orjson and no
 response objects. ``openai-aiohttp`` is the official client on its aiohttp backend
@@ -237,6 +239,30 @@ def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> di
     return out
 
 
+def h2c_probe_ms(base_url: str, model: str, repeats: int = 20) -> dict[str, float]:
+    """What llmclient's one h2c probe per process costs on an HTTP/1.1-only origin: the first
+    call of a fresh process with it (http2=True: the prior-knowledge preface, answered in
+    HTTP/1.1, then the call over HTTP/1.1) and without it (http2=False), medians of
+    ``repeats`` alternating pairs, each on fresh connections with the origin forgotten."""
+    import llmclient
+    from llmclient import _transport
+
+    messages = _body(model, 1, False)["messages"]
+    samples: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(repeats):
+        for http2 in (True, False):
+            _transport._http1_origins.clear()  # this process measures one origin
+            llmclient.close_all()
+            client = llmclient.OpenAI(base_url=base_url, api_key=API_KEY, max_retries=0, http2=http2)
+            t0 = time.perf_counter()
+            client.chat.completions.create(model=model, messages=messages, max_tokens=2)
+            samples[http2].append((time.perf_counter() - t0) * 1000.0)
+    llmclient.close_all()
+    with_probe, without = statistics.median(samples[True]), statistics.median(samples[False])
+    return {"first_call_with_probe_ms": with_probe, "first_call_without_probe_ms": without,
+            "probe_ms": with_probe - without}
+
+
 # -- parent side ----------------------------------------------------------------------------
 
 def import_ms(module: str, repeats: int = 5) -> float:
@@ -368,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                 this[kind]["import_ms"] = import_ms(MODULE_OF[kind], repeats=3)
             rounds.append(this)
         rows = {kind: median_row([rnd[kind] for rnd in rounds]) for kind in kinds}
+        probe = h2c_probe_ms(base_url, model) if args.http1 else None
     finally:
         if server is not None:
             server.stop()
@@ -377,12 +404,15 @@ def main(argv: list[str] | None = None) -> int:
         ratio["otel_cpu_stream_vs_llmclient"] = (rows["llmclient-otel"]["cpu_ms_stream"]
                                                  / rows["llmclient"]["cpu_ms_stream"])
     print(table(rows, ratio, TARGETS_HTTP1 if args.http1 else TARGETS))
+    if probe is not None:
+        print(f"h2c probe (once per process and origin): first call {probe['first_call_with_probe_ms']:.2f} ms "
+              f"with it, {probe['first_call_without_probe_ms']:.2f} ms without: {probe['probe_ms']:.2f} ms")
     from llmclient._redact import redact_url
 
     settings = vars(args) | {"out": None, "url": redact_url(args.url) if args.url else None}
     result = {"base_url": redact_url(base_url), "model": model, "cpu_count": os.cpu_count(),
               "python": sys.version.split()[0], "settings": settings, "clients": rows, "ratios": ratio,
-              "rounds": rounds,
+              "rounds": rounds, "h2c_probe": probe,
               "note": "CPU = worker process CPU time / calls; the server runs in another process."}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
