@@ -36,8 +36,8 @@ __all__ = ["PreparedImage", "prepare_image", "prepare_pixels"]
 
 _JPEG_FAMILY = ("JPEG", "MPO")
 # Bicubic for the exact final step: the filter servers like the reference server use for
-# their own resize, so the model's view matches theirs (about 50 dB against a full decode +
-# bicubic path, measured by benchmarks/image_prep.py) at two thirds of Lanczos' cost.
+# their own resize, so the model's view matches theirs (benchmarks/image_prep.py's raw row
+# compares the two paths) at two thirds of Lanczos' cost.
 DEFAULT_RESAMPLE = Image.Resampling.BICUBIC
 
 

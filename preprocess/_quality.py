@@ -14,11 +14,11 @@ binary search, with 4:2:0 chroma only where the colour planes survive it
   Compressed Image Understanding", 2025) find text recognition (OCRBench) the most sensitive
   task, so fine strokes are what the metric must protect, and SSIM's structure term sees
   them where PSNR does not.
-* 0.97 is what a plain quality-85 4:2:0 JPEG (the common library default, and issue 20's
-  yardstick) scores on camera-like photos at the model's size, 0.971 on the benchmark's
-  photos; text over a photo needs quality 90 to reach it. Every image keeps at least that
-  fidelity, far above the range where the studies above see models lose accuracy; smooth
-  images go lower, detailed or text-heavy ones higher.
+* 0.97 is about what a plain quality-85 4:2:0 JPEG (the common library default, and issue
+  20's yardstick) scores on camera-like photos at the model's size (the benchmark's figures
+  are in the README); text over a photo needs a higher quality to reach it. Every image
+  keeps at least that fidelity, far above the range where the studies above see models lose
+  accuracy; smooth images go lower, detailed or text-heavy ones higher.
 
 The search runs on a probe (``probe_rows``): whole 16-pixel JPEG block rows sampled evenly
 through the image, pasted together, so each sampled block is coded exactly as in the full
@@ -95,7 +95,10 @@ def plan_quality(
 ) -> QualityPlan:
     """Binary search for the lowest rung of ``ladder`` with ``score(q) >= threshold``.
 
-    The first step tries ``first`` (when on the ladder), then halves the remaining range.
+    The first step tries ``first`` (when on the ladder), the second its neighbour on the side
+    the first result points to (the rung below after a pass, above after a failure): where
+    most images land next to the guess, those two steps settle it. Then it halves the
+    remaining range.
     Assumes the score grows with quality (true of JPEG and WebP). Before each step the time
     spent is checked against ``budget_ms`` (the slowest step so far must still fit), so the
     search ends within about one step of it; cut short, it settles on the lowest rung that
@@ -110,7 +113,12 @@ def plan_quality(
         spent = (clock() - start) * 1000.0
         if spent + slowest > budget_ms:
             return _settle(passed, subsample, fallback, steps, "budget")
-        mid = ladder.index(first) if steps == 0 and first in ladder else (lo + hi) // 2
+        if steps == 0 and first in ladder:
+            mid = ladder.index(first)
+        elif steps == 1 and first in ladder:
+            mid = hi if passed else lo  # the guess's neighbour
+        else:
+            mid = (lo + hi) // 2
         before = clock()
         value = score(ladder[mid])
         slowest = max(slowest, (clock() - before) * 1000.0)

@@ -43,8 +43,9 @@ class Target:
     max_bytes: int | None = None
     formats: frozenset[str] = field(default=_COMMON_FORMATS)
     tokens: str | None = None
-    # JPEG/WebP quality. 95 keeps what the model sees within ~40 dB PSNR of the raw upload on
-    # detailed photos (benchmarks/image_prep.py); 90 costs 5 dB for 25% fewer bytes.
+    # JPEG/WebP quality used when it is not measured: the safe default a quality search cut
+    # short falls back to (at 4:4:4), the start of the byte budget's ladder, and what a
+    # graphic's PNG is weighed against. Photos normally get a measured quality (``_quality``).
     quality: int = 95
 
     def __post_init__(self) -> None:

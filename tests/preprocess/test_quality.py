@@ -72,6 +72,15 @@ def test_search_finds_the_lowest_passing_rung_in_log_steps(first_pass: int) -> N
     assert plan.steps == len(seen) <= math.ceil(math.log2(len(QUALITY_LADDER) + 1)) + 1
 
 
+@pytest.mark.parametrize(("first_pass", "probes"), [(86, [86, 84]), (88, [86, 88])])
+def test_search_next_to_its_guess_settles_in_two_steps(first_pass: int, probes: list[int]) -> None:
+    # Camera photos land at or next to the guess: the neighbour on the side the guess points
+    # to settles it without a binary search.
+    seen: list[int] = []
+    plan = plan_quality(scorer(first_pass, seen=seen), subsample=True, fallback=95)
+    assert (plan.quality, seen) == (first_pass, probes)
+
+
 def test_search_gives_the_top_rung_when_nothing_passes() -> None:
     plan = plan_quality(lambda q: 0.5, subsample=True, fallback=95)
     assert plan.quality == QUALITY_LADDER[-1] and plan.similarity is None
