@@ -1,15 +1,25 @@
-"""Client-side image preparation: speed on one core and what the model ends up seeing.
+"""Client-side image preparation: speed on one core, bytes, and what the model ends up seeing.
 
-    python -m benchmarks.image_prep [--runs 7] [--seed 0] [--cpu 0]
+    python -m benchmarks.image_prep [--runs 7] [--seed 0] [--photos 1] [--cpu 0]
+                                    [--target openai-high]
 
-For a generated 12-megapixel camera JPEG (benchmarks.photos) and the ``openai-high`` target:
-1. ``prepare_image`` time (decode with JPEG DCT scaling, resample, strip, encode), median;
-2. a plain full decode + Lanczos resize of the same bytes to the same size, interleaved with
-   (1) in the same run, and the ratio (1)/(2);
-3. PSNR between the image the model sees from the prepared upload and from the raw upload,
-   each after the server's own resize (the reference server's rule: fit 2048, short side 768,
-   bicubic; see benchmarks/server/vision.py).
-The process is pinned to one core (``--cpu``) where the OS allows it.
+For generated 12-megapixel camera JPEGs (benchmarks.photos), per photo, three ways of
+uploading it side by side (``UPLOADS``):
+  * ``raw``: the file as it is;
+  * ``q95``: the preparation before issue 20, at a fixed quality 95 with full-resolution
+    chroma (``prepare_image(..., quality=95)``: a caller's fixed quality of 90 or more keeps
+    4:4:4);
+  * ``prepared``: llmclient's default, the quality measured per image (``preprocess._quality``).
+For each: bytes, the luma SSIM (``preprocess.ssim``) of what the model sees against the
+resized original (``prepare_pixels``; the raw upload is resized to the same size by the
+server's filter, bicubic), the quality chosen, and the preparation time (median of ``--runs``
+interleaved runs, rotated so neither goes first every time). Beside them: a plain quality-85
+4:2:0 JPEG of the same pixels (issue 20's yardstick for bytes), a plain full decode + Lanczos
+resize (issue 5's yardstick for time), and the PSNR between the model's views of the measured
+upload and of the raw one (the reference server's resize: fit 2048, short side 768; see
+benchmarks/server/vision.py). The process is pinned to one core (``--cpu``) where the OS
+allows it; the savings suite's ``images`` scenario reports the same figures
+(``measure_photo``).
 """
 
 from __future__ import annotations
@@ -21,13 +31,29 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from PIL import Image, ImageChops
 
-from benchmarks.photos import camera_photo
-from preprocess import OPENAI_HIGH, plan_resize, prepare_image
+from preprocess import (
+    OPENAI_HIGH,
+    SIMILARITY_THRESHOLD,
+    Target,
+    get_target,
+    plan_resize,
+    prepare_image,
+    prepare_pixels,
+    ssim,
+)
 
 SERVER_RESAMPLE = Image.Resampling.BICUBIC  # what benchmarks/server/vision.py uses
+# The preparation before issue 20: every photo at quality 95, 4:4:4.
+FIXED_QUALITY = 95
+UPLOADS = ("raw", "q95", "prepared")
+# Issue 20's targets on photos.
+MAX_BYTES_VS_Q85 = 1.1
+MAX_PREP_MS = 100.0
 
 
 def psnr(a: Image.Image, b: Image.Image) -> float:
@@ -40,20 +66,37 @@ def psnr(a: Image.Image, b: Image.Image) -> float:
     return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
 
 
-def server_view(data: bytes) -> Image.Image:
-    """What the model sees: the server decodes the upload and applies its own resize."""
+def decoded(data: bytes) -> Image.Image:
     img = Image.open(io.BytesIO(data))
     img.load()
+    return img.convert("RGB")
+
+
+def server_view(data: bytes) -> Image.Image:
+    """What the model sees: the server decodes the upload and applies its own resize."""
+    img = decoded(data)
     size = plan_resize(img.width, img.height, OPENAI_HIGH)
-    rgb = img.convert("RGB")
-    return rgb if size == rgb.size else rgb.resize(size, SERVER_RESAMPLE)
+    return img if size == img.size else img.resize(size, SERVER_RESAMPLE)
 
 
-def plain_resize(data: bytes) -> Image.Image:
+def view_at(data: bytes, size: tuple[int, int]) -> Image.Image:
+    """``data`` decoded and, when it is another size, resized to ``size`` as a server would."""
+    img = decoded(data)
+    return img if img.size == size else img.resize(size, SERVER_RESAMPLE)
+
+
+def plain_resize(data: bytes, target: Target = OPENAI_HIGH) -> Image.Image:
     """The straightforward client: full decode, then one Lanczos resize."""
     img = Image.open(io.BytesIO(data))
     img.load()
-    return img.resize(plan_resize(img.width, img.height, OPENAI_HIGH), Image.Resampling.LANCZOS)
+    return img.resize(plan_resize(img.width, img.height, target), Image.Resampling.LANCZOS)
+
+
+def plain_q85(img: Image.Image) -> bytes:
+    """A plain quality-85 4:2:0 JPEG (the common library default): issue 20's yardstick."""
+    buf = io.BytesIO()
+    img.convert("RGB").save(buf, "JPEG", quality=85, subsampling=2)
+    return buf.getvalue()
 
 
 def _ms(fn: Callable[[], object]) -> float:
@@ -62,36 +105,136 @@ def _ms(fn: Callable[[], object]) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
+@dataclass(frozen=True)
+class Upload:
+    """One way of sending one photo."""
+
+    bytes: int
+    ssim: float  # luma SSIM of the model's view against the resized original
+    quality: int | None  # JPEG quality sent; None for the raw upload
+    subsampled: bool | None  # 4:2:0 chroma; None for the raw upload
+    quality_source: str | None  # "measured", "budget", "fallback", "fixed"; None: raw
+    prep_ms: float  # median over the runs; 0 for the raw upload
+    vs_q85: float  # bytes / the plain quality-85 4:2:0 JPEG's
+
+
+@dataclass(frozen=True)
+class PhotoFigures:
+    """Every upload of one photo, and the yardsticks, measured in one pass."""
+
+    source_bytes: int
+    size: tuple[int, int]  # what the prepared uploads carry
+    q85_bytes: int
+    plain_ms: float  # full decode + Lanczos, median over the runs
+    psnr_db: float  # model's view, measured upload vs raw upload
+    uploads: dict[str, Upload]
+    prep_runs: dict[str, list[float]]  # every run's ms, per prepared upload and "plain"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def figures_from_dict(d: dict[str, Any]) -> PhotoFigures:
+    """``PhotoFigures.as_dict`` back (a result.json's ``photos`` entries)."""
+    uploads = {name: Upload(**u) for name, u in d["uploads"].items()}
+    return PhotoFigures(**{**d, "size": tuple(d["size"]), "uploads": uploads})
+
+
+def measure_photo(data: bytes, target: str | Target = OPENAI_HIGH, runs: int = 3) -> PhotoFigures:
+    """All of the module doc's figures for one photo (call it on a pinned core for ms)."""
+    tgt = get_target(target)
+    steps: dict[str, Callable[[], object]] = {
+        "q95": lambda: prepare_image(data, tgt, quality=FIXED_QUALITY),
+        "prepared": lambda: prepare_image(data, tgt),
+        "plain": lambda: plain_resize(data, tgt),
+    }
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    names = list(steps)
+    for run in range(runs):  # interleaved and rotated, so machine noise hits all alike
+        for name in names[run % len(names):] + names[:run % len(names)]:
+            times[name].append(_ms(steps[name]))
+
+    reference = prepare_pixels(data, tgt)
+    q85 = len(plain_q85(reference))
+    made = {"q95": prepare_image(data, tgt, quality=FIXED_QUALITY), "prepared": prepare_image(data, tgt)}
+    uploads = {"raw": Upload(len(data), ssim(reference, view_at(data, reference.size)), None, None,
+                             None, 0.0, len(data) / q85)}
+    for name, p in made.items():
+        uploads[name] = Upload(p.bytes_after, ssim(reference, view_at(p.data, reference.size)),
+                               p.quality, p.subsampled, p.quality_source,
+                               statistics.median(times[name]), p.bytes_after / q85)
+    return PhotoFigures(
+        source_bytes=len(data), size=reference.size, q85_bytes=q85,
+        plain_ms=statistics.median(times["plain"]),
+        psnr_db=psnr(server_view(made["prepared"].data), server_view(data)),
+        uploads=uploads, prep_runs=times,
+    )
+
+
+def describe_photo(n: int | str, f: PhotoFigures) -> list[str]:
+    """Lines for one photo: each upload's bytes, SSIM, quality and prep ms."""
+    lines = [f"photo {n}: {f.source_bytes:,} bytes; sent at {f.size[0]}x{f.size[1]}; plain q85 "
+             f"4:2:0 {f.q85_bytes:,} bytes; full decode + Lanczos {f.plain_ms:.0f} ms"]
+    for name, u in f.uploads.items():
+        quality = "as is" if u.quality is None else (
+            f"q{u.quality} {'4:2:0' if u.subsampled else '4:4:4'} ({u.quality_source})")
+        lines.append(f"  {name:<9}{u.bytes:>10,} bytes ({u.vs_q85:6.3f}x q85)  SSIM {u.ssim:.4f}  "
+                     f"{quality}" + (f"  prep {u.prep_ms:.0f} ms" if name != "raw" else ""))
+    return lines
+
+
+def summary(figures: list[PhotoFigures]) -> dict[str, Any]:
+    """Issue 20's targets over the photos: bytes vs q85, SSIM floor, prep ms (measured)."""
+    measured = [f.uploads["prepared"] for f in figures]
+    prep = statistics.median(u.prep_ms for u in measured)
+    worst_bytes = max(u.vs_q85 for u in measured)
+    # Every image the model sees from a prepared upload (fixed or measured) stays above it.
+    worst_ssim = min(f.uploads[name].ssim for f in figures for name in ("q95", "prepared"))
+    return {
+        "bytes_vs_q85_max": worst_bytes, "bytes_ok": worst_bytes <= MAX_BYTES_VS_Q85,
+        "ssim_min": worst_ssim, "ssim_threshold": SIMILARITY_THRESHOLD,
+        "ssim_ok": worst_ssim >= SIMILARITY_THRESHOLD,
+        "prep_ms_p50": prep, "prep_ok": prep <= MAX_PREP_MS,
+    }
+
+
+def describe_summary(s: dict[str, Any]) -> str:
+    def mark(ok: bool) -> str:
+        return "ok" if ok else "MISSED"
+
+    return (f"measured quality: bytes <= {s['bytes_vs_q85_max']:.3f}x plain q85 (target <= "
+            f"{MAX_BYTES_VS_Q85}, {mark(s['bytes_ok'])}); SSIM >= {s['ssim_min']:.4f} (threshold "
+            f"{s['ssim_threshold']}, {mark(s['ssim_ok'])}); prep p50 {s['prep_ms_p50']:.0f} ms "
+            f"(target <= {MAX_PREP_MS:.0f} on one core, {mark(s['prep_ok'])})")
+
+
 def main(argv: list[str] | None = None) -> None:
+    from benchmarks.photos import camera_photo
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--photos", type=int, default=1, help="photos, seeds --seed onwards")
+    ap.add_argument("--target", default="openai-high")
     ap.add_argument("--cpu", type=int, default=0, help="core to pin to (-1: do not pin)")
-    ap.add_argument("--resample", default="BICUBIC", choices=["LANCZOS", "BICUBIC", "BILINEAR"])
     args = ap.parse_args(argv)
     if args.cpu >= 0 and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
-    resample = Image.Resampling[args.resample]
 
-    data = camera_photo(args.seed)
-    prepare_image(data, OPENAI_HIGH, resample=resample)  # warm caches and lazy imports
-    plain_resize(data)
-    prep_ms, plain_ms = [], []
-    for _ in range(args.runs):  # interleaved, so machine noise hits both alike
-        prep_ms.append(_ms(lambda: prepare_image(data, OPENAI_HIGH, resample=resample)))
-        plain_ms.append(_ms(lambda: plain_resize(data)))
-    prepared = prepare_image(data, OPENAI_HIGH, resample=resample)
-    quality_db = psnr(server_view(prepared.data), server_view(data))
-
-    p, q = statistics.median(prep_ms), statistics.median(plain_ms)
-    print(f"photo: 4000x3000 JPEG, {len(data):,} bytes (seed {args.seed}); target openai-high")
-    print(f"prepared: {prepared.width}x{prepared.height} {prepared.format} q{prepared.quality}, "
-          f"{prepared.bytes_after:,} bytes ({prepared.bytes_after / len(data):.3f}x), "
-          f"{prepared.tokens} tokens; resample {args.resample}")
-    print(f"prepare_image median   {p:7.1f} ms  (runs: {', '.join(f'{x:.0f}' for x in prep_ms)})")
-    print(f"full decode + Lanczos  {q:7.1f} ms  (runs: {', '.join(f'{x:.0f}' for x in plain_ms)})")
-    print(f"ratio prepare/plain    {p / q:7.3f}   (target <= 0.45)")
-    print(f"PSNR model view        {quality_db:7.2f} dB (prepared vs raw upload; target >= 40)")
+    photos = [camera_photo(args.seed + i) for i in range(args.photos)]
+    prepare_image(photos[0], args.target)  # lazy imports and codec tables, not measured
+    figures = []
+    print(f"target {args.target}; {args.runs} interleaved runs per photo; pinned: "
+          f"{sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else 'n/a'}")
+    for i, data in enumerate(photos):
+        f = measure_photo(data, args.target, args.runs)
+        figures.append(f)
+        print("\n".join(describe_photo(args.seed + i, f)))
+        runs = f.prep_runs["prepared"]
+        print(f"  runs (measured): {', '.join(f'{x:.0f}' for x in runs)}; prep/plain "
+              f"{f.uploads['prepared'].prep_ms / f.plain_ms:.3f}x; model-view PSNR measured vs "
+              f"raw {f.psnr_db:.2f} dB")
+    print(describe_summary(summary(figures)))
 
 
 if __name__ == "__main__":
