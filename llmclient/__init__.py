@@ -75,7 +75,11 @@ max_retries: int | None = None
 default_headers: Mapping[str, str] | None = None
 default_query: Mapping[str, object] | None = None
 http_client: Any = None
-_MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models"})
+# The official resources llmclient passes through (``_passthrough``): ``llmclient.responses``...
+_MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models", "beta", "responses",
+                               "moderations", "files", "batches", "images", "audio", "vector_stores",
+                               "uploads", "fine_tuning", "containers", "conversations", "evals",
+                               "realtime", "webhooks", "videos", "admin", "skills"})
 
 
 def __getattr__(name: str) -> object:

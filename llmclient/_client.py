@@ -49,6 +49,7 @@ from ._errors import (
 from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
 from ._hedge import eligible as hedge_eligible
 from ._logging import current_trace_id, logger
+from ._passthrough import AsyncPassthrough, SyncPassthrough
 from ._proxy import proxy_map
 from ._streaming import AsyncStream, Stream, _has_token
 from ._transport import (
@@ -149,7 +150,7 @@ class BaseClient:
         warm: bool = False,
         compress: bool = True,
         hedge: Any = False,
-        **_ignored: Any,  # official args we accept and do not use (websocket_base_url, ...)
+        **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
             api_key = os.environ.get("OPENAI_API_KEY")
@@ -159,6 +160,8 @@ class BaseClient:
                 "or by setting the OPENAI_API_KEY environment variable"
             )
         self.api_key = api_key
+        if official:
+            self._official_kwargs = official  # the official client behind ``_passthrough`` gets them
         self.organization = organization if organization is not None else os.environ.get("OPENAI_ORG_ID")
         self.project = project if project is not None else os.environ.get("OPENAI_PROJECT_ID")
         if base_url is None:
@@ -242,6 +245,7 @@ class BaseClient:
             "speculation": self._speculation.config if self._speculation is not None else None,
             "compress": self._compress,
             "hedge": self._options.hedge or False,
+            **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)
         if overrides.get("default_headers") is not None and set_default_headers is None:
@@ -715,7 +719,7 @@ class _Attempts:
         self.call.record.new_attempt()
 
 
-class OpenAI(BaseClient):
+class OpenAI(SyncPassthrough, BaseClient):
     """Synchronous client (drop-in for ``openai.OpenAI``)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -928,7 +932,7 @@ async def _async_sleep(delay: float) -> None:
     await asyncio.sleep(delay)
 
 
-class AsyncOpenAI(BaseClient):
+class AsyncOpenAI(AsyncPassthrough, BaseClient):
     """Asynchronous client (drop-in for ``openai.AsyncOpenAI``)."""
 
     def __init__(self, **kwargs: Any) -> None:

@@ -217,10 +217,19 @@ class Chat:
 
 
 class Beta:
-    """``client.beta.chat.completions.parse / stream``: the same resources as ``client.chat``."""
+    """``client.beta.chat.completions.parse / stream``: the same resources as ``client.chat``;
+    the rest of ``client.beta`` (assistants, threads, ...) is the official client's
+    (``_passthrough``)."""
 
     def __init__(self, chat: Any) -> None:
         self.chat = chat
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        from ._passthrough import passed
+
+        return passed(self.chat.completions._client, name, under="beta")
 
 
 class Completions(_Resource):

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from . import snippets_basic, snippets_structured, snippets_types  # noqa: F401  (register their snippets)
+from . import (  # noqa: F401  (register their snippets)
+    snippets_basic,
+    snippets_passthrough,
+    snippets_structured,
+    snippets_types,
+)
 from .harness import SNIPPETS, run
 from .wire import WireProxy
 

@@ -6,6 +6,7 @@ and llmclient put on the wire through it."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +21,7 @@ VOLATILE = frozenset({
     "accept-encoding", "content-length", "host", "connection", "accept", "content-encoding",
     "transfer-encoding", "x-llm-wire", "te", "upgrade", "http2-settings",
 })
+_BOUNDARY_RE = re.compile(r"boundary=([^;\s]+)")
 
 
 @dataclass
@@ -32,7 +34,13 @@ class Recorded:
     def comparable(self) -> dict[str, Any]:
         headers = {k: v for k, v in self.headers.items()
                    if k not in VOLATILE and not k.startswith("x-stainless")}
-        return {"method": self.method, "path": self.path, "headers": headers, "body": self.body}
+        body = self.body
+        boundary = _BOUNDARY_RE.search(headers.get("content-type", ""))
+        if boundary:  # a multipart body's boundary is random per request
+            headers["content-type"] = headers["content-type"].replace(boundary.group(1), "<boundary>")
+            if isinstance(body, str):
+                body = body.replace(boundary.group(1), "<boundary>")
+        return {"method": self.method, "path": self.path, "headers": headers, "body": body}
 
 
 @dataclass
