@@ -7,6 +7,7 @@ Each stage below is a small method; the sync and async ``_request`` loops call t
 
 from __future__ import annotations
 
+import datetime
 import os
 import sys
 import time
@@ -48,6 +49,7 @@ from ._errors import (
 )
 from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
 from ._hedge import eligible as hedge_eligible
+from ._http_clients import asend_through, client_headers, send_through
 from ._logging import current_trace_id, logger
 from ._passthrough import AsyncPassthrough, SyncPassthrough
 from ._proxy import proxy_map
@@ -111,6 +113,35 @@ class RawResponse:
         return self.http_response.http_version
 
     @property
+    def http_request(self) -> httpx.Request:
+        return self.http_response.request
+
+    @property
+    def url(self) -> httpx.URL:
+        return self.http_response.request.url
+
+    @property
+    def method(self) -> str:
+        return self.http_response.request.method
+
+    @property
+    def is_closed(self) -> bool:
+        return self.http_response.is_closed
+
+    @property
+    def retries_taken(self) -> int:
+        record = getattr(self._parsed, "timings", None)
+        return int(getattr(record, "retries", 0) or 0)
+
+    @property
+    def elapsed(self) -> datetime.timedelta:
+        """Request sent to the last byte read (to the headers while a stream is unread), as the
+        official client's ``http_response.elapsed``."""
+        record = getattr(self._parsed, "timings", None)
+        ms = getattr(record, "total_ms", None) or getattr(record, "first_byte_ms", None) or 0.0
+        return datetime.timedelta(milliseconds=ms)
+
+    @property
     def content(self) -> bytes:
         return self.http_response.content
 
@@ -170,7 +201,7 @@ class BaseClient:
         if self.base_url.scheme not in ("http", "https"):
             raise ValueError(f"base_url must be an http:// or https:// URL, got {str(base_url)!r}")
         self._base = str(self.base_url).rstrip("/")
-        self.timeout = to_timeout(timeout, DEFAULT_TIMEOUT)
+        self.timeout = to_timeout(timeout, _http_client_timeout(http_client) or DEFAULT_TIMEOUT)
         if max_retries is None or max_retries < 0:
             raise ValueError(f"max_retries must be a non-negative int, got {max_retries!r}")
         self.max_retries = max_retries
@@ -202,7 +233,8 @@ class BaseClient:
         # Whose credentials the calls run under, from the headers that go on the wire (not
         # from api_key alone: a credential may travel in default_headers or extra_headers).
         self._scope_auth = http_client_auth(http_client)
-        self._scope = credential_scope(self._headers, self._base, self._scope_auth)
+        scope_headers = {**client_headers(http_client), **self._headers} if http_client is not None else self._headers
+        self._scope = credential_scope(scope_headers, self._base, self._scope_auth)
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -581,6 +613,16 @@ class BaseClient:
                     call.method, call.path, delay, attempt + 1, call.max_retries, why)
 
 
+def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
+    """A caller's http_client's own timeout when it is not httpx's default (the official rule:
+    then it is the client's default timeout)."""
+    timeout = getattr(http_client, "timeout", None)
+    if timeout is None:
+        return None
+    mine = httpx.Timeout(**timeout.as_dict()) if not isinstance(timeout, httpx.Timeout) else timeout
+    return None if mine == httpx.Timeout(5.0) else mine
+
+
 _urls: dict[str, httpx.URL] = {}
 
 
@@ -792,7 +834,7 @@ class OpenAI(SyncPassthrough, BaseClient):
     def _send_once(self, request: httpx.Request, stream: bool) -> httpx.Response:
         if self._transport is not None:
             return self._transport.send(request)
-        return self._http_client.send(request, stream=True)
+        return send_through(self._http_client, request)  # its headers, params, auth, hooks
 
     def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         tries = _Attempts(self, call, content, codec)
@@ -1001,7 +1043,7 @@ class AsyncOpenAI(AsyncPassthrough, BaseClient):
         transport = self._transport
         if transport is not None:
             return await transport.send(request)
-        return await self._http_client.send(request, stream=True)
+        return await asend_through(self._http_client, request)
 
     async def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         tries = _Attempts(self, call, content, codec)

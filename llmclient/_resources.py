@@ -62,6 +62,24 @@ class _RawProxy:
         return functools.partial(getattr(self._resource, name), _raw=True)
 
 
+class _StreamingProxy:
+    """``resource.with_streaming_response.create(...)``: the official context manager (``with``,
+    or ``async with`` on an async client), sending on entry (``llmclient._response``)."""
+
+    def __init__(self, resource: Any) -> None:
+        self._resource = resource
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        from ._client import AsyncOpenAI
+        from ._response import AsyncResponseContextManager, ResponseContextManager
+
+        method = getattr(self._resource, name)
+        if isinstance(self._resource._client, AsyncOpenAI):
+            return lambda *args, **kwargs: AsyncResponseContextManager(
+                lambda: method(*args, _raw=True, **kwargs))
+        return lambda *args, **kwargs: ResponseContextManager(lambda: method(*args, _raw=True, **kwargs))
+
+
 class _Resource:
     def __init__(self, client: BaseClient) -> None:
         self._client = client
@@ -72,7 +90,7 @@ class _Resource:
 
     @property
     def with_streaming_response(self) -> Any:
-        return _RawProxy(self)
+        return _StreamingProxy(self)
 
     def _call(
         self,

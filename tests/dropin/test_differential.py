@@ -8,6 +8,7 @@ import pytest
 
 from . import (  # noqa: F401  (register their snippets)
     snippets_basic,
+    snippets_http,
     snippets_passthrough,
     snippets_structured,
     snippets_types,
