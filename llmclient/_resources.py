@@ -116,6 +116,13 @@ class _Resource:
         )
 
 
+def _raw_with(raw: Any, parsed: Any) -> Any:
+    """The RawResponse of a call whose ``parse()`` gives ``parsed`` instead."""
+    from ._client import RawResponse
+
+    return RawResponse(raw.http_response, parsed)
+
+
 def _is_stream(stream: Any) -> bool:
     return bool(stream) and stream is not NOT_GIVEN
 
@@ -214,12 +221,21 @@ class ChatCompletions(_Resource):
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
         return self._client._request(call, chat_completion, _raw, chat_completion_chunk)
 
-    def parse(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
+    def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
         """Structured outputs (``response_format=MyModel``, strict tools): the official
         ``ParsedChatCompletion``, with the official semantics (``llmclient.lib._structured``)."""
         from .lib._structured import parse
 
-        return parse(self.create, messages=messages, model=model, **params)
+        if not _raw:
+            return parse(self.create, messages=messages, model=model, **params)
+        raws: list[Any] = []  # with_raw_response.parse (LangChain's with_structured_output)
+
+        def create(**kw: Any) -> Any:
+            raws.append(self.create(_raw=True, **kw))
+            return raws[-1].parse()
+
+        parsed = parse(create, messages=messages, model=model, **params)
+        return _raw_with(raws[-1], parsed)
 
     def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
         """The official streaming helper (``with ... as stream: for event in stream``, events,
@@ -424,11 +440,20 @@ class AsyncChatCompletions(_Resource):
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
         return await self._client._request(call, chat_completion, _raw, chat_completion_chunk)
 
-    async def parse(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
+    async def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
         """See :meth:`ChatCompletions.parse`."""
         from .lib._structured import async_parse
 
-        return await async_parse(self.create, messages=messages, model=model, **params)
+        if not _raw:
+            return await async_parse(self.create, messages=messages, model=model, **params)
+        raws: list[Any] = []
+
+        async def create(**kw: Any) -> Any:
+            raws.append(await self.create(_raw=True, **kw))
+            return raws[-1].parse()
+
+        parsed = await async_parse(create, messages=messages, model=model, **params)
+        return _raw_with(raws[-1], parsed)
 
     def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
         """See :meth:`ChatCompletions.stream` (``async with``)."""
