@@ -576,8 +576,9 @@ class H2State:
                 self.max_frame_out = value
             elif key == _S_HEADER_TABLE_SIZE:
                 self.encoder.set_max_table_size(min(value, 4096))
-            elif key == _S_ENABLE_PUSH and value > 1:
-                raise _ConnectionError(PROTOCOL_ERROR, f"SETTINGS_ENABLE_PUSH {value}")
+            elif key == _S_ENABLE_PUSH and value != 0:
+                # Section 6.5.2: a server that sends it at all must send 0.
+                raise _ConnectionError(PROTOCOL_ERROR, f"SETTINGS_ENABLE_PUSH {value} from a server")
         self.settings_received = True
         self.out += frame(SETTINGS, ACK, 0)
 

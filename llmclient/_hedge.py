@@ -163,7 +163,8 @@ class CancelToken:
 
     The HTTP/2 connection attaches a canceller when it opens the request's stream
     (``request.extensions["llmclient.cancel"]``); :meth:`cancel` runs it, at once if it is
-    already attached, else as soon as it is. HTTP/1.1 requests ignore it.
+    already attached, else as soon as it is (HTTP/2 resets the stream, HTTP/1.1 closes the
+    connection).
     """
 
     __slots__ = ("_cancel", "_event", "_exc", "_lock")
