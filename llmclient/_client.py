@@ -903,7 +903,9 @@ class OpenAI(SyncPassthrough, BaseClient):
         handle: Any = None
         try:
             call = self._prepare(call)
-            if self._speculation is None and not call.options.prefetch:
+            if raw:  # with_raw_response / with_streaming_response want the server's own answer
+                handle = None
+            elif self._speculation is None and not call.options.prefetch:
                 handle = self._lookup(call)
             else:
                 from . import _prefetch
@@ -1115,7 +1117,9 @@ class AsyncOpenAI(AsyncPassthrough, BaseClient):
                 import asyncio
 
                 call = await asyncio.to_thread(self._prepare, call)
-            if self._speculation is None and not call.options.prefetch:
+            if raw:  # with_raw_response / with_streaming_response want the server's own answer
+                handle = None
+            elif self._speculation is None and not call.options.prefetch:
                 handle = await self._lookup(call)
             else:
                 from . import _prefetch

@@ -131,3 +131,25 @@ def test_cancelled_stream_stores_nothing(ref_server: Any) -> None:
                     break  # the caller stops reading: the answer is incomplete
         assert cache.stats()["stores"] == 0
         assert client.chat.completions.create(**args).timings.cache == "miss"
+
+
+def test_raw_and_streaming_responses_bypass_the_cache(ref_server: Any) -> None:
+    # with_raw_response / with_streaming_response promise the server's own HTTP answer
+    # (headers, status): a cached entry has none, so they never read the cache.
+    kw: dict[str, Any] = {"model": MODEL, "temperature": 0, "max_tokens": 8}
+    with OpenAI(base_url=ref_server.base_url, api_key="sk-a", cache="memory") as client:
+        messages = question()
+        client.chat.completions.create(messages=messages, **kw)  # now cached
+        raw = client.chat.completions.with_raw_response.create(messages=messages, **kw)
+        assert raw.headers.get("x-request-id") and raw.parse().choices[0].message.content
+        with client.chat.completions.with_streaming_response.create(messages=messages, **kw) as resp:
+            assert resp.status_code == 200 and resp.parse().choices[0].message.content
+
+    async def go() -> None:
+        async with AsyncOpenAI(base_url=ref_server.base_url, api_key="sk-a", cache="memory") as client:
+            messages = question()
+            await client.chat.completions.create(messages=messages, **kw)
+            raw = await client.chat.completions.with_raw_response.create(messages=messages, **kw)
+            assert raw.headers.get("x-request-id") and raw.parse().choices[0].message.content
+
+    asyncio.run(go())
