@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import random
 
-from benchmarks._scenario import Context, RequestRecord, Row, ScenarioResult
+from benchmarks._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
 from benchmarks.load import LengthModel, mixed_requests, run_closed_loop
+from benchmarks.serverproc import ServerError
 
 ORDER = 10
 
@@ -86,4 +87,58 @@ class Concurrency:
             series={"concurrency": concurrency})
 
 
-SCENARIOS = (ConnectionHandling(), Concurrency())
+class Http1Origin:
+    """vLLM, SGLang, llama.cpp and Ollama speak HTTP/1.1 only: no HTTP/2 lane to win on. The
+    reference server behind uvicorn (h11), as vLLM and SGLang serve, through the same emulated
+    network: the official client against llmclient, one call at a time (non-stream, stream
+    TTFT) and at concurrency 8 (fresh clients per block, so each pool opens under load)."""
+
+    name = "http1"
+    description = ("an HTTP/1.1-only origin (uvicorn, as vLLM/SGLang serve): official client vs "
+                   "llmclient, one at a time and at concurrency 8")
+    requires = ("llmclient", "openai", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        assert ctx.spawn_server is not None
+        rng = random.Random(ctx.seed + 12)
+        profile = ctx.server.profile if ctx.server else "zero"
+        try:
+            server = ctx.spawn_server(profile=profile, extra_args=("--server", "uvicorn", "--cold-start-s", "0"))
+            server.wait_healthy()
+        except (ServerError, OSError) as exc:
+            raise NotAvailable(f"could not start the reference server under uvicorn: {exc}") from exc
+        n = 5 if ctx.quick else max(10, ctx.budget // 2)
+        blocks, per_block = (2, 8) if ctx.quick else (4, 48)
+        records: dict[str, list[RequestRecord]] = {}
+        try:
+            with ctx.routed(server) as url:
+                sub = ctx.derive(base_url=url, direct_url=server.base_url,
+                                 verify=server.ca_path or ctx.verify)
+                for stream in (False, True):
+                    suffix = "/stream" if stream else ""
+                    drivers = {f"{kind}{suffix}": sub.driver(kind, variant=f"{kind}{suffix}")
+                               for kind in ("openai", "llmclient")}
+                    ctx.progress(f"  http1{suffix or '/non-stream'}: {n} requests x 2 variants")
+                    records.update(sub.interleave(drivers, mixed_requests(n, rng, stream=stream,
+                                                                          lengths=_LENGTHS)))
+                ctx.progress(f"  http1 concurrency 8: {blocks} blocks of {per_block} per client")
+                for block in range(blocks):
+                    order = ("openai", "llmclient") if block % 2 == 0 else ("llmclient", "openai")
+                    requests = mixed_requests(per_block, rng, stream=True, lengths=_LENGTHS)
+                    for kind in order:
+                        out = run_closed_loop(sub, sub.driver(kind, variant=f"{kind}/c8"), requests, 8)
+                        records.setdefault(f"{kind}/c8", []).extend(out)
+        finally:
+            server.stop()
+        rows = [
+            Row("HTTP/1.1 origin: openai -> llmclient", "openai", "llmclient"),
+            Row("HTTP/1.1 origin (stream TTFT): openai -> llmclient", "openai/stream",
+                "llmclient/stream", metric="ttft_ms"),
+            Row("HTTP/1.1 origin, concurrency 8: openai -> llmclient", "openai/c8", "llmclient/c8"),
+        ]
+        notes = [f"reference server under uvicorn (HTTP/1.1 only), {n} requests per variant and "
+                 f"mode interleaved; {blocks * per_block} per client at concurrency 8"]
+        return ScenarioResult.of(self, records, rows=rows, notes=notes)
+
+
+SCENARIOS = (ConnectionHandling(), Concurrency(), Http1Origin())
