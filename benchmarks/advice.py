@@ -109,6 +109,8 @@ def _savings(doc: Doc) -> Iterator[str]:
     for scen in _scenarios(doc):
         for row in scen.get("rows", []):
             r50 = row.get("ratio_p50")
+            if row.get("baseline_p50") is None or row.get("candidate_p50") is None:
+                continue  # a side with no successful request: the failures advice covers it
             metric = row["metric"].removesuffix("_ms")
             span = f"{_ms(row['baseline_p50'])} -> {_ms(row['candidate_p50'])}, n={row['n_candidate']}"
             if r50 and r50 >= 10:

@@ -58,3 +58,12 @@ def test_advice_reads_the_measurements() -> None:
     assert "429" in text
     # Nothing to say about a scenario set with no rows, series or failures.
     assert advise({"scenarios": [], "network": {}}) == []
+
+
+def test_advice_survives_a_row_whose_side_never_succeeded() -> None:
+    # Against a third-party server a variant can fail every request (its p50 is None): the
+    # advice skips that row instead of crashing the whole run.
+    doc = result_doc()
+    row = doc["scenarios"][0]["rows"][0]
+    row["baseline_p50"], row["ratio_p50"] = None, None
+    assert isinstance(advise(doc), list)
