@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
+from ._connect import request_timeout
 from ._logging import logger
 
 if TYPE_CHECKING:
@@ -399,50 +400,7 @@ def make_response(parser: ResponseParser, stream: Any) -> httpx.Response:
     )
 
 
-def _timeout(request: httpx.Request, key: str) -> float | None:
-    value: float | None = request.extensions.get("timeout", {}).get(key)
-    return value
-
-
 # -- sync -----------------------------------------------------------------------------------
-
-
-def open_sync(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
-              open_tcp: Callable[[str, int, float | None], socket.socket] | None = None) -> socket.socket:
-    """A socket to host:port (TCP, or through ``open_tcp``: a proxy's tunnel), then TLS when
-    ``ssl_context`` is given (its ALPN offers http/1.1 only)."""
-    trace = request.extensions.get("trace")
-    timeout = _timeout(request, "connect")
-    if trace:
-        trace("connection.connect_tcp.started", {})
-    if open_tcp is not None:
-        sock = open_tcp(host, port, timeout)
-    else:
-        try:
-            sock = socket.create_connection((host, port), timeout=timeout)
-        except TimeoutError as exc:
-            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
-        except OSError as exc:
-            raise httpx.ConnectError(str(exc)) from exc
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if trace:
-        trace("connection.connect_tcp.complete", {})
-    if ssl_context is None:
-        return sock
-    if trace:
-        trace("connection.start_tls.started", {})
-    try:
-        sock.settimeout(timeout)
-        sock = ssl_context.wrap_socket(sock, server_hostname=host)
-    except TimeoutError as exc:
-        sock.close()
-        raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
-    except (OSError, ssl.SSLError) as exc:
-        sock.close()
-        raise httpx.ConnectError(str(exc)) from exc
-    if trace:
-        trace("connection.start_tls.complete", {})
-    return sock
 
 
 class SyncConnection:
@@ -496,10 +454,10 @@ class SyncConnection:
             token.attach(lambda exc: self._cancel_elsewhere(parser, exc))
         if trace:
             trace("http11.send_request_headers.started", {})
-        write_error = self._send(head, body, _timeout(request, "write"))
+        write_error = self._send(head, body, request_timeout(request, "write"))
         if trace:
             trace("http11.send_request_body.complete", {})
-        read_timeout = _timeout(request, "read")
+        read_timeout = request_timeout(request, "read")
         try:
             while not parser.head_done:
                 self._read_into(parser, read_timeout)
@@ -688,7 +646,7 @@ class SyncPool:
                     self._count += 1
                     break
                 if deadline is None:
-                    timeout = _timeout(request, "pool")
+                    timeout = request_timeout(request, "pool")
                     deadline = float("inf") if timeout is None else time.monotonic() + timeout
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._cond.wait(None if left == float("inf") else left):
@@ -874,10 +832,10 @@ class AsyncConnection:
         if body and len(body) > 65536:
             self.transport.write(body)
         if self._drain is not None and not self._drain.done():
-            await self._wait_drain(_timeout(request, "write"))
+            await self._wait_drain(request_timeout(request, "write"))
         if trace:
             await trace("http11.send_request_body.complete", {})
-        read_timeout = _timeout(request, "read")
+        read_timeout = request_timeout(request, "read")
         while not parser.head_done:
             if self._error is not None:
                 raise self._error
@@ -944,56 +902,6 @@ class AsyncConnection:
             self.close()
         if self._pool is not None:
             self._pool.put_back(self, reuse)
-
-
-async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
-                     protocol_factory: Callable[[], Any], open_tcp: Any = None) -> tuple[Any, Any]:
-    """(transport, protocol) to host:port: TCP (or ``open_tcp``: a proxy's tunnel), then TLS
-    when ``ssl_context`` is given."""
-    import asyncio
-
-    trace = request.extensions.get("trace")
-    timeout = _timeout(request, "connect")
-    loop = asyncio.get_running_loop()
-    if trace:
-        await trace("connection.connect_tcp.started", {})
-    try:
-        if open_tcp is not None:
-            transport, protocol = await asyncio.wait_for(open_tcp(host, port, protocol_factory), timeout)
-        else:
-            transport, protocol = await asyncio.wait_for(
-                loop.create_connection(protocol_factory, host, port), timeout)
-    except asyncio.TimeoutError as exc:
-        raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
-    except OSError as exc:
-        raise httpx.ConnectError(str(exc)) from exc
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-    if trace:
-        await trace("connection.connect_tcp.complete", {})
-    if ssl_context is None:
-        return transport, protocol
-    if trace:
-        await trace("connection.start_tls.started", {})
-    try:
-        new = await asyncio.wait_for(
-            loop.start_tls(transport, protocol, ssl_context, server_hostname=host), timeout)
-    except asyncio.TimeoutError as exc:
-        transport.close()
-        raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
-    except (OSError, ssl.SSLError) as exc:
-        transport.close()
-        raise httpx.ConnectError(str(exc)) from exc
-    if new is None:  # pragma: no cover - start_tls returns None only when closing
-        raise httpx.ConnectError("TLS handshake failed")
-    protocol.connection_made(new)  # the protocol writes to the TLS transport from now on
-    if trace:
-        await trace("connection.start_tls.complete", {})
-    return new, protocol
 
 
 def _expire(fut: Any) -> None:
@@ -1090,7 +998,7 @@ class AsyncPool:
         deadline: float | None = None
         while self._count >= self._max:
             if deadline is None:
-                timeout = _timeout(request, "pool")
+                timeout = request_timeout(request, "pool")
                 deadline = None if timeout is None else time.monotonic() + timeout
             fut = asyncio.get_running_loop().create_future()
             self._waiters.append(fut)

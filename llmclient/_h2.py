@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
+from ._connect import open_async, open_sync, request_timeout
 from ._hpack import Decoder, Encoder, HPACKError
 from ._logging import logger
 
@@ -671,11 +672,6 @@ def make_response(stream: Stream, body: Any) -> httpx.Response:
     )
 
 
-def _timeout(request: httpx.Request, key: str) -> float | None:
-    value: float | None = request.extensions.get("timeout", {}).get(key)
-    return value
-
-
 def _origin(url: httpx.URL) -> tuple[str, int, bool]:
     tls = url.scheme == "https"
     return url.host, url.port or (443 if tls else 80), tls
@@ -685,46 +681,21 @@ def _origin(url: httpx.URL) -> tuple[str, int, bool]:
 
 
 def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Request,
-                 trace: Callable[[str, dict[str, Any]], Any] | None,
                  open_tcp: Callable[[str, int, float | None], socket.socket] | None = None) -> SyncConnection:
     """Open a connection (TCP, TLS with ALPN h2 when https) and send the HTTP/2 preface.
     ``open_tcp(host, port, timeout)``, when given, makes the TCP part (a proxy's tunnel)."""
     host, port, tls = _origin(url)
-    timeout = _timeout(request, "connect")
-    if trace:
-        trace("connection.connect_tcp.started", {})
-    if open_tcp is not None:
-        sock = open_tcp(host, port, timeout)
-    else:
-        try:
-            sock = socket.create_connection((host, port), timeout=timeout)
-        except TimeoutError as exc:
-            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
-        except OSError as exc:
-            raise httpx.ConnectError(str(exc)) from exc
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if trace:
-        trace("connection.connect_tcp.complete", {})
     if tls:
-        if trace:
-            trace("connection.start_tls.started", {})
-        try:
-            ssl_context.set_alpn_protocols(["h2", "http/1.1"])
-            sock = ssl_context.wrap_socket(sock, server_hostname=host)
-        except TimeoutError as exc:
+        ssl_context.set_alpn_protocols(["h2", "http/1.1"])
+    sock = open_sync(host, port, ssl_context if tls else None, request, open_tcp)
+    if tls:
+        alpn = cast(ssl.SSLSocket, sock).selected_alpn_protocol()
+        if alpn != "h2":
             sock.close()
-            raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
-        except (OSError, ssl.SSLError) as exc:
-            sock.close()
-            raise httpx.ConnectError(str(exc)) from exc
-        if trace:
-            trace("connection.start_tls.complete", {})
-        if sock.selected_alpn_protocol() != "h2":
-            sock.close()
-            raise NotHTTP2(f"{host}:{port} chose {sock.selected_alpn_protocol() or 'no protocol'} over ALPN")
+            raise NotHTTP2(f"{host}:{port} chose {alpn or 'no protocol'} over ALPN")
     conn = SyncConnection(sock)
     conn.state.cleartext = not tls
-    conn.start(timeout)
+    conn.start(request_timeout(request, "connect"))
     return conn
 
 
@@ -849,17 +820,17 @@ class SyncConnection(_PoolFacts):
         token = request.extensions.get("llmclient.cancel")
         if token is not None:  # another thread may cancel this request (a hedge that lost)
             token.attach(lambda exc: self._cancel_elsewhere(stream, exc))
-        write_timeout = _timeout(request, "write")
+        write_timeout = request_timeout(request, "write")
         try:
             self._flush(write_timeout)
             if view:
-                self._send_body(stream, view, write_timeout, _timeout(request, "read"))
+                self._send_body(stream, view, write_timeout, request_timeout(request, "read"))
         except BaseException:
             self._abandon(stream)
             raise
         if trace:
             trace("http2.send_request_body.complete", {"stream_id": stream.id})
-        read_timeout = _timeout(request, "read")
+        read_timeout = request_timeout(request, "read")
         try:
             self._wait(stream, _has_headers, read_timeout)
         except BaseException:
@@ -1082,52 +1053,16 @@ class _SyncBody(httpx.SyncByteStream):
 
 
 async def connect_async(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Request,
-                        trace: Any, open_tcp: Any = None) -> AsyncConnection:
+                        open_tcp: Any = None) -> AsyncConnection:
     """See :func:`connect_sync`; ``await open_tcp(host, port, protocol_factory)`` makes the
     TCP part when given."""
-    import asyncio
-
     host, port, tls = _origin(url)
-    timeout = _timeout(request, "connect")
-    loop = asyncio.get_running_loop()
-    if trace:
-        await trace("connection.connect_tcp.started", {})
-    try:
-        opening = (loop.create_connection(_new_protocol, host, port) if open_tcp is None
-                   else open_tcp(host, port, _new_protocol))
-        transport, protocol = await asyncio.wait_for(opening, timeout)
-    except asyncio.TimeoutError as exc:
-        raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
-    except OSError as exc:
-        raise httpx.ConnectError(str(exc)) from exc
-    proto = cast(AsyncConnection, protocol)
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-    if trace:
-        await trace("connection.connect_tcp.complete", {})
     if tls:
-        if trace:
-            await trace("connection.start_tls.started", {})
-        try:
-            ssl_context.set_alpn_protocols(["h2", "http/1.1"])
-            new = await asyncio.wait_for(
-                loop.start_tls(transport, protocol, ssl_context, server_hostname=host), timeout)
-        except asyncio.TimeoutError as exc:
-            transport.close()
-            raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
-        except (OSError, ssl.SSLError) as exc:
-            transport.close()
-            raise httpx.ConnectError(str(exc)) from exc
-        if new is None:  # pragma: no cover - start_tls returns None only when closing
-            raise httpx.ConnectError("TLS handshake failed")
-        transport = new
-        proto.transport = new
-        if trace:
-            await trace("connection.start_tls.complete", {})
+        ssl_context.set_alpn_protocols(["h2", "http/1.1"])
+    transport, protocol = await open_async(host, port, ssl_context if tls else None, request,
+                                           _new_protocol, open_tcp)
+    proto = cast(AsyncConnection, protocol)
+    if tls:
         ssl_object = transport.get_extra_info("ssl_object")
         alpn = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
         if alpn != "h2":
@@ -1277,11 +1212,11 @@ class AsyncConnection(_PoolFacts):
         token = request.extensions.get("llmclient.cancel")
         if token is not None:  # a hedged copy that may lose its race (on this loop)
             token.attach(lambda exc: self._cancel_elsewhere(stream, exc))
-        read_timeout = _timeout(request, "read")
+        read_timeout = request_timeout(request, "read")
         try:
             self._flush()
             if view or (self._drain is not None and not self._drain.done()):
-                await self._send_body(stream, view, _timeout(request, "write"))
+                await self._send_body(stream, view, request_timeout(request, "write"))
             if trace:
                 await trace("http2.send_request_body.complete", {"stream_id": stream.id})
             while stream.headers is None:

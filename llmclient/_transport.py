@@ -349,8 +349,7 @@ class _SyncH2Pool(_H2PoolBase):
                 if conn is None:
                     from ._h2 import connect_sync
 
-                    conn = connect_sync(request.url, self._ssl_context, request,
-                                        request.extensions.get("trace"), self._open_tcp)
+                    conn = connect_sync(request.url, self._ssl_context, request, self._open_tcp)
                     self._conns.append(conn)
         return conn.request(request)
 
@@ -399,8 +398,7 @@ class _AsyncH2Pool(_H2PoolBase):
                 if conn is None:
                     from ._h2 import connect_async
 
-                    conn = await connect_async(request.url, self._ssl_context, request,
-                                               request.extensions.get("trace"), self._open_tcp)
+                    conn = await connect_async(request.url, self._ssl_context, request, self._open_tcp)
                     self._conns.append(conn)
         return await conn.request(request)
 
@@ -537,7 +535,8 @@ class SyncTransport(_TransportBase):
     def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
                  target: Callable[[httpx.URL], bytes] | None,
                  extra: list[tuple[bytes, bytes]] | None) -> Any:
-        from ._h1 import SyncPool, open_sync
+        from ._connect import open_sync
+        from ._h1 import SyncPool
 
         def open_socket(request: httpx.Request) -> Any:
             return open_sync(host, port, ctx, request, open_tcp)
@@ -589,7 +588,8 @@ class AsyncTransport(_TransportBase):
     def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
                  target: Callable[[httpx.URL], bytes] | None,
                  extra: list[tuple[bytes, bytes]] | None) -> Any:
-        from ._h1 import AsyncPool, open_async
+        from ._connect import open_async
+        from ._h1 import AsyncPool
 
         def open_transport(request: httpx.Request, factory: Callable[[], Any]) -> Any:
             return open_async(host, port, ctx, request, factory, open_tcp)

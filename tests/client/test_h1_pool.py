@@ -17,7 +17,8 @@ import pytest
 
 import llmclient
 from llmclient import AsyncOpenAI, OpenAI
-from llmclient._h1 import SyncPool, open_sync
+from llmclient._connect import open_sync
+from llmclient._h1 import SyncPool
 from llmclient._hedge import CancelToken
 from llmclient._transport import SyncTransport, TransportSettings
 from tests.conftest import RefServer

@@ -1,0 +1,107 @@
+"""Opening a connection, for both protocols' drivers (_h1.py, _h2.py): TCP (or a proxy's
+tunnel), then TLS, with the trace events CallRecord reads (httpcore's names) and httpx's
+connect errors. What is spoken on the socket is the caller's business."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+__all__ = ["open_async", "open_sync", "request_timeout"]
+
+
+def request_timeout(request: httpx.Request, key: str) -> float | None:
+    value: float | None = request.extensions.get("timeout", {}).get(key)
+    return value
+
+
+def open_sync(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
+              open_tcp: Callable[[str, int, float | None], socket.socket] | None = None) -> socket.socket:
+    """A socket to host:port (TCP, or through ``open_tcp``: a proxy's tunnel), then TLS when
+    ``ssl_context`` is given (its ALPN offers http/1.1 only)."""
+    trace = request.extensions.get("trace")
+    timeout = request_timeout(request, "connect")
+    if trace:
+        trace("connection.connect_tcp.started", {})
+    if open_tcp is not None:
+        sock = open_tcp(host, port, timeout)
+    else:
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if trace:
+        trace("connection.connect_tcp.complete", {})
+    if ssl_context is None:
+        return sock
+    if trace:
+        trace("connection.start_tls.started", {})
+    try:
+        sock.settimeout(timeout)
+        sock = ssl_context.wrap_socket(sock, server_hostname=host)
+    except TimeoutError as exc:
+        sock.close()
+        raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
+    except (OSError, ssl.SSLError) as exc:
+        sock.close()
+        raise httpx.ConnectError(str(exc)) from exc
+    if trace:
+        trace("connection.start_tls.complete", {})
+    return sock
+
+
+async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
+                     protocol_factory: Callable[[], Any], open_tcp: Any = None) -> tuple[Any, Any]:
+    """(transport, protocol) to host:port: TCP (or ``open_tcp``: a proxy's tunnel), then TLS
+    when ``ssl_context`` is given."""
+    import asyncio
+
+    trace = request.extensions.get("trace")
+    timeout = request_timeout(request, "connect")
+    loop = asyncio.get_running_loop()
+    if trace:
+        await trace("connection.connect_tcp.started", {})
+    try:
+        if open_tcp is not None:
+            transport, protocol = await asyncio.wait_for(open_tcp(host, port, protocol_factory), timeout)
+        else:
+            transport, protocol = await asyncio.wait_for(
+                loop.create_connection(protocol_factory, host, port), timeout)
+    except asyncio.TimeoutError as exc:
+        raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
+    except OSError as exc:
+        raise httpx.ConnectError(str(exc)) from exc
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+    if trace:
+        await trace("connection.connect_tcp.complete", {})
+    if ssl_context is None:
+        return transport, protocol
+    if trace:
+        await trace("connection.start_tls.started", {})
+    try:
+        new = await asyncio.wait_for(
+            loop.start_tls(transport, protocol, ssl_context, server_hostname=host), timeout)
+    except asyncio.TimeoutError as exc:
+        transport.close()
+        raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
+    except (OSError, ssl.SSLError) as exc:
+        transport.close()
+        raise httpx.ConnectError(str(exc)) from exc
+    if new is None:  # pragma: no cover - start_tls returns None only when closing
+        raise httpx.ConnectError("TLS handshake failed")
+    protocol.connection_made(new)  # the protocol writes to the TLS transport from now on
+    if trace:
+        await trace("connection.start_tls.complete", {})
+    return new, protocol
