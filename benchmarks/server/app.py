@@ -2,7 +2,8 @@
 
 One code path whichever HTTP server (granian or hypercorn) runs it. Routes:
 ``/health``, ``/metrics``, ``/v1/models[/{id}]``, ``/v1/chat/completions``,
-``/v1/completions``, ``/v1/embeddings``. Every response carries ``Server-Timing``
+``/v1/completions``, ``/v1/embeddings``, ``/v1/responses[/{id}[/input_items]]`` (see
+``responses.py``). Every response carries ``Server-Timing``
 (queue, prefill, decode, image, serialize, total; ms) and ``x-request-id``; streams end with a
 ``: server-timing ...`` SSE comment before ``data: [DONE]`` since their headers are long gone.
 """
@@ -26,7 +27,7 @@ import orjson
 
 from llmclient._compression import compress
 
-from . import wire
+from . import responses, wire
 from ._http import (
     REQUEST_ID,
     TRACEPARENT,
@@ -168,7 +169,9 @@ class App:
             ("POST", "/v1/chat/completions"): self._chat,
             ("POST", "/v1/completions"): self._completions,
             ("POST", "/v1/embeddings"): self._embeddings,
+            ("POST", "/v1/responses"): self._responses,
         }
+        self.responses = responses.ResponseStore()
 
     # -- ASGI entry --------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -248,6 +251,14 @@ class App:
         handler = self._routes.get((method, path))
         if handler is None and method == "GET" and path.startswith("/v1/models/"):
             await self._model(send, req, path[len("/v1/models/"):])
+            return
+        if handler is None and path.startswith("/v1/responses/"):
+            if not self._authorized(scope):
+                await self._error(send, req, 401, "Incorrect API key provided.", code="invalid_api_key")
+                return
+            query = scope.get("query_string", b"").decode("latin-1")
+            await responses.handle_stored(self, self.responses, send, req, method,
+                                          path[len("/v1/responses/"):], query)
             return
         if handler is None:
             known = any(p == path for _, p in self._routes)
@@ -527,6 +538,9 @@ class App:
             choices.append({"index": i, "text": prefix + text, "logprobs": None,
                             "finish_reason": finish})
         await self._json(send, req, {**head, "choices": choices, "usage": _usage(ereqs, results)})
+
+    async def _responses(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
+        await responses.handle_create(self, self.responses, send, req, body)
 
     async def _embeddings(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
         p = parse_embedding(body)

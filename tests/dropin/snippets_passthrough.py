@@ -128,8 +128,9 @@ def settings_reach_passed_calls(sdk: Any, env: Env) -> Any:
 
 @snippet
 def responses_api_without_server_support(sdk: Any, env: Env) -> Any:
-    # A server without /v1/responses: the same error, from the same request.
-    client = sdk.OpenAI(max_retries=0)
+    # A server without /v1/responses (a base URL whose prefix the reference server does not
+    # serve): the same error, from the same request.
+    client = sdk.OpenAI(base_url=env.origin + "/no-responses/v1", max_retries=0)
     try:
         client.responses.create(model=env.model, input="Tell me a three sentence bedtime story.",
                                 instructions="Be brief.", max_output_tokens=16)
