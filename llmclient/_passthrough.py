@@ -249,6 +249,34 @@ class _Managed:
     async def __aexit__(self, *exc: Any) -> Any:
         return await self._target.__aexit__(*exc)
 
+    def __iter__(self) -> Any:  # a sync Stream / ResponseStream: iterated, errors mapped
+        it = iter(self._target)
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            except Exception as exc:
+                ours = translate(exc)
+                if ours is None:
+                    raise
+                raise ours from exc
+            yield item
+
+    async def __aiter__(self) -> Any:
+        it = self._target.__aiter__()
+        while True:
+            try:
+                item = await it.__anext__()
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                ours = translate(exc)
+                if ours is None:
+                    raise
+                raise ours from exc
+            yield item
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)
 

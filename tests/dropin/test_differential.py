@@ -18,15 +18,7 @@ from .harness import SNIPPETS, run
 from .wire import WireProxy
 
 # Snippets whose results still differ, and why (strict: one that starts passing fails here).
-_SYNC_STREAM_WRAPPED = (
-    "llmclient/_passthrough.py wraps every sync result that has __enter__ in _Managed, which has "
-    "no __iter__: the sync Responses Stream (and the ResponseStream the stream helper's __enter__ "
-    "returns) is not iterable (TypeError)")
-KNOWN_DIFFERENT: dict[str, str] = {
-    "responses_stream_true": _SYNC_STREAM_WRAPPED,
-    "responses_stream_helper": _SYNC_STREAM_WRAPPED,
-    "responses_stream_helper_incomplete": _SYNC_STREAM_WRAPPED,
-}
+KNOWN_DIFFERENT: dict[str, str] = {}
 
 
 def _params() -> list[object]:
