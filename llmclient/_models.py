@@ -300,7 +300,7 @@ class AsyncPaginator(Generic[_M]):
 
     async def __aiter__(self) -> AsyncIterator[Any]:
         page = await self._fetch()
-        for item in page:
+        for item in page.data:  # one page: the official AsyncPage is not iterable synchronously
             yield item
 
 
@@ -375,16 +375,27 @@ completion = _Factory("openai.types:Completion", Completion)
 create_embedding_response = _Factory("openai.types:CreateEmbeddingResponse", CreateEmbeddingResponse)
 model = _Factory("openai.types:Model", Model)
 _model_page = _Factory("openai.pagination:SyncPage", SyncPage)
+_async_model_page = _Factory("openai.pagination:AsyncPage", SyncPage)
+
+
+def _page(factory: _Factory, data: dict[str, Any]) -> Any:
+    """A page of models: the official page class (``factory``'s) of ``Model``, or ours."""
+    if factory.build is None:
+        cls: Any = factory.official_class()
+        if cls is None:
+            factory.build = SyncPage
+        else:
+            page_cls: Any = cls[model.official_class()]
+            factory.build = lambda d: page_cls.construct(
+                **{**d, "data": [model(m) for m in d.get("data") or ()]})
+    return factory(data)
 
 
 def models_page(data: dict[str, Any]) -> Any:
     """``models.list()``: the official ``SyncPage[Model]`` (iterable, ``.data``), or ours."""
-    cls: Any = _model_page.official_class() if _model_page.build is None else None
-    if _model_page.build is None:
-        if cls is None:
-            _model_page.build = SyncPage
-        else:
-            page_cls: Any = cls[model.official_class()]
-            _model_page.build = lambda d: page_cls.construct(
-                **{**d, "data": [model(m) for m in d.get("data") or ()]})
-    return _model_page(data)
+    return _page(_model_page, data)
+
+
+def async_models_page(data: dict[str, Any]) -> Any:
+    """``await AsyncOpenAI().models.list()``: the official ``AsyncPage[Model]``, or ours."""
+    return _page(_async_model_page, data)

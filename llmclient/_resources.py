@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from ._call import NOT_GIVEN, Call, split_options
 from ._models import (
     AsyncPaginator,
+    async_models_page,
     chat_completion,
     chat_completion_chunk,
     completion,
@@ -563,7 +564,7 @@ class AsyncModels(_Resource):
         def fetch() -> Any:
             call = self._call("GET", "/models", None, extra_headers=extra_headers, extra_query=extra_query,
                               extra_body=extra_body, timeout=timeout)
-            return self._client._request(call, models_page, _raw)
+            return self._client._request(call, async_models_page, _raw)
 
         return fetch() if _raw else AsyncPaginator(fetch)
 

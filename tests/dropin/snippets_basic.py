@@ -295,6 +295,13 @@ async def models_list_and_retrieve_async(sdk: Any, env: Env) -> Any:
 
 
 @snippet
+async def models_page_async_is_an_async_page(sdk: Any, env: Env) -> Any:
+    client = sdk.AsyncOpenAI()
+    page = await client.models.list()
+    return [type(page).__name__, [m.id async for m in page], page.has_next_page()]
+
+
+@snippet
 def n_choices_and_stop(sdk: Any, env: Env) -> Any:
     client = sdk.OpenAI()
     r = client.chat.completions.create(model=env.model, messages=MESSAGES, n=2, max_tokens=6, seed=12,
