@@ -76,6 +76,26 @@ def _sdk_calls(kind: str, base_url: str, model: str, tokens: int) -> tuple[Calla
     return call, stream, client
 
 
+def _parse_call(client: Any, model: str) -> Callable[[], Any]:
+    """Structured output: ``chat.completions.parse(response_format=<pydantic model>)``, the
+    schema sent strict and the answer validated into the model (issue 18)."""
+    import pydantic
+
+    class Weather(pydantic.BaseModel):
+        city: str
+        temperature_c: float
+        sunny: bool
+
+    messages = [{"role": "user", "content": "The weather in Paris, as JSON."}]
+
+    def call() -> Any:
+        r = client.chat.completions.parse(model=model, messages=messages, response_format=Weather,
+                                          max_tokens=64)
+        return r.choices[0].message.parsed
+
+    return call
+
+
 def _httpx_calls(base_url: str, model: str, tokens: int) -> tuple[Callable[[], Any], Callable[[], int], Any]:
     import httpx
     import orjson
@@ -231,6 +251,9 @@ def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> di
     out.update(cpu_ms_call=plain["cpu_ms"], p50_ms_call=plain["p50_ms"], p90_ms_call=plain["p90_ms"],
                cpu_ms_stream=streamed["cpu_ms"], p50_ms_stream=streamed["p50_ms"],
                p90_ms_stream=streamed["p90_ms"], stream_chunks=streamed["last"])
+    if kind in ("llmclient", "openai"):
+        parsed = _measure(_parse_call(_client, model), max(10, args.calls // 4), max(2, args.warmup // 4))
+        out.update(cpu_ms_parse=parsed["cpu_ms"], p50_ms_parse=parsed["p50_ms"])
     if kind in ("llmclient", "llmclient-otel"):
         r = _client.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}], max_tokens=2)
         out["http_version"] = r.timings.http_version
@@ -313,6 +336,8 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
         "import_vs_openai": ours["import_ms"] / official["import_ms"],
         "next_client_ms": ours["next_client_ms"],
     }
+    if "cpu_ms_parse" in ours and "cpu_ms_parse" in official:
+        out["cpu_parse_vs_openai"] = ours["cpu_ms_parse"] / official["cpu_ms_parse"]
     if "openai-aiohttp" in rows:
         out["throughput_vs_openai_aiohttp"] = ours["conc_calls_s"] / rows["openai-aiohttp"]["conc_calls_s"]
     return out
@@ -321,7 +346,7 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
 TARGETS = {"otel_cpu_call_vs_llmclient": ("<=", 1.15), "otel_cpu_stream_vs_llmclient": ("<=", 1.15),
            "cpu_call_vs_openai": ("<=", 0.4), "cpu_stream_vs_openai": ("<=", 0.15),
            "throughput_vs_openai": (">=", 2.0), "import_vs_openai": ("<=", 0.35), "next_client_ms": ("<", 1.0),
-           "throughput_vs_openai_aiohttp": (">", 1.0)}
+           "throughput_vs_openai_aiohttp": (">", 1.0), "cpu_parse_vs_openai": ("<=", 0.3)}
 # Issue 17's targets for an HTTP/1.1-only origin (--http1).
 TARGETS_HTTP1 = TARGETS | {"cpu_stream_vs_openai": ("<=", 0.2), "throughput_vs_openai": (">=", 1.5)}
 
@@ -331,9 +356,12 @@ def table(rows: dict[str, dict[str, Any]], ratio: dict[str, float],
     cols = [("cpu_ms_call", "CPU/call ms"), ("p50_ms_call", "p50 call ms"), ("cpu_ms_stream", "CPU/stream ms"),
             ("p50_ms_stream", "p50 stream ms"), ("conc_calls_s", "32-way calls/s"), ("import_ms", "import ms"),
             ("first_client_ms", "1st client ms"), ("next_client_ms", "2nd client ms")]
+    if any("cpu_ms_parse" in row for row in rows.values()):
+        cols.append(("cpu_ms_parse", "CPU/parse ms"))
     lines = [f"{'client':<15}" + "".join(f"{title:>16}" for _, title in cols)]
     for kind, row in rows.items():
-        lines.append(f"{kind:<15}" + "".join(f"{row[key]:>16.3f}" for key, _ in cols))
+        lines.append(f"{kind:<15}" + "".join(
+            f"{row[key]:>16.3f}" if key in row else f"{'-':>16}" for key, _ in cols))
     lines.append("")
     for key, value in ratio.items():
         op, target = targets[key]
