@@ -16,10 +16,11 @@ llmclient.NotFoundError`` catches a 404 from ``client.files.retrieve``), with th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -199,16 +200,23 @@ def translate(exc: BaseException) -> BaseException | None:
     return ours
 
 
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """The official client's errors raised inside come out as llmclient's."""
+    try:
+        yield
+    except Exception as exc:
+        ours = translate(exc)
+        if ours is None:
+            raise
+        raise ours from exc
+
+
 def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with _translated():
             result = fn(*args, **kwargs)
-        except Exception as exc:
-            ours = translate(exc)
-            if ours is None:
-                raise
-            raise ours from exc
         if inspect.iscoroutine(result):
             return _awaited(result)
         if hasattr(result, "__enter__") or hasattr(result, "__aenter__"):
@@ -219,13 +227,8 @@ def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 async def _awaited(coro: Any) -> Any:
-    try:
+    with _translated():
         return await coro
-    except Exception as exc:
-        ours = translate(exc)
-        if ours is None:
-            raise
-        raise ours from exc
 
 
 class _Managed:
@@ -252,29 +255,21 @@ class _Managed:
     def __iter__(self) -> Any:  # a sync Stream / ResponseStream: iterated, errors mapped
         it = iter(self._target)
         while True:
-            try:
-                item = next(it)
-            except StopIteration:
-                return
-            except Exception as exc:
-                ours = translate(exc)
-                if ours is None:
-                    raise
-                raise ours from exc
+            with _translated():
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
             yield item
 
     async def __aiter__(self) -> Any:
         it = self._target.__aiter__()
         while True:
-            try:
-                item = await it.__anext__()
-            except StopAsyncIteration:
-                return
-            except Exception as exc:
-                ours = translate(exc)
-                if ours is None:
-                    raise
-                raise ours from exc
+            with _translated():
+                try:
+                    item = await it.__anext__()
+                except StopAsyncIteration:
+                    return
             yield item
 
     def __getattr__(self, name: str) -> Any:
