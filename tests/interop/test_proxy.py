@@ -26,7 +26,8 @@ import pytest
 import llmclient
 from llmclient import AsyncOpenAI, OpenAI
 
-from .tinyproxy import Tinyproxy, free_port, start_tinyproxy, stop_tinyproxy
+from .nginx import free_port
+from .tinyproxy import Tinyproxy, start_tinyproxy, stop_tinyproxy
 
 MSG = [{"role": "user", "content": "hi"}]
 MODEL = "sim-zero"

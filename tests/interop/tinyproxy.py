@@ -18,13 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .nginx import free_port
+
 START_TIMEOUT_S = 10.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
