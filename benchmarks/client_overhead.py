@@ -39,10 +39,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CLIENTS = ("llmclient", "openai", "httpx", "openai-aiohttp", "llmclient-otel")
+CLIENTS = ("llmclient", "openai", "httpx", "openai-aiohttp", "llmclient-otel", "llmclient-otel-sampled",
+           "llmclient-sdk")
+OTEL_KINDS = ("llmclient-otel", "llmclient-otel-sampled", "llmclient-sdk")
 DEFAULT_CLIENTS = ("llmclient", "openai", "httpx")
 MODULE_OF = {"llmclient": "llmclient", "openai": "openai", "httpx": "httpx", "openai-aiohttp": "openai",
-             "llmclient-otel": "llmclient"}
+             "llmclient-otel": "llmclient", "llmclient-otel-sampled": "llmclient", "llmclient-sdk": "llmclient"}
 API_KEY = "bench-key"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,10 +204,12 @@ def _construction(kind: str, base_url: str) -> dict[str, float]:
     return {"first_client_ms": first * 1000.0, "next_client_ms": statistics.median(times) * 1000.0}
 
 
-def _install_otel() -> None:
+def _install_otel(sampled: float | None = None) -> None:
     """``llmclient-otel``: the OpenTelemetry SDK as an application would run it (a batch span
     processor, a periodic metric reader), exporting to nowhere: what spans and metrics cost
-    the client, without an exporter's network I/O."""
+    the client, without an exporter's network I/O. ``sampled``: a parent-based ratio sampler
+    keeping that share of new traces (``llmclient-otel-sampled``), as production tracing often
+    runs; the default samples every span."""
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import (
@@ -230,22 +234,81 @@ def _install_otel() -> None:
         def shutdown(self, timeout_millis: float = 30_000, **kw: Any) -> None:
             pass
 
-    provider = TracerProvider()
+    sampler = None
+    if sampled is not None:
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+        sampler = ParentBased(TraceIdRatioBased(sampled))
+    provider = TracerProvider(sampler=sampler)
     provider.add_span_processor(BatchSpanProcessor(NoSpans()))
     trace.set_tracer_provider(provider)
     reader = PeriodicExportingMetricReader(NoMetrics(), export_interval_millis=5_000)
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
 
 
+def _by_hand(client: Any, model: str, stream_tokens: int) -> tuple[Callable[[], Any], Callable[[], int]]:
+    """``llmclient-sdk``: llmclient's own telemetry off, and the least an application would
+    write by hand with the SDK for the same conventions (one CLIENT span with the request
+    attributes at its start and the answer's at its end, the duration and two token-usage
+    measurements): the SDK's own floor, which llmclient's spans and metrics are compared with."""
+    import time as _time
+
+    from opentelemetry import metrics, trace
+
+    tracer = trace.get_tracer("by-hand")
+    meter = metrics.get_meter("by-hand")
+    duration = meter.create_histogram("gen_ai.client.operation.duration", unit="s")
+    tokens = meter.create_histogram("gen_ai.client.token.usage", unit="{token}")
+    base = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": model}
+    attrs_in, attrs_out = {**base, "gen_ai.token.type": "input"}, {**base, "gen_ai.token.type": "output"}
+    host, port = client.base_url.host, client.base_url.port or 80
+    start_attrs = {**base, "server.address": host, "server.port": port, "gen_ai.request.max_tokens": 8}
+    kind = trace.SpanKind.CLIENT
+    messages = _body(model, 1, False)["messages"]
+
+    def traced(stream_it: bool) -> Any:
+        t0 = _time.perf_counter()
+        with tracer.start_as_current_span(f"chat {model}", kind=kind, attributes=start_attrs) as span:
+            if stream_it:
+                n, last = 0, None
+                for chunk in client.chat.completions.create(model=model, messages=messages,
+                                                            max_tokens=stream_tokens, stream=True, stream_options={"include_usage": True}):
+                    last = chunk
+                    if chunk.choices and chunk.choices[0].delta.content is not None:
+                        n += 1
+                assert last is not None and last.usage is not None, "a stream with no usage chunk"
+                usage, rid, rmodel, reasons = last.usage, last.id, last.model, ["stop"]
+                result: Any = n
+            else:
+                r = client.chat.completions.create(model=model, messages=messages, max_tokens=8)
+                usage, rid, rmodel = r.usage, r.id, r.model
+                reasons = [c.finish_reason for c in r.choices]
+                result = r.choices[0].message.content
+            span.set_attributes({"gen_ai.response.id": rid, "gen_ai.response.model": rmodel,
+                                 "gen_ai.response.finish_reasons": reasons,
+                                 "gen_ai.usage.input_tokens": usage.prompt_tokens,
+                                 "gen_ai.usage.output_tokens": usage.completion_tokens})
+        duration.record(_time.perf_counter() - t0, base)
+        tokens.record(usage.prompt_tokens, attrs_in)
+        tokens.record(usage.completion_tokens, attrs_out)
+        return result
+
+    return (lambda: traced(False)), (lambda: traced(True))
+
+
 def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"client": kind}
-    if kind == "llmclient-otel":
-        _install_otel()
+    if kind in OTEL_KINDS:
+        if kind == "llmclient-sdk":  # OpenTelemetry's own switch, read when llmclient is imported
+            os.environ["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = "llmclient"
+        _install_otel(0.1 if kind == "llmclient-otel-sampled" else None)
     out.update(_construction(kind, base_url))
     if kind == "httpx":
         call, stream, _client = _httpx_calls(base_url, model, args.stream_tokens)
     else:
         call, stream, _client = _sdk_calls(kind, base_url, model, args.stream_tokens)
+    if kind == "llmclient-sdk":
+        call, stream = _by_hand(_client, model, args.stream_tokens)
     plain = _measure(call, args.calls, args.warmup)
     streamed = _measure(stream, args.stream_calls, max(2, args.warmup // 4))
     out.update(cpu_ms_call=plain["cpu_ms"], p50_ms_call=plain["p50_ms"], p90_ms_call=plain["p90_ms"],
@@ -254,7 +317,7 @@ def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> di
     if kind in ("llmclient", "openai"):
         parsed = _measure(_parse_call(_client, model), max(10, args.calls // 4), max(2, args.warmup // 4))
         out.update(cpu_ms_parse=parsed["cpu_ms"], p50_ms_parse=parsed["p50_ms"])
-    if kind in ("llmclient", "llmclient-otel"):
+    if kind == "llmclient" or kind in OTEL_KINDS:
         r = _client.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}], max_tokens=2)
         out["http_version"] = r.timings.http_version
     conc = asyncio.run(_concurrent(kind, base_url, model, args.conc_calls, args.concurrency))
@@ -343,7 +406,29 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def otel_ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """CPU with OpenTelemetry on, over plain llmclient's: llmclient's spans and metrics (every
+    span sampled, and 1 in 10), and the same telemetry written by hand with the SDK (its floor);
+    ``otel_*_vs_sdk_floor`` is what llmclient's instrumentation costs above that floor."""
+    out: dict[str, float] = {}
+    plain = rows.get("llmclient")
+    if plain is None:
+        return out
+    for what in ("call", "stream"):
+        key = f"cpu_ms_{what}"
+        for kind, name in (("llmclient-otel", "otel"), ("llmclient-otel-sampled", "otel_sampled"),
+                           ("llmclient-sdk", "sdk_floor")):
+            if kind in rows:
+                out[f"{name}_cpu_{what}_vs_llmclient"] = rows[kind][key] / plain[key]
+        if "llmclient-otel" in rows and "llmclient-sdk" in rows:
+            out[f"otel_cpu_{what}_vs_sdk_floor"] = rows["llmclient-otel"][key] / rows["llmclient-sdk"][key]
+    return out
+
+
 TARGETS = {"otel_cpu_call_vs_llmclient": ("<=", 1.15), "otel_cpu_stream_vs_llmclient": ("<=", 1.15),
+           "otel_sampled_cpu_call_vs_llmclient": ("<=", 1.15), "otel_sampled_cpu_stream_vs_llmclient": ("<=", 1.15),
+           "sdk_floor_cpu_call_vs_llmclient": ("<=", 1.15), "sdk_floor_cpu_stream_vs_llmclient": ("<=", 1.15),
+           "otel_cpu_call_vs_sdk_floor": ("<=", 1.05), "otel_cpu_stream_vs_sdk_floor": ("<=", 1.05),
            "cpu_call_vs_openai": ("<=", 0.4), "cpu_stream_vs_openai": ("<=", 0.15),
            "throughput_vs_openai": (">=", 2.0), "import_vs_openai": ("<=", 0.35), "next_client_ms": ("<", 1.0),
            "throughput_vs_openai_aiohttp": (">", 1.0), "cpu_parse_vs_openai": ("<=", 0.3)}
@@ -358,15 +443,15 @@ def table(rows: dict[str, dict[str, Any]], ratio: dict[str, float],
             ("first_client_ms", "1st client ms"), ("next_client_ms", "2nd client ms")]
     if any("cpu_ms_parse" in row for row in rows.values()):
         cols.append(("cpu_ms_parse", "CPU/parse ms"))
-    lines = [f"{'client':<15}" + "".join(f"{title:>16}" for _, title in cols)]
+    lines = [f"{'client':<23}" + "".join(f"{title:>16}" for _, title in cols)]
     for kind, row in rows.items():
-        lines.append(f"{kind:<15}" + "".join(
+        lines.append(f"{kind:<23}" + "".join(
             f"{row[key]:>16.3f}" if key in row else f"{'-':>16}" for key, _ in cols))
     lines.append("")
     for key, value in ratio.items():
         op, target = targets[key]
         ok = value <= target if op in ("<=", "<") else value >= target
-        lines.append(f"{key:<24} {value:8.3f}   target {op} {target}   {'met' if ok else 'NOT met'}")
+        lines.append(f"{key:<36} {value:8.3f}   target {op} {target}   {'met' if ok else 'NOT met'}")
     return "\n".join(lines)
 
 
@@ -410,8 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         model = args.model or (server.model() if server else None) or "sim-zero"
         rounds: list[dict[str, dict[str, Any]]] = []
         kinds = args.clients.split(",")
-        if args.otel and "llmclient-otel" not in kinds:
-            kinds.append("llmclient-otel")
+        if args.otel:
+            kinds += [kind for kind in OTEL_KINDS if kind not in kinds]
         for r in range(args.rounds):
             # Clients take turns (ABC ABC ABC) so that load from other processes on a shared
             # machine hits each of them alike; the table reports the median over rounds.
@@ -427,10 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
     ratio = ratios(rows) if {"llmclient", "openai"} <= rows.keys() else {}
-    if {"llmclient", "llmclient-otel"} <= rows.keys():  # issue 19: spans + metrics <= 1.15x
-        ratio["otel_cpu_call_vs_llmclient"] = rows["llmclient-otel"]["cpu_ms_call"] / rows["llmclient"]["cpu_ms_call"]
-        ratio["otel_cpu_stream_vs_llmclient"] = (rows["llmclient-otel"]["cpu_ms_stream"]
-                                                 / rows["llmclient"]["cpu_ms_stream"])
+    ratio.update(otel_ratios(rows))
     print(table(rows, ratio, TARGETS_HTTP1 if args.http1 else TARGETS))
     if probe is not None:
         print(f"h2c probe (once per process and origin): first call {probe['first_call_with_probe_ms']:.2f} ms "

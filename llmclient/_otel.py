@@ -4,7 +4,13 @@ Nothing here imports OpenTelemetry. A call is instrumented only when the applica
 imported it *and* configured a provider: :func:`start` looks for ``opentelemetry.trace`` /
 ``opentelemetry.metrics`` in ``sys.modules`` and checks that ``get_tracer_provider()`` /
 ``get_meter_provider()`` is not the API's default proxy or no-op one. Otherwise it returns
-None and the call pays one dictionary lookup.
+None and the call pays one dictionary lookup. ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=llmclient``
+(read at import) turns llmclient's telemetry off where the application's stays on.
+
+A span the sampler drops still gives the call its trace context (sent, flagged not sampled)
+but skips the attributes and events at its end. Counters are tallied in the process and read
+by the SDK when it collects (observable counters), so counting costs no SDK work per call;
+histograms are recorded per call, as the API requires.
 
 **Spans** follow the OpenTelemetry GenAI semantic conventions
 (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/): one CLIENT span per call,
@@ -34,7 +40,9 @@ exporter that is down) is logged once at debug level and the call goes on.
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -119,16 +127,41 @@ class _Instruments:
             if kind == "histogram":
                 made[name] = meter.create_histogram(name, unit=unit, description=what)
             else:
-                made[name] = meter.create_counter(name, unit=unit, description=what)
+                tally = made[name] = _Tally()
+                meter.create_observable_counter(name, callbacks=[tally.observe], unit=unit,
+                                                description=what)
         self.duration = made["gen_ai.client.operation.duration"]
         self.tokens = made["gen_ai.client.token.usage"]
         self.ttft = made["gen_ai.client.operation.time_to_first_chunk"]
         self.tpot = made["llmclient.time_per_output_token"]
-        self.cache = made["llmclient.cache.lookups"]
-        self.hedges = made["llmclient.hedge.copies"]
-        self.hedge_wins = made["llmclient.hedge.wins"]
-        self.retries = made["llmclient.retries"]
-        self.prefetch = made["llmclient.prefetch.requests"]
+        self.cache: _Tally = made["llmclient.cache.lookups"]
+        self.hedges: _Tally = made["llmclient.hedge.copies"]
+        self.hedge_wins: _Tally = made["llmclient.hedge.wins"]
+        self.retries: _Tally = made["llmclient.retries"]
+        self.prefetch: _Tally = made["llmclient.prefetch.requests"]
+
+
+class _Tally:
+    """A monotonic count kept in the process and reported by an ObservableCounter when the
+    SDK collects. Counting is a dictionary update under a lock; a synchronous ``Counter.add``
+    would have the SDK clean, hash and aggregate its attributes on every call instead."""
+
+    __slots__ = ("counts", "lock")
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[tuple[str, str], ...], int] = {}
+        self.lock = threading.Lock()
+
+    def add(self, amount: int, attributes: dict[str, str] | None = None) -> None:
+        key = tuple(attributes.items()) if attributes else ()
+        with self.lock:
+            self.counts[key] = self.counts.get(key, 0) + amount
+
+    def observe(self, options: Any = None) -> list[Any]:
+        metrics: Any = sys.modules["opentelemetry.metrics"]
+        with self.lock:
+            counts = list(self.counts.items())
+        return [metrics.Observation(total, dict(key)) for key, total in counts]
 
 
 def _version() -> str:
@@ -141,8 +174,21 @@ _cache: list[Any] = [None, None, None]  # tracer provider, meter provider, _Inst
 _failed: set[str] = set()
 
 
+def _disabled() -> bool:
+    """OpenTelemetry's own switch: ``OTEL_PYTHON_DISABLED_INSTRUMENTATIONS`` naming
+    ``llmclient`` (a comma-separated list, as auto-instrumentation reads it) turns llmclient's
+    spans and metrics off while the application's own telemetry stays on."""
+    names = os.environ.get("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "")
+    return "llmclient" in {name.strip() for name in names.split(",")}
+
+
+_DISABLED = _disabled()
+
+
 def _instruments() -> _Instruments | None:
     """The configured providers' instruments, or None when neither is configured."""
+    if _DISABLED:
+        return None
     modules = sys.modules
     trace: Any = modules.get("opentelemetry.trace")
     metrics: Any = modules.get("opentelemetry.metrics")
@@ -200,8 +246,8 @@ def start(call: Any) -> CallSpan | None:
 class CallSpan:
     """One call's span (None when only metrics are configured) and what its end records."""
 
-    __slots__ = ("attrs", "chunk_info", "ended", "inst", "kind", "model", "operation", "span",
-                 "start_ns", "stream", "value")
+    __slots__ = ("attrs", "chunk_info", "ended", "inst", "kind", "model", "operation", "recording",
+                 "span", "start_ns", "stream", "value")
 
     def __init__(self, inst: _Instruments, call: Any, operation: str, kind: str = "call",
                  parent: Any = None) -> None:
@@ -217,6 +263,7 @@ class CallSpan:
         self.start_ns = time.time_ns()
         self.attrs = _metric_attrs(operation, self.model)
         self.span = None
+        self.recording = False  # a sampled span: worth its end attributes and events
         tracer = inst.tracer
         if tracer is None:
             return
@@ -253,6 +300,7 @@ class CallSpan:
                                  kind=trace.SpanKind.CLIENT, attributes=attributes, links=links,
                                  start_time=self.start_ns)
         self.span = span
+        self.recording = span.is_recording()
         _adopt_span_context(call, span.get_span_context())
 
     # -- what the answer says ----------------------------------------------------------------
@@ -312,7 +360,9 @@ class CallSpan:
         error_type = _error_type(error) if error is not None else None
         end_ns = time.time_ns()
         span = self.span
-        if span is not None:
+        if span is not None and not self.recording:
+            span.end(end_time=end_ns)  # sampled out: its context was sent, nothing to record
+        elif span is not None:
             attrs: dict[str, Any] = {"llmclient.wire": record.wire}
             if response_id:
                 attrs["gen_ai.response.id"] = str(response_id)

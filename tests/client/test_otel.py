@@ -348,6 +348,42 @@ def test_metrics_only_configuration_still_records_metrics(ref_server: Any) -> No
         _reset_globals()
 
 
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_sampled_out_call_sends_its_context_records_metrics_and_no_span(
+        ref_server: Any, is_async: bool) -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    _reset_globals()
+    spans = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    trace.set_tracer_provider(provider)
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    try:
+        if is_async:
+            async def go() -> Any:
+                async with AsyncOpenAI(base_url=ref_server.base_url, api_key="k") as c:
+                    return await c.chat.completions.with_raw_response.create(
+                        model=MODEL, messages=MSG, max_tokens=2)
+            raw = asyncio.run(go())
+        else:
+            raw = _client(ref_server).chat.completions.with_raw_response.create(
+                model=MODEL, messages=MSG, max_tokens=2)
+        r = raw.parse()
+        assert spans.get_finished_spans() == ()
+        # the SDK's span context went on the wire, flagged "not sampled"
+        _version, trace_id, span_id, flags = raw.http_request.headers["traceparent"].split("-")
+        assert flags == "00" and trace_id == r.trace_id and span_id != "0" * 16
+        assert not _otel._live
+        data = reader.get_metrics_data()
+        [duration] = [m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+                      if m.name == "gen_ai.client.operation.duration"]
+        assert sum(p.count for p in duration.data.data_points) == 1
+    finally:
+        _reset_globals()
+
+
 # --------------------------------------------------------------------------- across the wire
 
 
