@@ -433,3 +433,11 @@ def test_one_trace_from_client_to_server(otel: Telemetry, traced_server: Any, st
     assert children["queue"]["end_ns"] <= children["prefill"]["start_ns"] + 1000
     assert children["prefill"]["end_ns"] <= children["decode"]["start_ns"] + 1000
     assert server["start_ns"] <= children["queue"]["start_ns"] <= children["decode"]["end_ns"] <= server["end_ns"]
+
+
+def test_every_metric_is_documented_in_the_readme_with_its_instrument_and_unit() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for name, (kind, unit, _what) in _otel.METRICS.items():
+        assert f"| `{name}` | {kind} | {unit} |" in readme, name
