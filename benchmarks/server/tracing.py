@@ -147,7 +147,8 @@ class ServerTracing:
             ms = timings.get(name)
             if ms is None:
                 continue
-            start = engine_end - ms / 1000.0
+            # never before the request's own start (the durations are rounded to the ms)
+            start = max(t0, engine_end - ms / 1000.0)
             self._child(name, context, start, engine_end)
             engine_end = start
         span.set_attribute("http.response.status_code", status)
