@@ -54,7 +54,8 @@ test-torch: setup
 	fi
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check llmclient preprocess speculative benchmarks tests examples
+	$(VENV)/bin/ruff check llmclient preprocess speculative benchmarks tests examples scripts
+	$(PY) scripts/unasync.py --check
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

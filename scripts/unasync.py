@@ -43,7 +43,9 @@ RENAMES: dict[str, str] = {
 # ``Iterator``).
 PART_RENAMES: dict[str, str] = {
     "async": "sync", "aclose": "close", "aread": "read", "asleep": "sleep", "aiter": "iter",
-    "anext": "next", "aenter": "enter", "aexit": "exit", "abegin": "begin",
+    "anext": "next", "aenter": "enter", "aexit": "exit", "abegin": "begin", "aget": "get",
+    "aset": "set", "adelete": "delete", "alookup": "lookup", "aput": "put", "astore": "store",
+    "areplay": "replay", "aflights": "flights", "abackend": "backend",
 }
 
 HEADER = ("# Generated from llmclient/_async/{name} by scripts/unasync.py: do not edit here, edit that\n"

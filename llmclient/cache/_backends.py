@@ -36,6 +36,8 @@ __all__ = [
     "MemoryBackend",
     "RedisBackend",
     "SQLiteBackend",
+    "abackend_call",
+    "backend_call",
     "open_backend",
 ]
 
@@ -477,6 +479,21 @@ class RedisBackend(BaseBackend):
             await self._async[1].aclose()
             self._async = None
         self.close()
+
+
+def backend_call(backend: Any, op: str, *args: Any) -> Any:
+    """``backend.<op>(*args)``: how the sync client reaches a backend."""
+    return getattr(backend, op)(*args)
+
+
+async def abackend_call(backend: Any, op: str, *args: Any) -> Any:
+    """``await backend.a<op>(*args)`` where the backend has it (Redis), else
+    ``backend.<op>(*args)`` (memory and SQLite are local and quick, and a backend written for
+    the sync client has only those)."""
+    method = getattr(backend, f"a{op}", None)
+    if method is not None:
+        return await method(*args)
+    return getattr(backend, op)(*args)
 
 
 def open_backend(spec: str | Backend | None) -> Backend:

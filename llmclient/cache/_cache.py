@@ -16,22 +16,22 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from .._async.cache import AsyncCacheHandleIO, AsyncCacheIO
 from .._logging import get_logger
 from .._redact import redact_text
+from .._sync.cache import CacheHandleIO, CacheIO
 from ._backends import Backend, open_backend
 from ._entry import (
     CachedEntry,
     EntryError,
     decode_entry,
-    encode_entry,
     replay_chunks,
     replay_response,
     stream_finished,
 )
 from ._key import cache_key, endpoint_for, validate_namespace
 from ._policy import Decision, cache_policy
-from ._replay import AsyncReplayStream, ReplayStream
-from ._signing import SignatureError, resolve_signing_key, sign, unsign
+from ._signing import SignatureError, resolve_signing_key, unsign
 from ._singleflight import AsyncFlight, AsyncSingleFlight, Flight, SingleFlight
 from ._stats import CacheStats
 
@@ -55,7 +55,7 @@ class CachePlan(NamedTuple):
     decision: Decision
 
 
-class ResponseCache:
+class ResponseCache(CacheIO, AsyncCacheIO):
     """A response cache over one backend.
 
     ``ResponseCache("memory" | "sqlite:///path" | "redis://..." | backend, ttl=None,
@@ -175,6 +175,13 @@ class ResponseCache:
             with self._health_lock:
                 self._down_until = 0.0
 
+    def _stored(self, data: bytes) -> None:
+        self._stats.add("stores")
+        self._stats.add("bytes", len(data))
+
+    def _handle(self, call: Any, plan: CachePlan) -> CacheHandle:
+        return CacheHandle(self, call, plan)
+
     def _forget(self, key: str) -> None:
         if not self._usable():
             return
@@ -183,69 +190,7 @@ class ResponseCache:
         except Exception as exc:
             self._backend_failed("delete", key, exc)
 
-    def get(self, key: str) -> CachedEntry | None:
-        data = None
-        if self._usable():
-            try:
-                data = self.backend.get(key)
-            except Exception as exc:
-                self._backend_failed("get", key, exc)
-            else:
-                self._backend_ok()
-        return self._decode(key, data)
-
-    async def aget(self, key: str) -> CachedEntry | None:
-        data = None
-        if self._usable():
-            aget = getattr(self.backend, "aget", None)
-            try:
-                data = await aget(key) if aget is not None else self.backend.get(key)
-            except Exception as exc:
-                self._backend_failed("get", key, exc)
-            else:
-                self._backend_ok()
-        return self._decode(key, data)
-
-    def lookup(self, plan: CachePlan | None) -> CachedEntry | None:
-        return self.get(plan.key) if plan is not None and plan.read else None
-
-    async def alookup(self, plan: CachePlan | None) -> CachedEntry | None:
-        return await self.aget(plan.key) if plan is not None and plan.read else None
-
     # -- writes --------------------------------------------------------------------------
-
-    def put(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
-        if not self._usable():
-            return False
-        data = sign(self._signing_key, key, encode_entry(entry))
-        try:
-            self.backend.set(key, data, ttl if ttl is not None else self.default_ttl)
-        except Exception as exc:
-            self._backend_failed("set", key, exc)
-            return False
-        self._backend_ok()
-        self._stats.add("stores")
-        self._stats.add("bytes", len(data))
-        return True
-
-    async def aput(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
-        if not self._usable():
-            return False
-        data = sign(self._signing_key, key, encode_entry(entry))
-        aset = getattr(self.backend, "aset", None)
-        ttl = ttl if ttl is not None else self.default_ttl
-        try:
-            if aset is not None:
-                await aset(key, data, ttl)
-            else:
-                self.backend.set(key, data, ttl)
-        except Exception as exc:
-            self._backend_failed("set", key, exc)
-            return False
-        self._backend_ok()
-        self._stats.add("stores")
-        self._stats.add("bytes", len(data))
-        return True
 
     @staticmethod
     def entry_for_response(plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
@@ -261,71 +206,6 @@ class ResponseCache:
         if not stream_finished(collected):
             return None
         return CachedEntry.from_chunks(plan.endpoint, collected)
-
-    def store_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
-        entry = self.entry_for_response(plan, response)
-        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
-
-    def store_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
-        entry = self.entry_for_stream(plan, chunks)
-        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
-
-    async def astore_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
-        entry = self.entry_for_response(plan, response)
-        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
-
-    async def astore_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
-        entry = self.entry_for_stream(plan, chunks)
-        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
-
-    # -- the client's entry point --------------------------------------------------------
-
-    def begin(self, call: Any) -> CacheHandle | None:
-        """Plan, look up and (for non-stream calls) join or lead; sets ``call.record.cache``."""
-        _start_clock(call)
-        plan = self.plan(call)
-        if plan is None:
-            return None
-        handle = CacheHandle(self, call, plan)
-        handle.entry = self.lookup(plan)
-        if handle.entry is not None:
-            call.record.cache = "hit"
-            handle._owned = True
-            return handle
-        call.record.cache = "miss"
-        if not plan.stream:
-            flight = self.flights.begin(plan.key)
-            if flight.leader:
-                handle._flight = flight
-            else:
-                ok, entry = flight.wait(_wait_timeout(call))
-                if ok and entry is not None:
-                    self.note_join()
-                    handle.entry, call.record.cache = entry, "join"
-        return handle
-
-    async def abegin(self, call: Any) -> CacheHandle | None:
-        _start_clock(call)
-        plan = self.plan(call)
-        if plan is None:
-            return None
-        handle = CacheHandle(self, call, plan)
-        handle.entry = await self.alookup(plan)
-        if handle.entry is not None:
-            call.record.cache = "hit"
-            handle._owned = True
-            return handle
-        call.record.cache = "miss"
-        if not plan.stream:
-            flight = self.aflights.begin(plan.key)
-            if flight.leader:
-                handle._flight = flight
-            else:
-                ok, entry = await flight.wait(_wait_timeout(call))
-                if ok and entry is not None:
-                    self.note_join()
-                    handle.entry, call.record.cache = entry, "join"
-        return handle
 
     # -- housekeeping --------------------------------------------------------------------
 
@@ -344,19 +224,6 @@ class ResponseCache:
     def clear(self) -> None:
         self.backend.clear()
 
-    def close(self) -> None:
-        close = getattr(self.backend, "close", None)
-        if close is not None:
-            close()
-
-    async def aclose(self) -> None:
-        aclose = getattr(self.backend, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        else:
-            self.close()
-
-
 def open_cache(setting: Any) -> ResponseCache | None:
     """The client's ``cache=`` argument as a ResponseCache: None/False -> no cache,
     True -> in memory, a spec string or backend -> a ResponseCache over it."""
@@ -367,21 +234,7 @@ def open_cache(setting: Any) -> ResponseCache | None:
     return ResponseCache("memory" if setting is True else setting)
 
 
-def _start_clock(call: Any) -> None:
-    # A hit never reaches the transport (which starts the call's clock on send), so the
-    # lookup starts it; a miss restarts it at send time.
-    start = getattr(call.record, "start", None)
-    if start is not None:
-        start()
-
-
-def _wait_timeout(call: Any) -> float | None:
-    # A waiter gives up on the leader after the call's own read timeout and goes upstream.
-    timeout = getattr(call, "timeout", None)
-    return getattr(timeout, "read", None) if timeout is not None else None
-
-
-class CacheHandle:
+class CacheHandle(CacheHandleIO, AsyncCacheHandleIO):
     """One call's journey through the cache, as the client drives it.
 
     ``ResponseCache.begin(call)`` looks up (hit), joins an identical in-flight call (join) or
@@ -416,19 +269,6 @@ class CacheHandle:
     def chunks(self) -> list[dict[str, Any]]:
         assert self.entry is not None
         return replay_chunks(self.entry, self.plan.include_usage)
-
-    def replay_stream(self, make: Any) -> ReplayStream[Any]:
-        return ReplayStream(self.call, self.chunks(), make)
-
-    def areplay_stream(self, make: Any) -> AsyncReplayStream[Any]:
-        return AsyncReplayStream(self.call, self.chunks(), make)
-
-    # the miss path
-    def store_response(self, value: Mapping[str, Any]) -> None:
-        self._resolve(self.cache.store_response(self.plan, value))
-
-    async def astore_response(self, value: Mapping[str, Any]) -> None:
-        self._resolve(await self.cache.astore_response(self.plan, value))
 
     def on_stream_complete(self, call: Any, chunks: list[dict[str, Any]]) -> None:
         """``Stream(on_complete=...)`` callback: store a stream that ended with a finish_reason.

@@ -1,0 +1,9 @@
+# Generated from llmclient/_async/__init__.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
+"""What the sync and sync clients share, written once, sync.
+
+Each module here has a synchronous twin in ``llmclient/_sync/`` that ``scripts/unasync.py``
+writes (``sync``/``await`` dropped, ``Async*`` names and ``a*`` methods renamed); ``make lint``
+fails when a twin is not current. Code whose concurrency really differs between the two
+(socket drivers, single-flight, hedge races) is written by hand, twice, where it lives.
+"""
