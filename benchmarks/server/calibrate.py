@@ -75,8 +75,8 @@ def _timed(fn: Any, sync: Any, repeats: int) -> float:
 def measure(config: str, device: str, repeats: int, max_batch: int) -> dict[str, Any]:
     import torch
 
-    from benchmarks.server.engine.torch_engine import TorchEngine
-    from benchmarks.server.engine.torch_model import forward
+    from .engine.torch_engine import TorchEngine
+    from .engine.torch_model import forward
 
     engine = TorchEngine(config, device=device, max_batch=max_batch)
     engine._load()

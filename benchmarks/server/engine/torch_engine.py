@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.server.engine.base import (
+from .base import (
     ContextLengthError,
     EngineError,
     EngineNotReady,
@@ -104,7 +104,7 @@ class TorchEngine:
         self._dev = torch.device(device)
         if config == "auto":
             config = "1b" if self._dev.type == "cuda" else "tiny"
-        from benchmarks.server.engine.torch_model import load_config
+        from .torch_model import load_config
 
         self.cfg, self._checkpoint = load_config(config)
         self.config_name = config
@@ -144,7 +144,7 @@ class TorchEngine:
         )
 
     def _load(self) -> None:
-        from benchmarks.server.engine.torch_model import KVCache, build, rope_tables
+        from .torch_model import KVCache, build, rope_tables
 
         torch = self._torch
         try:
@@ -254,7 +254,7 @@ class TorchEngine:
         return out
 
     def _prefill(self, seq: _Seq) -> None:
-        from benchmarks.server.engine.torch_model import forward
+        from .torch_model import forward
 
         torch = self._torch
         t0 = time.perf_counter()
@@ -317,7 +317,7 @@ class TorchEngine:
             self._prefix_index = {h: e for h, e in self._prefix_index.items() if e != evicted}
 
     def _decode(self) -> None:
-        from benchmarks.server.engine.torch_model import forward
+        from .torch_model import forward
 
         torch = self._torch
         batch = [s for s in self._running if s.generated and not s.cancelled]
