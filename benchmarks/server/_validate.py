@@ -11,6 +11,8 @@ from typing import Any
 
 import orjson
 
+from .logprobs import MAX_COMPLETION_LOGPROBS, MAX_TOP_LOGPROBS
+
 __all__ = [
     "ChatParams",
     "CompletionParams",
@@ -71,6 +73,8 @@ class ChatParams:
     tool_required: bool
     # response_format: the JSON Schema the answer follows (json_object: any object), or None
     json_schema: dict[str, Any] | None = None
+    logprobs: bool = False
+    top_logprobs: int = 0  # alternatives per token (with logprobs)
 
 
 # What a json_object answer looks like (any JSON object is allowed; this one is small).
@@ -113,6 +117,7 @@ class CompletionParams:
     stream: bool
     include_usage: bool
     echo: bool
+    logprobs: int | None = None  # alternatives per token; None: no logprobs
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,19 @@ def _stop(body: dict[str, Any]) -> tuple[str, ...]:
     if len(stops) > MAX_STOP:
         raise InvalidRequest(f"'stop' takes at most {MAX_STOP} sequences", "stop")
     return tuple(stops)
+
+
+def _chat_logprobs(body: dict[str, Any]) -> tuple[bool, int]:
+    """(``logprobs``, ``top_logprobs``) of a chat request."""
+    logprobs = body.get("logprobs")
+    if logprobs is not None and not isinstance(logprobs, bool):
+        raise InvalidRequest(f"'logprobs' must be a boolean, got {type(logprobs).__name__}",
+                             "logprobs")
+    top = _int_field(body, "top_logprobs", None, 0, MAX_TOP_LOGPROBS)
+    if top is not None and not logprobs:
+        raise InvalidRequest("'top_logprobs' is only allowed when 'logprobs' is true",
+                             "top_logprobs")
+    return bool(logprobs), top or 0
 
 
 def _stream(body: dict[str, Any]) -> tuple[bool, bool]:
@@ -295,12 +313,13 @@ def parse_chat(body: dict[str, Any], context_window: int) -> ChatParams:
     text = "".join(_message_text(m, i, images) for i, m in enumerate(messages))
     tool, required, tool_text = _tools(body)
     stream, include_usage = _stream(body)
+    logprobs, top_logprobs = _chat_logprobs(body)
     return ChatParams(
         model=model, prompt_text=tool_text + text, images=tuple(images),
         max_tokens=_max_tokens(body, context_window), n=_int_field(body, "n", 1, 1, MAX_N) or 1,
         temperature=_temperature(body), seed=_seed(body), stop=_stop(body), stream=stream,
         include_usage=include_usage, tool=tool, tool_required=required,
-        json_schema=_response_format(body),
+        json_schema=_response_format(body), logprobs=logprobs, top_logprobs=top_logprobs,
     )
 
 
@@ -331,6 +350,7 @@ def parse_completion(body: dict[str, Any], context_window: int) -> CompletionPar
         max_tokens=_int_field(body, "max_tokens", 16, 1, context_window) or 16,
         n=_int_field(body, "n", 1, 1, MAX_N) or 1, temperature=_temperature(body),
         seed=_seed(body), stop=_stop(body), stream=stream, include_usage=include_usage, echo=echo,
+        logprobs=_int_field(body, "logprobs", None, 0, MAX_COMPLETION_LOGPROBS),
     )
 
 

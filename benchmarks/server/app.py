@@ -67,6 +67,14 @@ from .engine.base import (
 )
 from .faults import FaultInjector, FaultSpec, FaultSpecError
 from .limits import Limits
+from .logprobs import (
+    LogprobTrack,
+    chat_logprobs,
+    choice_key,
+    completion_logprobs,
+    prompt_key,
+    text_tokens,
+)
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import HttpCounters, render_metrics, sample_gpu
 from .tokenizer import encode_capped, tokenize
@@ -498,9 +506,13 @@ class App:
         if p.stream:
             await self._stream(send, req, ereqs, head, p, chat=True)
             return
-        results = await self._run_all(req, ereqs, p.stop)
+        tracks = [LogprobTrack() for _ in ereqs] if p.logprobs else None
+        results = await self._run_all(req, ereqs, p.stop, tracks)
         choices = [_chat_choice(i, text, finish, p, req.request_id)
                    for i, (text, finish, _) in enumerate(results)]
+        if tracks is not None:
+            for choice, ereq, track, (text, _, _) in zip(choices, ereqs, tracks, results, strict=True):
+                choice["logprobs"] = _chat_choice_logprobs(choice, ereq, track, text, p)
         usage = _usage(ereqs, results)
         await self._json(send, req, {**head, "choices": choices, "usage": usage})
 
@@ -531,11 +543,18 @@ class App:
         if p.stream:
             await self._stream(send, req, ereqs, head, p, chat=False)
             return
-        results = await self._run_all(req, ereqs, p.stop)
+        tracks = [LogprobTrack() for _ in ereqs] if p.logprobs is not None else None
+        results = await self._run_all(req, ereqs, p.stop, tracks)
         choices = []
         for i, (text, finish, _) in enumerate(results):
             prefix = _prompt_text(p.prompts[i // p.n]) if p.echo else ""
-            choices.append({"index": i, "text": prefix + text, "logprobs": None,
+            logprobs = None
+            if tracks is not None and p.logprobs is not None:
+                ereq = ereqs[i]
+                echoed = (prompt_key(ereq.prompt_token_ids), text_tokens(prefix)) if p.echo else None
+                logprobs = completion_logprobs(choice_key(ereq), tracks[i].release(len(text)),
+                                               p.logprobs, len(prefix), echoed)
+            choices.append({"index": i, "text": prefix + text, "logprobs": logprobs,
                             "finish_reason": finish})
         await self._json(send, req, {**head, "choices": choices, "usage": _usage(ereqs, results)})
 
@@ -563,8 +582,10 @@ class App:
                                      "usage": {"prompt_tokens": tokens, "total_tokens": tokens}},
                          offload=values >= OFFLOAD_EMBEDDING_VALUES)
 
-    async def _run_one(self, req: _Req, ereq: EngineRequest,
-                       stops: tuple[str, ...]) -> tuple[str, str, RequestTiming | None]:
+    async def _run_one(self, req: _Req, ereq: EngineRequest, stops: tuple[str, ...],
+                       track: LogprobTrack | None = None) -> tuple[str, str, RequestTiming | None]:
+        """Run one choice to its end: (text, finish_reason, timing). ``track`` (logprobs were
+        asked for) is given every generated id."""
         text = TextStream(stops)
         parts: list[str] = []
         finish, timing, generated = "length", None, 0
@@ -574,6 +595,8 @@ class App:
             async for ev in paced:
                 parts.append(text.feed(ev.token_ids))
                 generated += len(ev.token_ids)
+                if track is not None:
+                    track.add(ev.token_ids)
                 if text.stopped:
                     finish, timing = "stop", RequestTiming(completion_tokens=generated)
                     break
@@ -587,11 +610,12 @@ class App:
         req.add_engine_timing(timing)
         return "".join(parts), finish, timing
 
-    async def _run_all(self, req: _Req, ereqs: list[EngineRequest],
-                       stops: tuple[str, ...]) -> list[tuple[str, str, RequestTiming | None]]:
+    async def _run_all(self, req: _Req, ereqs: list[EngineRequest], stops: tuple[str, ...],
+                       tracks: list[LogprobTrack] | None = None) -> list[tuple[str, str, RequestTiming | None]]:
         if len(ereqs) == 1:
-            return [await self._run_one(req, ereqs[0], stops)]
-        return list(await asyncio.gather(*(self._run_one(req, e, stops) for e in ereqs)))
+            return [await self._run_one(req, ereqs[0], stops, tracks[0] if tracks else None)]
+        return list(await asyncio.gather(*(
+            self._run_one(req, e, stops, tracks[i] if tracks else None) for i, e in enumerate(ereqs))))
 
     async def _stream(self, send: Send, req: _Req, ereqs: list[EngineRequest],
                       head: dict[str, Any], p: ChatParams | CompletionParams, chat: bool) -> None:
@@ -617,7 +641,7 @@ class App:
                 await send({"type": "http.response.body", "body": data, "more_body": True})
                 sent += 1
 
-            results = await self._stream_choices(req, iters, p, chat, emit)
+            results = await self._stream_choices(req, iters, p, chat, emit, ereqs)
             if p.include_usage:
                 await emit({"choices": [], "usage": _usage(ereqs, results)})
             trailer = writer.comment(b"server-timing " + req.header_value())
@@ -631,8 +655,14 @@ class App:
 
     async def _stream_choices(self, req: _Req, iters: list[AsyncIterator[TokenEvent]],
                               p: ChatParams | CompletionParams, chat: bool,
-                              emit: Callable[[dict[str, Any]], Any]) -> list[tuple[str, str, RequestTiming | None]]:
+                              emit: Callable[[dict[str, Any]], Any],
+                              ereqs: list[EngineRequest] | None = None) -> list[tuple[str, str, RequestTiming | None]]:
+        """Relay the choices' tokens as chunks; ``ereqs`` (the choices' requests) give the keys
+        of their logprobs when ``p`` asks for them."""
         texts = [TextStream(p.stop) for _ in iters]
+        top = _logprobs_top(p)
+        logprobs = (_StreamLogprobs([choice_key(e) for e in ereqs], top, chat)
+                    if top is not None and ereqs is not None else None)
         words: list[list[int]] = [[] for _ in iters]
         results: list[tuple[str, str, RequestTiming | None]] = [("", "length", None)] * len(iters)
         tool = p.tool if isinstance(p, ChatParams) else None
@@ -642,7 +672,7 @@ class App:
                                          "logprobs": None, "finish_reason": None}]})
         merged = _merge([_paced(it, req.fault) for it in iters])
         try:
-            await self._relay(req, merged, texts, words, results, tool, chat, emit)
+            await self._relay(req, merged, texts, words, results, tool, chat, emit, logprobs)
         finally:
             await merged.aclose()  # type: ignore[attr-defined]
         return results
@@ -650,12 +680,15 @@ class App:
     async def _relay(self, req: _Req, merged: AsyncIterator[tuple[int, TokenEvent]],
                      texts: list[TextStream], words: list[list[int]],
                      results: list[tuple[str, str, RequestTiming | None]], tool: ToolChoice | None,
-                     chat: bool, emit: Callable[[dict[str, Any]], Any]) -> None:
+                     chat: bool, emit: Callable[[dict[str, Any]], Any],
+                     logprobs: _StreamLogprobs | None = None) -> None:
         async for i, ev in merged:
             if results[i][2] is not None or texts[i].stopped:
                 continue
             delta = texts[i].feed(ev.token_ids)
             words[i] += ev.token_ids
+            if logprobs is not None:
+                logprobs.tracks[i].add(ev.token_ids)
             finish: str | None = "stop" if texts[i].stopped else ev.finish_reason
             if finish is not None:
                 delta += texts[i].flush()
@@ -664,7 +697,10 @@ class App:
                 # the request early); usage still counts the tokens generated so far.
                 results[i] = ("", finish, ev.timing or RequestTiming(completion_tokens=len(words[i])))
             if delta and tool is None:
-                await emit(_stream_choice(i, delta, None, chat))
+                chunk = _stream_choice(i, delta, None, chat)
+                if logprobs is not None:
+                    chunk["choices"][0]["logprobs"] = logprobs.release(i, len(delta))
+                await emit(chunk)
             if finish is not None:
                 if tool is not None:
                     await emit(_tool_delta(i, tool, words[i], req.request_id))
@@ -756,6 +792,40 @@ def _json_choice(i: int, text: str, p: ChatParams) -> dict[str, Any]:
         doc, finish = doc[: max(1, len(doc) // 2)], "length"
     return {"index": i, "message": {"role": "assistant", "content": doc, "refusal": None},
             "logprobs": None, "finish_reason": finish}
+
+
+def _logprobs_top(p: ChatParams | CompletionParams) -> int | None:
+    """Alternatives per token ``p`` asks for, or None when it asks for no logprobs."""
+    if isinstance(p, ChatParams):
+        return p.top_logprobs if p.logprobs else None
+    return p.logprobs
+
+
+def _chat_choice_logprobs(choice: dict[str, Any], ereq: EngineRequest, track: LogprobTrack,
+                          text: str, p: ChatParams) -> dict[str, Any]:
+    """A chat choice's ``logprobs``: one entry per token of its ``content`` (none for a tool
+    call; a response_format document's own tokens)."""
+    content = choice["message"]["content"]
+    if content is None:
+        return {"content": None, "refusal": None}
+    tokens = text_tokens(content) if p.json_schema is not None else track.release(len(text))
+    return chat_logprobs(choice_key(ereq), tokens, p.top_logprobs)
+
+
+class _StreamLogprobs:
+    """The logprobs of a stream's choices: each chunk carries those of the tokens it completes."""
+
+    __slots__ = ("chat", "keys", "top", "tracks")
+
+    def __init__(self, keys: list[int], top: int, chat: bool) -> None:
+        self.keys, self.top, self.chat = keys, top, chat
+        self.tracks = [LogprobTrack() for _ in keys]
+
+    def release(self, i: int, chars: int) -> dict[str, Any]:
+        tokens = self.tracks[i].release(chars)
+        if self.chat:
+            return chat_logprobs(self.keys[i], tokens, self.top)
+        return completion_logprobs(self.keys[i], tokens, self.top)
 
 
 def _stream_choice(i: int, delta: str, finish: str | None, chat: bool) -> dict[str, Any]:
