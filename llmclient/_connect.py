@@ -1,4 +1,4 @@
-"""Opening a connection, for both protocols' drivers (_h1.py, _h2.py): TCP (or a proxy's
+"""Opening a connection, for both protocols' drivers (_h1.py, the _http2 package): TCP (or a proxy's
 tunnel), then TLS, with the trace events CallRecord reads (httpcore's names) and httpx's
 connect errors. What is spoken on the socket is the caller's business."""
 

@@ -2,8 +2,8 @@
 
 Why not httpcore + h11: vLLM, SGLang, llama.cpp and Ollama speak HTTP/1.1 only, and there the
 httpx -> httpcore -> h11 stack (and anyio under the async side) was most of llmclient's client
-CPU, as httpcore + h2 was on HTTP/2 (_h2.py). A client needs a small part of HTTP/1.1: one
-request at a time per connection, no pipelining, no upgrades.
+CPU, as httpcore + h2 was on HTTP/2 (the _http2 package). A client needs a small part of
+HTTP/1.1: one request at a time per connection, no pipelining, no upgrades.
 
 Layout:
 
@@ -22,7 +22,7 @@ A response whose body is not read to its end (closed early, or broken) closes it
 the rest of its bytes would otherwise be read as the next response. Errors are httpx's classes
 (ConnectError, ReadTimeout, WriteError ...); the protocol's own are typed subclasses of
 RemoteProtocolError (:class:`MalformedResponse`, :class:`ConnectionLost`) with
-``unprocessed`` as _h2.py has it: True only where the server demonstrably did not read the
+``unprocessed`` as _http2 has it: True only where the server demonstrably did not read the
 request. Trace events use httpcore's ``http11.*`` names, so timings read both stacks alike.
 """
 
@@ -529,7 +529,7 @@ class SyncConnection:
             return
         self._sock_timeout = timeout
         if self._kernel_timeouts:
-            # As in _h2.SyncConnection: cleartext sockets keep their timeouts in the kernel
+            # As in _http2.sync_driver.SyncConnection: cleartext sockets keep their timeouts in the kernel
             # (one recv() per read, no poll()); expiry is EAGAIN -> BlockingIOError.
             seconds = 0.0 if timeout is None else max(timeout, 1e-3)
             tv = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))

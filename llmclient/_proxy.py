@@ -146,7 +146,7 @@ def connect_sync(proxy: ProxyInfo, timeout: float | None) -> socket.socket:
 
 
 def tunnel_sync(proxy: ProxyInfo) -> Callable[[str, int, float | None], socket.socket]:
-    """An ``open_tcp(host, port, timeout)`` for _h1/_h2: a socket that reaches host:port
+    """An ``open_tcp(host, port, timeout)`` for _h1 and _http2: a socket that reaches host:port
     through a CONNECT tunnel of ``proxy``."""
 
     def open_tcp(host: str, port: int, timeout: float | None) -> socket.socket:
@@ -237,7 +237,7 @@ async def connect_async(proxy: ProxyInfo, protocol_factory: Callable[[], Any]) -
 
 
 def tunnel_async(proxy: ProxyInfo) -> Callable[..., Any]:
-    """An async ``open_tcp(host, port, protocol_factory)`` for _h1/_h2: (transport,
+    """An async ``open_tcp(host, port, protocol_factory)`` for _h1 and _http2: (transport,
     protocol) reaching host:port through a CONNECT tunnel, the protocol from the factory."""
 
     async def open_tcp(host: str, port: int, protocol_factory: Callable[[], Any]) -> tuple[Any, Any]:

@@ -1,7 +1,7 @@
 """Connections: HTTP/2 by default, HTTP/1.1 where a server needs it, shared process-wide.
 
-Both protocols run on our own connections (_h2.py and _h1.py: each a sans-I/O protocol core
-with thin sync and asyncio drivers, a fraction of the client CPU of httpcore + h2 / h11).
+Both protocols run on our own connections (the _http2 package and _h1.py: each a sans-I/O
+protocol core with thin sync and asyncio drivers).
 What this layer adds:
 
 * **Lanes.** Each origin has lanes of HTTP/2 connections; a lane opens another connection only
@@ -52,6 +52,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ._http2 import AsyncPool, HTTP2ProtocolError, NotHTTP2, SyncPool
+from ._http2.pool import KEEPALIVE_EXPIRY_S, PING_AFTER_IDLE_S, PING_TIMEOUT_S  # noqa: F401 (tests read them here)
 from ._logging import logger
 from ._proxy import ProxyInfo, ProxyMap, proxy_for
 
@@ -60,18 +62,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncTransport", "OriginRecord", "SyncTransport", "TransportSettings", "shared_ssl_context"]
 
-# Servers close idle connections on their own schedule (hypercorn: 5 s keep-alive by default,
-# nginx 75 s); ours only bounds how long we hold a socket the server still accepts.
-KEEPALIVE_EXPIRY_S = 300.0
-# Default SETTINGS_MAX_CONCURRENT_STREAMS of hypercorn, nginx and most gateways; the server's
-# own setting (read from the connection once known) wins when it is lower.
-DEFAULT_MAX_STREAMS = 100
 # Only look for dead idle connections after this much idle time (a select() per connection).
 IDLE_CHECK_AFTER_S = 1.0
-# An HTTP/2 connection idle this long is PINGed before reuse (NATs and load balancers drop
-# idle flows silently after ~60-350 s); the ACK must come within PING_TIMEOUT_S.
-PING_AFTER_IDLE_S = 30.0
-PING_TIMEOUT_S = 2.0
 H1_MAX_CONNECTIONS = 100
 # An idle HTTP/1.1 connection cannot be PINGed: past this it is closed rather than risk a flow
 # a NAT dropped silently (servers' own idle timeouts are shorter: uvicorn 5 s, nginx 75 s).
@@ -91,7 +83,7 @@ _ssl_contexts: dict[bool | str, ssl.SSLContext] = {}
 
 
 def shared_ssl_context(verify: bool | str = True) -> ssl.SSLContext:
-    """One context per CA setting for the whole process (_h2 offers h2 and http/1.1 on it)."""
+    """One context per CA setting for the whole process (_http2 offers h2 and http/1.1 on it)."""
     ctx = _ssl_contexts.get(verify)
     if ctx is None:
         with _ssl_lock:
@@ -140,7 +132,7 @@ class OriginRecord:
 
 @dataclass(slots=True)
 class _Lane:
-    transport: Any  # an HTTP/2 pool (_SyncH2Pool, _AsyncH2Pool) or an _h1 pool
+    transport: Any  # an HTTP/2 pool (_http2.SyncPool, AsyncPool) or an _h1 pool
     h2: bool
     inflight: int = 0
     last_used: float = 0.0
@@ -241,10 +233,8 @@ class _TransportBase:
     def should_fall_back(rec: OriginRecord, exc: Exception) -> bool:
         """The origin demonstrably does not speak HTTP/2 (ALPN chose http/1.1, or h2c was
         answered in HTTP/1.x): record it and send the request over HTTP/1.1."""
-        from ._h2 import NotHTTP2
-
         # rec.h2 may already be False: concurrent first calls all probed, one failed first.
-        if not isinstance(exc, NotHTTP2) or rec.h2 is True:
+        if not (isinstance(exc, HTTP2ProtocolError) and isinstance(exc.error, NotHTTP2)) or rec.h2 is True:
             return False
         if rec.h2 is None:
             logger.info("origin %s does not speak HTTP/2 (%s): using HTTP/1.1", rec.origin, exc)
@@ -284,131 +274,6 @@ def _close_dead_idle_connections(transport: Any) -> None:
     check = getattr(transport, "check_idle", None)
     if check is not None:
         check()
-
-
-class _H2PoolBase:
-    """The HTTP/2 connections of one lane: the current one, and any still draining after the
-    server's GOAWAY (their streams finish there; new ones go to a fresh connection)."""
-
-    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
-        self._ssl_context = ssl_context
-        self._open_tcp = open_tcp  # a proxy's CONNECT tunnel, or None: direct
-        self._conns: list[Any] = []
-
-    def max_streams(self) -> int:
-        best = DEFAULT_MAX_STREAMS
-        for conn in self._conns:
-            if conn.state.settings_received:
-                # The server's SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 section 6.5.2).
-                best = min(best, conn.state.max_streams or best)
-        return best
-
-    def _usable(self) -> Any:
-        for conn in self._conns:
-            if conn.usable:
-                return conn
-        return None
-
-    @staticmethod
-    def _idle_for(conn: Any) -> float:
-        return time.monotonic() - conn.last_used if conn.idle else 0.0
-
-    def _prune(self) -> list[Any]:
-        """Drop connections that are dead, or drained after GOAWAY; the ones to close."""
-        keep: list[Any] = []
-        gone: list[Any] = []
-        for conn in self._conns:
-            expired = conn.closed or (not conn.usable and conn.idle)
-            expired = expired or self._idle_for(conn) > KEEPALIVE_EXPIRY_S
-            (gone if expired else keep).append(conn)
-        self._conns = keep
-        return gone
-
-    def _forget(self, conn: Any) -> None:
-        """An idle connection that expired or did not answer PING: new calls go elsewhere."""
-        logger.debug("idle HTTP/2 connection expired or did not answer PING: opening a new one")
-        self._conns = [c for c in self._conns if c is not conn]
-
-
-class _SyncH2Pool(_H2PoolBase):
-    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
-        super().__init__(ssl_context, open_tcp)
-        self._connect_lock = threading.Lock()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        conn = self._usable()
-        if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S:
-            with self._connect_lock:
-                if self._idle_for(conn) > PING_AFTER_IDLE_S and not self._still_alive(conn):
-                    conn = None
-        if conn is None:
-            with self._connect_lock:
-                for old in self._prune():
-                    old.close()
-                conn = self._usable()
-                if conn is None:
-                    from ._h2 import connect_sync
-
-                    conn = connect_sync(request.url, self._ssl_context, request, self._open_tcp)
-                    self._conns.append(conn)
-        return conn.request(request)
-
-    def _still_alive(self, conn: Any) -> bool:
-        if self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not conn.alive(PING_TIMEOUT_S):
-            self._forget(conn)
-            conn.close()
-            return False
-        return True
-
-    def check_idle(self) -> None:
-        for conn in list(self._conns):
-            if conn.idle:
-                conn.check_idle()
-                if conn.closed:
-                    logger.debug("dropping idle HTTP/2 connection the server has closed or GOAWAY'd")
-
-    def close(self) -> None:
-        conns, self._conns = self._conns, []
-        for conn in conns:
-            conn.close()
-
-
-class _AsyncH2Pool(_H2PoolBase):
-    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
-        super().__init__(ssl_context, open_tcp)
-        self._connect_lock: asyncio.Lock | None = None
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        conn = self._usable()
-        if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S and (
-            self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not await conn.alive(PING_TIMEOUT_S)
-        ):
-            self._forget(conn)
-            await conn.aclose()
-            conn = None
-        if conn is None:
-            if self._connect_lock is None:
-                import asyncio
-
-                self._connect_lock = asyncio.Lock()
-            async with self._connect_lock:
-                for old in self._prune():
-                    await old.aclose()
-                conn = self._usable()
-                if conn is None:
-                    from ._h2 import connect_async
-
-                    conn = await connect_async(request.url, self._ssl_context, request, self._open_tcp)
-                    self._conns.append(conn)
-        return await conn.request(request)
-
-    def check_idle(self) -> None:
-        """The event loop feeds every connection as data arrives: a closed one knows it."""
-
-    async def aclose(self) -> None:
-        conns, self._conns = self._conns, []
-        for conn in conns:
-            await conn.aclose()
 
 
 class _LaneStreamState:
@@ -512,7 +377,7 @@ class _AsyncLaneStream(_LaneStreamState, httpx.AsyncByteStream):
 
 
 class SyncTransport(_TransportBase):
-    _h2_pool_cls = _SyncH2Pool
+    _h2_pool_cls = SyncPool
 
     def __init__(self, settings: TransportSettings) -> None:
         super().__init__(settings)
@@ -573,7 +438,7 @@ class SyncTransport(_TransportBase):
 
 
 class AsyncTransport(_TransportBase):
-    _h2_pool_cls = _AsyncH2Pool
+    _h2_pool_cls = AsyncPool
 
     def _tunnel(self, proxy: ProxyInfo) -> Any:
         from ._proxy import tunnel_async

@@ -233,13 +233,22 @@ def test_with_options_shares_the_connection_pool() -> None:
 def test_free_retry_only_where_the_protocol_says_the_request_never_ran() -> None:
     import httpx
 
-    from llmclient._h2 import ConnectionLost, GoAwayError, NotHTTP2, StreamResetError
+    from llmclient._http2 import (
+        ConnectionLost,
+        GoAwayError,
+        HTTP2ProtocolError,
+        NotHTTP2,
+        StreamResetError,
+    )
 
     assert _retry.free_retry(GoAwayError(13, 11, 0), 5)  # above last-stream-id (RFC 9113 6.8)
     assert not _retry.free_retry(GoAwayError(13, 11, 0), _retry.MAX_FREE_RETRIES)
     assert _retry.free_retry(StreamResetError(3, 7), 0)  # REFUSED_STREAM
     assert not _retry.free_retry(StreamResetError(3, 2), 0)  # INTERNAL_ERROR: may have run
     assert _retry.free_retry(NotHTTP2("h2c answered in HTTP/1.1"), 0)
+    # As the drivers raise them: httpx's class, the typed original inside, the flag copied.
+    assert _retry.free_retry(HTTP2ProtocolError(GoAwayError(13, 11, 0)), 0)
+    assert not _retry.free_retry(HTTP2ProtocolError(StreamResetError(3, 2)), 0)
     # Closed before the answer, after a GOAWAY that covered the stream, or on a reused
     # connection: it may have run, so only max_retries (with backoff) may send it again.
     assert not _retry.free_retry(ConnectionLost("Server disconnected (after GOAWAY, last_stream_id:11)"), 0)

@@ -17,8 +17,7 @@ import hpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmclient._h2 import (
-    CONNECTION_WINDOW,
+from llmclient._http2.frames import (
     CONTINUATION,
     DATA,
     END_HEADERS,
@@ -31,10 +30,13 @@ from llmclient._h2 import (
     PUSH_PROMISE,
     RST_STREAM,
     SETTINGS,
-    STREAM_WINDOW,
     WINDOW_UPDATE,
-    H2State,
     frame,
+)
+from llmclient._http2.state import (
+    CONNECTION_WINDOW,
+    STREAM_WINDOW,
+    H2State,
 )
 
 PRIORITY_FLAG, ACK = 0x20, 0x1

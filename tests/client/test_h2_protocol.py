@@ -10,12 +10,34 @@ from __future__ import annotations
 import struct
 
 import hpack
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmclient._h2 import (
+from llmclient._http2.errors import (
+    ConnectionLost,
+    GoAwayError,
+    NotHTTP2,
+    PeerProtocolError,
+    StreamResetError,
+)
+from llmclient._http2.events import (
+    ConnectionFailed,
+    ConnectionTerminated,
+    DataReceived,
+    InformationalResponseReceived,
+    PingAcknowledged,
+    PingReceived,
+    ResponseReceived,
+    SettingsAcknowledged,
+    SettingsReceived,
+    StreamEnded,
+    StreamFailed,
+    StreamReset,
+    TrailersReceived,
+    WindowUpdated,
+)
+from llmclient._http2.frames import (
     ACK,
     CONTINUATION,
     DATA,
@@ -23,7 +45,6 @@ from llmclient._h2 import (
     END_STREAM,
     GOAWAY,
     HEADERS,
-    MAX_IDLE_FRAMES,
     PADDED,
     PING,
     PREFACE,
@@ -31,18 +52,16 @@ from llmclient._h2 import (
     PUSH_PROMISE,
     RST_STREAM,
     SETTINGS,
-    STREAM_WINDOW,
     WINDOW_UPDATE,
-    ConnectionLost,
-    GoAwayError,
-    H2State,
-    NotHTTP2,
-    PeerProtocolError,
-    Stream,
-    StreamResetError,
     frame,
 )
-from llmclient._hpack import Decoder, Encoder, HPACKError
+from llmclient._http2.hpack import Decoder, Encoder, HPACKError
+from llmclient._http2.state import (
+    MAX_IDLE_FRAMES,
+    STREAM_WINDOW,
+    H2State,
+    Stream,
+)
 from llmclient._redact import SECRET_HEADERS
 
 # -- HPACK ------------------------------------------------------------------------------------
@@ -149,11 +168,33 @@ def test_a_request_and_its_response() -> None:
     s = state.open_stream([(b":method", b"GET"), (b":path", b"/v1/models")], end_stream=True)
     (t, f, sid, _), = _frames(bytes(state.out))
     assert (t, f & (END_STREAM | END_HEADERS), sid) == (HEADERS, END_STREAM | END_HEADERS, 1)
-    touched = state.receive(frame(HEADERS, END_HEADERS, 1, _response_headers()) + frame(DATA, 0, 1, b"ab")
-                            + frame(DATA, END_STREAM, 1, b"cd"))
-    assert s in touched and s.headers == [(b":status", b"200")] and s.data == [b"ab", b"cd"] and s.ended
+    events = state.receive(frame(HEADERS, END_HEADERS, 1, _response_headers()) + frame(DATA, 0, 1, b"ab")
+                           + frame(DATA, END_STREAM, 1, b"cd"))
+    assert events == [ResponseReceived(1, [(b":status", b"200")]), DataReceived(1, b"ab", 2),
+                      DataReceived(1, b"cd", 2), StreamEnded(1)]
+    assert s.headers == [(b":status", b"200")] and s.data == [b"ab", b"cd"] and s.ended
     assert 1 not in state.streams  # both sides closed
     assert state.open_stream([], end_stream=True).id == 3
+
+
+def test_each_frame_reports_one_typed_event() -> None:
+    state = H2State()
+    state.initiate()
+    assert state.receive(frame(SETTINGS, 0, 0, struct.pack(">HI", 3, 7))) == [SettingsReceived({3: 7})]
+    assert state.max_streams == 7
+    assert state.receive(frame(SETTINGS, ACK, 0)) == [SettingsAcknowledged()]
+    a = state.open_stream([(b":method", b"POST")], end_stream=False)
+    b = state.open_stream([(b":method", b"GET")], end_stream=True)
+    assert state.receive(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 10))) == [WindowUpdated(0, 10)]
+    assert state.receive(frame(WINDOW_UPDATE, 0, a.id, struct.pack(">I", 5))) == [WindowUpdated(a.id, 5)]
+    assert state.receive(frame(HEADERS, END_HEADERS, b.id, _response_headers(b"103"))) == [
+        InformationalResponseReceived(b.id, [(b":status", b"103")])]
+    state.receive(frame(HEADERS, END_HEADERS, b.id, _response_headers()))
+    assert state.receive(frame(HEADERS, END_HEADERS | END_STREAM, b.id, hpack.Encoder().encode([(b"x", b"1")]))) == [
+        TrailersReceived(b.id, [(b"x", b"1")]), StreamEnded(b.id)]
+    events = state.receive(frame(RST_STREAM, 0, a.id, struct.pack(">I", 7)))
+    assert events == [StreamReset(a.id, 7), StreamFailed(a.id, a.error)]
+    assert isinstance(a.error, StreamResetError) and a.error.unprocessed  # REFUSED_STREAM
 
 
 def test_frames_split_anywhere_are_reassembled() -> None:
@@ -170,15 +211,21 @@ def test_padding_and_continuation() -> None:
     s = state.open_stream([(b":method", b"GET")], end_stream=True)
     block = _response_headers(**{"x-a": b"1" * 40})
     padded = bytes([3]) + b"body" + b"\0\0\0"
-    state.receive(frame(HEADERS, 0, 1, block[:5]) + frame(CONTINUATION, END_HEADERS, 1, block[5:])
-                  + frame(DATA, END_STREAM | PADDED, 1, padded))
+    events = state.receive(frame(HEADERS, 0, 1, block[:5]) + frame(CONTINUATION, END_HEADERS, 1, block[5:])
+                           + frame(DATA, END_STREAM | PADDED, 1, padded))
+    # The padding counts against the windows: flow_controlled_length is the whole payload.
+    assert events[1:] == [DataReceived(1, b"body", len(padded)), StreamEnded(1)]
     assert s.headers == [(b":status", b"200"), (b"x-a", b"1" * 40)] and s.data == [b"body"]
 
 
 def test_ping_is_answered_and_settings_acknowledged() -> None:
     state = _ready()
-    state.receive(frame(PING, 0, 0, b"12345678"))
+    assert state.receive(frame(PING, 0, 0, b"12345678")) == [PingReceived(b"12345678")]
     assert _frames(bytes(state.out)) == [(PING, ACK, 0, b"12345678")]
+    state.out.clear()
+    state.ping(b"87654321")
+    assert state.receive(frame(PING, ACK, 0, b"87654321")) == [PingAcknowledged(b"87654321")]
+    assert state.pings_acked == 1
 
 
 def test_goaway_fails_only_streams_above_last_stream_id_and_reads_the_rest_to_the_end() -> None:
@@ -187,8 +234,8 @@ def test_goaway_fails_only_streams_above_last_stream_id_and_reads_the_rest_to_th
     b = state.open_stream([(b":method", b"GET")], end_stream=True)
     c = state.open_stream([(b":method", b"GET")], end_stream=True)
     state.receive(frame(HEADERS, END_HEADERS, 1, _response_headers()))
-    touched = state.receive(frame(GOAWAY, 0, 0, struct.pack(">II", 3, 0)))
-    assert touched == [c]
+    events = state.receive(frame(GOAWAY, 0, 0, struct.pack(">II", 3, 0) + b"bye"))
+    assert events == [ConnectionTerminated(0, 3, b"bye"), StreamFailed(5, c.error)]
     assert isinstance(c.error, GoAwayError) and c.error.unprocessed
     assert (c.error.last_stream_id, c.error.stream_id) == (3, 5)
     assert a.error is None and b.error is None  # covered: may have run, so kept and read
@@ -206,7 +253,7 @@ def test_a_covered_stream_the_server_never_answers_is_not_marked_unprocessed() -
     a = state.open_stream([(b":method", b"GET")], end_stream=True)
     state.receive(frame(GOAWAY, 0, 0, struct.pack(">II", 1, 0)))
     assert a.error is None
-    assert state.connection_lost() == [a]
+    assert state.connection_lost() == [StreamFailed(1, a.error), ConnectionFailed(a.error)]
     assert isinstance(a.error, ConnectionLost) and not a.error.unprocessed
     assert "last_stream_id:1" in str(a.error)
 
@@ -279,7 +326,7 @@ def test_protocol_errors_end_the_connection_with_goaway(wire: bytes, why: str) -
     state = _ready()
     s = state.open_stream([(b":method", b"GET")], end_stream=True)
     state.receive(wire)
-    assert isinstance(state.error, httpx.RemoteProtocolError) and why in str(state.error)
+    assert isinstance(state.error, PeerProtocolError) and why in str(state.error)
     assert s.error is state.error
     assert _frames(bytes(state.out))[-1][0] == GOAWAY
 
@@ -346,7 +393,7 @@ def test_an_h2c_connection_closed_before_any_byte_is_not_http2() -> None:
     state.cleartext = True
     state.initiate()
     s = state.open_stream([(b":method", b"GET")], end_stream=True)
-    assert state.connection_lost() == [s]
+    assert [e.stream_id for e in state.connection_lost()] == [s.id, 0]  # the stream, the connection
     assert isinstance(s.error, NotHTTP2) and s.error.unprocessed
     tls = H2State()  # over TLS, ALPN said h2: a close is a lost connection, never a fallback
     tls.initiate()
@@ -362,3 +409,30 @@ def test_every_credential_header_is_sent_never_indexed(name: str) -> None:
     ref.decode(enc.encode(headers), raw=True)
     decoded = ref.decode(enc.encode(headers), raw=True)
     assert decoded[0].indexable is False and len(ref.header_table.dynamic_entries) == 0
+
+
+# -- layering ---------------------------------------------------------------------------------
+
+_PURE = ("state", "events", "errors", "hpack", "frames")
+_IO = {"socket", "ssl", "select", "selectors", "threading", "asyncio", "time", "httpx", "httpcore", "anyio"}
+
+
+@pytest.mark.parametrize("module", _PURE)
+def test_the_protocol_modules_do_no_io(module: str) -> None:
+    """The state and what it is made of import no sockets, threads, event loop, clock or
+    httpx: that is what lets the same state run under both drivers and be tested frame by frame."""
+    import ast
+    import pathlib
+
+    import llmclient._http2
+
+    path = pathlib.Path(llmclient._http2.__file__).parent / f"{module}.py"
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            assert node.module in _PURE, f"{module}.py imports .{node.module}, which is not pure"
+    assert not imported & _IO, f"{module}.py imports {sorted(imported & _IO)}"

@@ -1,0 +1,111 @@
+"""What the sync and async drivers share: httpx's face of the protocol.
+
+An :class:`httpx.Request` becomes an HTTP/2 header list, a stream's response becomes an
+:class:`httpx.Response`, and the state's typed errors (:mod:`.errors`) reach httpx's callers as
+:class:`HTTP2ProtocolError`, an ``httpx.RemoteProtocolError`` (so the client maps them like
+every other transport failure) that carries the original in ``error`` and its
+``unprocessed`` flag: the retry rules read that flag, never the text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+import httpx
+
+from .errors import H2Error, StreamCancelled
+
+if TYPE_CHECKING:
+    from .state import H2State, Stream
+
+__all__ = ["ConnectionFacts", "HTTP2ProtocolError", "make_response", "origin", "public", "raise_public",
+           "request_headers"]
+
+# Connection-specific headers that HTTP/2 forbids (RFC 9113 section 8.2.2); Host becomes
+# :authority.
+_DROPPED_HEADERS: Final = frozenset(
+    {b"host", b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
+)
+
+
+class HTTP2ProtocolError(httpx.RemoteProtocolError):
+    """An HTTP/2 failure as httpx's callers see it. ``error`` is the typed original (a
+    :class:`~.errors.GoAwayError` with its ``last_stream_id``, a
+    :class:`~.errors.StreamResetError` with its ``code`` ...); ``unprocessed`` is True only
+    where the protocol guarantees the server did not process the request."""
+
+    def __init__(self, error: H2Error) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.unprocessed = error.unprocessed
+
+
+def public(exc: Exception) -> Exception:
+    """What a driver raises for a stream's or connection's ``exc``: the state's errors in httpx's
+    classes (a stream we reset reads as ``httpx.StreamClosed``); the drivers' own (timeouts,
+    write errors, a hedge's cancellation) unchanged."""
+    if isinstance(exc, StreamCancelled):
+        return httpx.StreamClosed()
+    if isinstance(exc, H2Error):
+        return HTTP2ProtocolError(exc)
+    return exc
+
+
+def raise_public(exc: Exception) -> NoReturn:
+    err = public(exc)
+    if err is exc:
+        raise exc
+    raise err from exc
+
+
+def request_headers(request: httpx.Request) -> list[tuple[bytes, bytes]]:
+    """The request's header list: the four pseudo-headers first, then its own, lowercased,
+    without the connection-specific ones."""
+    url = request.url
+    headers = [
+        (b":method", request.method.encode("ascii")),
+        (b":authority", url.netloc),
+        (b":scheme", url.scheme.encode("ascii")),
+        (b":path", url.raw_path),
+    ]
+    for name, value in request.headers.raw:
+        name = name.lower()
+        if name not in _DROPPED_HEADERS:
+            headers.append((name, value))
+    return headers
+
+
+def make_response(stream: Stream, body: Any) -> httpx.Response:
+    headers = stream.headers or []
+    status = int(headers[0][1])
+    return httpx.Response(
+        status,
+        headers=[(n, v) for n, v in headers if not n.startswith(b":")],
+        stream=body,
+        extensions={"http_version": b"HTTP/2", "stream_id": stream.id},
+    )
+
+
+def origin(url: httpx.URL) -> tuple[str, int, bool]:
+    """(host, port, TLS) of a request's URL."""
+    tls = url.scheme == "https"
+    return url.host, url.port or (443 if tls else 80), tls
+
+
+class ConnectionFacts:
+    """What a pool asks of a connection, sync or async."""
+
+    state: H2State
+    last_used: float
+
+    @property
+    def usable(self) -> bool:
+        return self.state.usable
+
+    @property
+    def idle(self) -> bool:
+        return not self.state.streams
+
+    @property
+    def closed(self) -> bool:
+        return self.state.error is not None
