@@ -5,7 +5,7 @@ A scenario is a module in ``benchmarks/scenarios/`` that defines one or more obj
 module-level ``SCENARIOS`` tuple. Discovery (``benchmarks.scenarios.discover``) imports every
 module of that package, so adding a file is enough; nobody edits a central list.
 
-    from benchmarks._scenario import Context, Row, ScenarioResult, Workload
+    from .._scenario import Context, Row, ScenarioResult, Workload
 
     class Caching:
         name = "cache"
@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from benchmarks.serverproc import ServerProcess
+    from .serverproc import ServerProcess
 
 # Capabilities a scenario may require. The suite fills ``Context.capabilities`` by probing the
 # installed packages and the server; names are plain strings so new ones cost nothing.
@@ -260,7 +260,7 @@ class Context:
         """A request sender: ``"fresh-connection"`` (new httpx client per call, HTTP/1.1),
         ``"openai"`` (official client, defaults), ``"llmclient"`` (warm HTTP/2; ``options`` go
         to ``create`` as llmclient per-call options, e.g. ``cache=True``)."""
-        from benchmarks.drivers import make_driver
+        from .drivers import make_driver
 
         return make_driver(kind, self, **options)
 
@@ -270,7 +270,7 @@ class Context:
         round so neither side always goes first); ``warmup`` rounds are sent and dropped.
         ``distinct`` tags each variant's copy of a prompt so the server's prefix cache cannot
         favour the variant that goes second (pass False to send byte-identical requests)."""
-        from benchmarks.load import run_interleaved
+        from .load import run_interleaved
 
         return run_interleaved(self, variants, requests, warmup=warmup, distinct=distinct)
 

@@ -34,9 +34,10 @@ from typing import Any
 
 import orjson
 
-from benchmarks.load import zipf_indices
-from benchmarks.stats import percentile
 from llmclient.cache import RedisBackend, ResponseCache, replay_response, scope_hash
+
+from .load import zipf_indices
+from .stats import percentile
 
 TARGET_US = {"memory": 50.0, "sqlite": 1000.0, "redis": 1000.0}
 
@@ -119,8 +120,9 @@ def bench_backend_layer(cache: ResponseCache, n: int) -> dict[str, float]:
 def bench_client_layer(spec: str | Any, n: int) -> dict[str, float] | None:
     """A hit through ``client.chat.completions.create``; None if the client or server is missing."""
     try:
-        from benchmarks.serverproc import start_server
         from llmclient import OpenAI
+
+        from .serverproc import start_server
     except ImportError:
         return None
     server = start_server("zero")
@@ -146,8 +148,9 @@ def zipf_workload(requests: int, prompts: int, s: float, seed: int) -> list[int]
 
 
 def bench_zipf(specs: dict[str, Callable[[], Any]], args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.serverproc import start_server
     from llmclient import OpenAI
+
+    from .serverproc import start_server
 
     order = zipf_workload(args.requests, args.prompts, args.zipf_s, args.seed)
     server = start_server(args.profile)

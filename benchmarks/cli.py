@@ -25,18 +25,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks._scenario import Context, NotAvailable, ScenarioResult, default_api_key
-from benchmarks.serverproc import ServerProcess, start_server
-from benchmarks.stats import SLO
 from llmclient._redact import redact_argv, redact_text, redact_url
 
+from ._scenario import Context, NotAvailable, ScenarioResult, default_api_key
+from .serverproc import ServerProcess, start_server
+from .stats import SLO
+
 __all__ = ["main", "parse_slo", "probe_capabilities"]
+
+
+def _prog() -> str:
+    """How this was started, for usage lines: the ``llmclient-bench`` command, else
+    ``python -m benchmarks`` (``python -m llmclient_bench`` when installed)."""
+    command = os.path.basename(sys.argv[0])
+    return command if command == "llmclient-bench" else f"python -m {__package__}"
+
 
 NETWORKS = ("wan", "lan", "mobile", "loopback", "none")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+    p = argparse.ArgumentParser(prog=_prog(), description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--network", choices=NETWORKS, default=None,
                    help="emulated network profile (default: wan; with --base-url: none)")
@@ -82,7 +91,7 @@ def parse_slo(text: str) -> SLO:
 
 
 def _compare_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks compare",
+    p = argparse.ArgumentParser(prog=f"{_prog()} compare",
                                 description="Exit 1 on a P99 regression beyond the threshold, "
                                             "2 on bad input, 0 otherwise.")
     p.add_argument("baseline")
@@ -146,7 +155,7 @@ def _network(profile: str, host: str, port: int, scheme: str, verify: str | bool
     if profile == "none":
         yield f"{scheme}://{host}:{port}", {"profile": "none (direct)"}
         return
-    from benchmarks.netem import Network, measure_network
+    from .netem import Network, measure_network
 
     with Network(profile=profile, upstream=(host, port), seed=seed) as net:
         measured: dict[str, Any] = {}
@@ -225,7 +234,7 @@ def _otlp(endpoint: str) -> Any:
 def _run_one(scenario: Any, ctx: Context) -> ScenarioResult:
     missing = ctx.missing(scenario.requires)
     if missing:
-        from benchmarks._scenario import CAPABILITIES
+        from ._scenario import CAPABILITIES
 
         reason = "; ".join(f"needs {m} ({CAPABILITIES.get(m, 'capability')})" for m in missing)
         return ScenarioResult.not_available(scenario, reason)
@@ -238,7 +247,7 @@ def _run_one(scenario: Any, ctx: Context) -> ScenarioResult:
 def _one_line(result: ScenarioResult, seconds: float) -> str:
     if result.skipped:
         return f"[{result.name}] not available: {result.skipped}"
-    from benchmarks.stats import summarize
+    from .stats import summarize
 
     parts = []
     for name, records in result.variants.items():
@@ -253,10 +262,10 @@ def _one_line(result: ScenarioResult, seconds: float) -> str:
 
 
 def run_suite(args: argparse.Namespace) -> int:
-    from benchmarks.load import measure_scheduler_overhead
-    from benchmarks.report import build_result, headline, render_table, write_result
-    from benchmarks.sampler import MetricsSampler
-    from benchmarks.scenarios import discover, select
+    from .load import measure_scheduler_overhead
+    from .report import build_result, headline, render_table, write_result
+    from .sampler import MetricsSampler
+    from .scenarios import discover, select
 
     scenarios, errors = discover()
     for err in errors:
@@ -417,7 +426,7 @@ def _describe_network(measured: dict[str, Any]) -> str:
     if "rtt_ms" not in measured:
         return f"  network: {measured.get('profile')}"
     with contextlib.suppress(Exception):
-        from benchmarks.netem import format_measurement
+        from .netem import format_measurement
 
         return "\n".join("  " + line for line in format_measurement(measured).splitlines())
     return f"  network: {measured}"
@@ -426,7 +435,7 @@ def _describe_network(measured: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "compare":
-        from benchmarks.compare import main as compare_main
+        from .compare import main as compare_main
 
         cargs = _compare_parser().parse_args(argv[1:])
         return compare_main(cargs.baseline, cargs.current, cargs.max_p99_regression,

@@ -372,7 +372,7 @@ def import_ms(module: str, repeats: int = 5) -> float:
 
 
 def run_worker(kind: str, base_url: str, model: str, argv: list[str]) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "benchmarks.client_overhead", "--worker", kind, "--url", base_url,
+    cmd = [sys.executable, "-m", f"{__package__}.client_overhead", "--worker", kind, "--url", base_url,
            "--model", model, *argv]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900)
     if proc.returncode != 0:

@@ -66,7 +66,7 @@ def load_result(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadInput(f"{path}: not a readable JSON file ({exc})") from None
-    from benchmarks.report import SCHEMA
+    from .report import SCHEMA
 
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise BadInput(f"{path}: not a benchmark result (schema {SCHEMA!r} expected)")

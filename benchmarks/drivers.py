@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from benchmarks._scenario import (
+from ._scenario import (
     ChatRequest,
     Driver,
     RequestRecord,
@@ -30,7 +30,7 @@ from benchmarks._scenario import (
 )
 
 if TYPE_CHECKING:
-    from benchmarks._scenario import Context
+    from ._scenario import Context
 
 __all__ = ["DRIVERS", "classify_error", "make_driver", "parse_server_timing"]
 

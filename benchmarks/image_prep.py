@@ -9,9 +9,10 @@ uploading it side by side (``UPLOADS``):
   * ``q95``: the preparation before issue 20, at a fixed quality 95 with full-resolution
     chroma (``prepare_image(..., quality=95)``: a caller's fixed quality of 90 or more keeps
     4:4:4);
-  * ``prepared``: llmclient's default, the quality measured per image (``preprocess._quality``).
-For each: bytes, the luma SSIM (``preprocess.ssim``) of what the model sees against the
-resized original (``prepare_pixels``; the raw upload is resized to the same size by the
+  * ``prepared``: llmclient's default, the quality measured per image
+    (``llmclient.preprocess._quality``).
+For each: bytes, the luma SSIM (``llmclient.preprocess.ssim``) of what the model sees against
+the resized original (``prepare_pixels``; the raw upload is resized to the same size by the
 server's filter, bicubic), the quality chosen, and the preparation time (median of ``--runs``
 interleaved runs, rotated so neither goes first every time). Beside them: a plain quality-85
 4:2:0 JPEG of the same pixels (issue 20's yardstick for bytes), a plain full decode + Lanczos
@@ -36,7 +37,7 @@ from typing import Any
 
 from PIL import Image, ImageChops
 
-from preprocess import (
+from llmclient.preprocess import (
     OPENAI_HIGH,
     SIMILARITY_THRESHOLD,
     Target,
@@ -209,7 +210,7 @@ def describe_summary(s: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from benchmarks.photos import camera_photo
+    from .photos import camera_photo
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=7)

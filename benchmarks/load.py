@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchmarks._scenario import ChatRequest, Driver, RequestRecord, new_trace_id
+from ._scenario import ChatRequest, Driver, RequestRecord, new_trace_id
 
 if TYPE_CHECKING:
-    from benchmarks._scenario import Context
+    from ._scenario import Context
 
 __all__ = [
     "LengthModel",
@@ -237,7 +237,7 @@ def run_open_loop(ctx: Context, driver: Driver, requests: Sequence[ChatRequest],
 def run_sweep(ctx: Context, driver: Driver, rates: Sequence[float], per_rate: int,
               make_requests: Any, rng: random.Random) -> list[dict[str, Any]]:
     """Open loop at each rate in turn; returns one point per rate with its summary."""
-    from benchmarks.stats import summarize
+    from .stats import summarize
 
     points = []
     for rate in rates:
@@ -254,7 +254,7 @@ def run_sweep(ctx: Context, driver: Driver, rates: Sequence[float], per_rate: in
 
 async def measure_scheduler_overhead(n: int = 500, rate: float = 500.0) -> dict[str, float]:
     """The harness's own cost: how late the open loop sends when the request does nothing."""
-    from benchmarks.stats import percentile
+    from .stats import percentile
 
     rng = random.Random(1)
     arrivals = poisson_arrivals(rate, n, rng)

@@ -29,7 +29,7 @@ try:
 except ImportError as exc:  # pragma: no cover - needs the bench extra
     raise SystemExit("locust is not installed: pip install 'llmclient[bench]'") from exc
 
-from benchmarks.load import LengthModel, readable_text
+from llmclient_bench.load import LengthModel, readable_text
 
 REQUEST_TYPE = "LLM"
 

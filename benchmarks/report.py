@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks._scenario import RequestRecord, ScenarioResult
-from benchmarks.stats import SLO, cdf, ratio, summarize
+from ._scenario import RequestRecord, ScenarioResult
+from .stats import SLO, cdf, ratio, summarize
 
 __all__ = ["SCHEMA", "build_result", "headline", "latency_split", "render_html", "render_table",
            "svg_log_hbars", "waterfall_segments", "write_result"]
@@ -73,7 +73,7 @@ def _jsonable(value: Any) -> Any:
 
 def build_result(scenarios: Sequence[ScenarioResult], meta: Mapping[str, Any],
                  slo: SLO = DEFAULT_SLO) -> dict[str, Any]:
-    from benchmarks.advice import advise
+    from .advice import advise
 
     doc: dict[str, Any] = {"schema": SCHEMA, **meta,
                            "scenarios": [scenario_json(s, slo) for s in scenarios]}

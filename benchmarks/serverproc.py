@@ -110,7 +110,8 @@ def start_server(profile: str = "zero", tls: bool = False, faults: str | None = 
                  extra_args: tuple[str, ...] = (), timeout: float = 60.0,
                  log_dir: str | None = None) -> ServerProcess:
     """Spawn the reference server on a free port and wait for READY."""
-    args = [sys.executable, "-m", "benchmarks.server", "--port", "0", "--profile", profile]
+    # benchmarks.server from a checkout, llmclient_bench.server installed
+    args = [sys.executable, "-m", f"{__package__}.server", "--port", "0", "--profile", profile]
     if tls:
         args.append("--tls")
     if faults:

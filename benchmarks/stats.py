@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks._scenario import RequestRecord
+from ._scenario import RequestRecord
 
 __all__ = [
     "SLO",

@@ -1,7 +1,7 @@
 """Response caching with llmclient: memory, SQLite and Redis, per-call options, stream replay.
 
 Run: ``python examples/caching.py``. With OPENAI_BASE_URL/OPENAI_API_KEY/LLM_MODEL set it talks
-to that API; otherwise it starts the repository's reference server (``benchmarks.server``).
+to that API; otherwise it starts the reference server (``llmclient_bench.server``).
 For Redis, set ``LLMCLIENT_REDIS_URL=redis://127.0.0.1:6379/0`` (``pip install 'llmclient[redis]'``).
 """
 
@@ -22,7 +22,7 @@ def endpoint() -> Iterator[tuple[str, str, str]]:
         yield (os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_API_KEY", ""),
                os.environ.get("LLM_MODEL", "gpt-4o-mini"))
         return
-    from benchmarks.serverproc import start_server
+    from llmclient_bench.serverproc import start_server
 
     with start_server("zero") as server:
         yield server.base_url, "sk-example", "sim-zero"

@@ -4,15 +4,15 @@
     python -m examples.images http://127.0.0.1:PORT/v1   # also send it (reference server)
 
 llmclient prepares image parts automatically; ``images=False`` turns that off per call,
-``images="anthropic"`` (or a ``preprocess.Target``) picks another target.
+``images="anthropic"`` (or a ``llmclient.preprocess.Target``) picks another target.
 """
 
 from __future__ import annotations
 
 import sys
 
-from benchmarks.photos import camera_photo
-from preprocess import prepare_image
+from llmclient.preprocess import prepare_image
+from llmclient_bench.photos import camera_photo
 
 
 def main() -> None:

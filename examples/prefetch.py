@@ -1,7 +1,7 @@
 """Speculative prefetch and prefix warming with llmclient.
 
 Run: ``python examples/prefetch.py``. With OPENAI_BASE_URL/OPENAI_API_KEY/LLM_MODEL set it talks
-to that API; otherwise it starts the repository's reference server (``benchmarks.server``) on
+to that API; otherwise it starts the reference server (``llmclient_bench.server``) on
 its ``h100-8b`` profile, whose timings look like a real 8B model's (and which caches prefixes).
 
 The follow-up the app sends must be *exactly* the predicted request: the same parameters, and
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from llmclient import OpenAI
-from speculative import BudgetConfig
+from llmclient.speculative import BudgetConfig
 
 
 @contextlib.contextmanager
@@ -26,7 +26,7 @@ def endpoint() -> Iterator[tuple[str, str, str]]:
         yield (os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_API_KEY", ""),
                os.environ.get("LLM_MODEL", "gpt-4o-mini"))
         return
-    from benchmarks.serverproc import start_server
+    from llmclient_bench.serverproc import start_server
 
     server = start_server("h100-8b")
     try:

@@ -36,7 +36,7 @@ from ._tracing import TraceContext
 from ._transport import aclose_all, close_all
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers
-    from preprocess import ImageError
+    from llmclient.preprocess import ImageError
 
     from ._azure import AsyncAzureOpenAI, AzureOpenAI
     from ._hedge import HedgeConfig

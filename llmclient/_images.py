@@ -340,7 +340,7 @@ def _pool() -> Executor:
 
 
 def _run(jobs: list[_Job], settings: ImageSettings) -> list[_Result]:
-    from preprocess import ImageError
+    from llmclient.preprocess import ImageError
 
     def one(job: _Job) -> _Result:
         try:
@@ -356,7 +356,12 @@ def _run(jobs: list[_Job], settings: ImageSettings) -> list[_Result]:
 
 
 def _prepare_one(job: _Job, settings: ImageSettings) -> _Result:
-    from preprocess import DEFAULT_MAX_INPUT_PIXELS, get_target, prepare_image, read_source
+    from llmclient.preprocess import (
+        DEFAULT_MAX_INPUT_PIXELS,
+        get_target,
+        prepare_image,
+        read_source,
+    )
 
     target = get_target(job.target)
     limit = DEFAULT_MAX_INPUT_PIXELS if settings.max_input_pixels == -1 else settings.max_input_pixels
@@ -415,7 +420,7 @@ def _fetch(url: str) -> bytes:
     """Download an http(s) image (only when the caller asked for it)."""
     import httpx
 
-    from preprocess import ImageSourceError
+    from llmclient.preprocess import ImageSourceError
 
     try:
         with httpx.stream("GET", url, timeout=_FETCH_TIMEOUT_S, follow_redirects=True) as resp:

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from speculative import (
+from llmclient.speculative import (
     PROVIDER_CACHE_TTL_S,
     BudgetConfig,
     HistoryPredictor,

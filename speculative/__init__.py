@@ -9,8 +9,8 @@ functions it is given, and knows nothing of any HTTP client. ``llmclient`` drive
         run_in_thread(spec, p, send)            # send(p) -> tokens used; stores the answer
 """
 
-from speculative._budget import Budget, BudgetConfig, Ticket
-from speculative._followup import (
+from ._budget import Budget, BudgetConfig, Ticket
+from ._followup import (
     assistant_message,
     conversation_id,
     followup_request,
@@ -19,7 +19,7 @@ from speculative._followup import (
     last_user_text,
     warm_request,
 )
-from speculative._predictors import (
+from ._predictors import (
     CallbackPredictor,
     FixedPredictor,
     HistoryPredictor,
@@ -30,7 +30,7 @@ from speculative._predictors import (
     safe_predict,
     turn_kind,
 )
-from speculative._scheduler import (
+from ._scheduler import (
     CancelToken,
     Prefetch,
     SpeculationStats,
@@ -39,7 +39,7 @@ from speculative._scheduler import (
     run_in_task,
     run_in_thread,
 )
-from speculative._warm import PROVIDER_CACHE_TTL_S, refresh_due, refresh_interval
+from ._warm import PROVIDER_CACHE_TTL_S, refresh_due, refresh_interval
 
 __all__ = [
     "PROVIDER_CACHE_TTL_S",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from speculative._followup import assistant_message, last_user_text
+from ._followup import assistant_message, last_user_text
 
 
 @dataclass(frozen=True)

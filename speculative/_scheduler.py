@@ -20,15 +20,15 @@ from typing import Any
 
 import orjson
 
-from speculative._budget import Budget, BudgetConfig, Ticket
-from speculative._followup import (
+from ._budget import Budget, BudgetConfig, Ticket
+from ._followup import (
     conversation_id,
     followup_request,
     is_sampled,
     is_speculatable,
     warm_request,
 )
-from speculative._predictors import HistoryPredictor, Predictor, as_predictor, safe_predict
+from ._predictors import HistoryPredictor, Predictor, as_predictor, safe_predict
 
 log = logging.getLogger("speculative")
 

@@ -5,7 +5,7 @@ crosses it the profile's delay, jitter, bandwidth and loss, and every new connec
 handshake round trip, so TCP and TLS handshakes, HTTP/2 frames and uploads all pay the
 network like they would on a real one.
 
-    from benchmarks.netem import Network, measure_network
+    from llmclient_bench.netem import Network, measure_network
 
     with Network(profile="wan", upstream=("127.0.0.1", 8000)) as net:
         print(measure_network(net))          # achieved RTT, bandwidth, forwarder cost

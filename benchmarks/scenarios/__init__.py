@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 
-from benchmarks._scenario import Scenario
+from .._scenario import Scenario
 
 __all__ = ["DiscoveryError", "discover", "select"]
 

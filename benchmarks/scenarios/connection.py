@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import random
 
-from benchmarks._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
-from benchmarks.load import LengthModel, mixed_requests, run_closed_loop
-from benchmarks.serverproc import ServerError
+from .._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..load import LengthModel, mixed_requests, run_closed_loop
+from ..serverproc import ServerError
 
 ORDER = 10
 

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks._scenario import (
+from .._scenario import (
     ChatRequest,
     Context,
     NotAvailable,
@@ -38,8 +38,8 @@ from benchmarks._scenario import (
     Row,
     ScenarioResult,
 )
-from benchmarks.cache_hit import redis_server
-from benchmarks.load import readable_text, zipf_indices
+from ..cache_hit import redis_server
+from ..load import readable_text, zipf_indices
 
 ORDER = 70
 
@@ -195,7 +195,7 @@ class Combined:
                 "openai", "vision")
 
     def run(self, ctx: Context) -> ScenarioResult:
-        from benchmarks.scenarios.images import photo_bytes
+        from .images import photo_bytes
 
         rng = random.Random(ctx.seed + 73)
         sessions = 2 if ctx.quick else max(6, ctx.budget // 12)

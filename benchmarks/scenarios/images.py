@@ -8,16 +8,16 @@ vision.py), through whatever network the suite emulates:
   (b) ``q95``: the preparation before issue 20: resized, stripped, re-encoded at a fixed
       quality 95 with full-resolution chroma (``images={"quality": 95}``);
   (c) ``prepared``: llmclient's default: the same, at the quality measured per image
-      (``preprocess._quality``); (b) and (c) clear llmclient's per-content cache before every
-      request, so each one pays a first preparation;
+      (``llmclient.preprocess._quality``); (b) and (c) clear llmclient's per-content cache
+      before every request, so each one pays a first preparation;
   (d) ``openai``: the official client, raw (outside quick mode, when it is installed).
 Interleaved photo by photo, the order flipped each round; one extra photo warms up first.
 
 Beside the latency rows it reports, per photo and side by side in the same run
 (``benchmarks/image_prep.py``'s ``measure_photo``, on one pinned core):
   * bytes of each upload, and of a plain quality-85 4:2:0 JPEG of the same pixels;
-  * the luma SSIM (``preprocess.ssim``) of what the model sees from each upload against the
-    resized original (``preprocess.prepare_pixels``);
+  * the luma SSIM (``llmclient.preprocess.ssim``) of what the model sees from each upload
+    against the resized original (``llmclient.preprocess.prepare_pixels``);
   * the quality chosen, and the preparation ms (median of interleaved runs) of (b) and (c),
     beside a plain full decode + Lanczos resize.
 Targets: latency <= 0.25x of raw on ``wan`` and preparation <= 0.45x of the plain path (issue
@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks._scenario import ChatRequest, Context, Driver, RequestRecord, Row, ScenarioResult
+from .._scenario import ChatRequest, Context, Driver, RequestRecord, Row, ScenarioResult
 
 ORDER = 60
 
@@ -116,7 +116,7 @@ def photo_bytes(seed: int) -> bytes:
     server view and the prepared one are comparable pixel for pixel."""
     from PIL import __version__ as pillow
 
-    from benchmarks import photos
+    from .. import photos
 
     generator = hashlib.sha256(Path(photos.__file__).read_bytes()).hexdigest()[:12]
     folder = f"llmclient-bench-photos-pillow{pillow}-{generator}"
@@ -191,8 +191,9 @@ def prep_and_quality(photos: list[bytes]) -> dict[str, Any]:
 
     Keeps the keys earlier runs had (``prep_ms``, ``plain_ms``, ``psnr_db``...: the measured
     upload's figures) and adds ``photos`` (per photo, every upload) and ``issue20``."""
-    from benchmarks.image_prep import measure_photo, summary
-    from preprocess import prepare_image
+    from llmclient.preprocess import prepare_image
+
+    from ..image_prep import measure_photo, summary
 
     with one_core() as core:
         prepare_image(photos[0], TARGET)  # lazy imports and codec tables, not measured
@@ -212,7 +213,7 @@ def prep_and_quality(photos: list[bytes]) -> dict[str, Any]:
 
 def upload_figures(records: Mapping[str, list[RequestRecord]],
                    photos: list[bytes]) -> dict[str, Any]:
-    from benchmarks.stats import percentile
+    from ..stats import percentile
 
     out: dict[str, Any] = {"photo_bytes": [len(p) for p in photos]}
     lat: dict[str, dict[str, float]] = {}
@@ -281,7 +282,7 @@ def describe(series: Mapping[str, Any], network: str) -> list[str]:
             f"image decode p50 {series.get('server_image_ms_raw', float('nan')):.0f} -> "
             f"{series.get('server_image_ms_prepared', float('nan')):.0f} ms")
     if "issue20" in series:
-        from benchmarks.image_prep import describe_summary
+        from ..image_prep import describe_summary
 
         lines.append(describe_summary(series["issue20"]))
     lines.append(f"sent {series['prepared_size'][0]}x{series['prepared_size'][1]}; model-view "
@@ -295,7 +296,7 @@ def describe(series: Mapping[str, Any], network: str) -> list[str]:
 
 def describe_photos(series: Mapping[str, Any]) -> list[str]:
     """One line per upload per photo: bytes, SSIM, quality, prep ms (image_prep's format)."""
-    from benchmarks.image_prep import describe_photo, figures_from_dict
+    from ..image_prep import describe_photo, figures_from_dict
 
     lines = []
     for n, photo in enumerate(series.get("photos", []), 1):

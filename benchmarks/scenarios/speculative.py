@@ -24,7 +24,7 @@ import time
 import uuid
 from typing import Any
 
-from benchmarks._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from .._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
 
 ORDER = 60
 
@@ -39,7 +39,7 @@ LONG_THINK_S = 0.3             # between the warm-up and the next turn
 
 
 def _budget() -> Any:
-    from speculative import BudgetConfig
+    from llmclient.speculative import BudgetConfig
 
     # Both likely follow-ups of every answer: up to 2 extra requests per app call, and room for
     # every concurrent conversation's two in flight.

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
-from benchmarks.load import (
+from .._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..load import (
     LengthModel,
     long_prompt,
     mixed_requests,
@@ -29,8 +29,8 @@ from benchmarks.load import (
     run_open_loop,
     run_sweep,
 )
-from benchmarks.serverproc import ServerError
-from benchmarks.stats import find_knee
+from ..serverproc import ServerError
+from ..stats import find_knee
 
 ORDER = 80
 

@@ -20,7 +20,7 @@ from benchmarks.image_prep import (
 )
 from benchmarks.photos import camera_photo
 from benchmarks.scenarios.images import describe, describe_photos
-from preprocess import SIMILARITY_THRESHOLD
+from llmclient.preprocess import SIMILARITY_THRESHOLD
 
 
 @pytest.fixture(scope="module")

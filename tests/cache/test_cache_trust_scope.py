@@ -25,7 +25,7 @@ from llmclient import AsyncOpenAI, OpenAI
 from llmclient._call import SCOPE_HEADERS, credential_scope
 from llmclient._prefetch import SpeculationConfig
 from llmclient.cache import ResponseCache
-from speculative import BudgetConfig
+from llmclient.speculative import BudgetConfig
 
 MODEL = "sim-zero"
 PLACEHOLDER = "unused"  # the api_key gateways ignore when the credential is a header

@@ -28,7 +28,13 @@ from benchmarks.photos import GPS_IFD, camera_photo
 from benchmarks.server.vision import image_tokens
 from llmclient import _images
 from llmclient._compression import decompress
-from preprocess import CorruptImage, ImageError, ImageSourceError, parse_data_url, prepare_image
+from llmclient.preprocess import (
+    CorruptImage,
+    ImageError,
+    ImageSourceError,
+    parse_data_url,
+    prepare_image,
+)
 
 PROMPT = "What is in this photo?"
 # The photo is 4000x3000 in the file, shown 3000x4000 (orientation 6); openai-high fits it in

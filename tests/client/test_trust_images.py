@@ -24,7 +24,7 @@ from PIL import Image
 import llmclient
 from llmclient import _images
 from llmclient._compression import decompress
-from preprocess import MAX_SOURCE_BYTES, ImageSourceError
+from llmclient.preprocess import MAX_SOURCE_BYTES, ImageSourceError
 
 MODEL = "sim-zero"
 MARKER = b"TOP-SECRET-FILE-CONTENT"

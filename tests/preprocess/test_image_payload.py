@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from llmclient import _images
-from preprocess import CorruptImage, ImageSourceError, parse_data_url
+from llmclient.preprocess import CorruptImage, ImageSourceError, parse_data_url
 
 
 def jpeg(size: tuple[int, int] = (1600, 1200), seed: int = 0) -> bytes:

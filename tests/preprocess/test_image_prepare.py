@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from benchmarks.photos import GPS_IFD, camera_exif, screenshot
-from preprocess import (
+from llmclient.preprocess import (
     ANTHROPIC,
     OPENAI_HIGH,
     OPENAI_LOW,

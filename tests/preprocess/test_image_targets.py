@@ -6,8 +6,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import preprocess
-from preprocess import (
+from llmclient import preprocess
+from llmclient.preprocess import (
     ANTHROPIC,
     GEMINI,
     OPENAI_HIGH,

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from benchmarks.photos import camera_photo, camera_pixels, compression_at
-from preprocess import (
+from llmclient.preprocess import (
     OPENAI_HIGH,
     QUALITY_LADDER,
     SIMILARITY_THRESHOLD,
@@ -21,8 +21,8 @@ from preprocess import (
     search_quality,
     ssim,
 )
-from preprocess._quality import PROBE_MARGIN, encode_lossy, probe_rows
-from preprocess._similarity import LumaReference, chroma_survives_subsampling
+from llmclient.preprocess._quality import PROBE_MARGIN, encode_lossy, probe_rows
+from llmclient.preprocess._similarity import LumaReference, chroma_survives_subsampling
 
 
 def decoded(data: bytes) -> Image.Image:

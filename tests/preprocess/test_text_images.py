@@ -14,7 +14,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from benchmarks.photos import camera_pixels
-from preprocess import SIMILARITY_THRESHOLD, prepare_image, prepare_pixels, ssim
+from llmclient.preprocess import SIMILARITY_THRESHOLD, prepare_image, prepare_pixels, ssim
 
 pytesseract = pytest.importorskip("pytesseract", reason="the test extra installs pytesseract")
 if shutil.which("tesseract") is None:

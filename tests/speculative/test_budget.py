@@ -1,6 +1,6 @@
 import pytest
 
-from speculative import Budget, BudgetConfig, Ticket
+from llmclient.speculative import Budget, BudgetConfig, Ticket
 
 
 def test_in_flight_cap_refuses_until_release():

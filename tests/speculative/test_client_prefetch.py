@@ -24,7 +24,7 @@ import pytest
 from benchmarks.serverproc import ServerProcess, start_server
 from llmclient import OpenAI
 from llmclient._prefetch import SpeculationConfig
-from speculative import BudgetConfig, HistoryPredictor
+from llmclient.speculative import BudgetConfig, HistoryPredictor
 
 MODEL = "sim-zero"
 ROOMY = BudgetConfig(max_in_flight=4, max_load_share=4.0, burst=8.0, max_candidates=3)

@@ -14,7 +14,7 @@ import pytest
 
 from llmclient import AsyncOpenAI
 from llmclient._prefetch import SpeculationConfig
-from speculative import BudgetConfig
+from llmclient.speculative import BudgetConfig
 
 MODEL = "sim-zero"
 ROOMY = BudgetConfig(max_in_flight=4, max_load_share=4.0, burst=8.0, max_candidates=3)

@@ -1,4 +1,4 @@
-from speculative import (
+from llmclient.speculative import (
     CallbackPredictor,
     FixedPredictor,
     HistoryPredictor,

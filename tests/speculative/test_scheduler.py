@@ -2,7 +2,7 @@ import asyncio
 import threading
 import time
 
-from speculative import (
+from llmclient.speculative import (
     BudgetConfig,
     HistoryPredictor,
     Speculator,
