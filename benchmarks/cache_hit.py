@@ -13,7 +13,7 @@ prompts, exponent ``--zipf-s``, seeded) through the client against the reference
 (``--profile``, default h100-8b: simulated model time), each backend vs no cache: hit rate and
 end-to-end latency p50/p90/p99 in milliseconds.
 
-Targets (issue 6): memory <= 50 us, SQLite <= 1 ms, Redis on loopback <= 1 ms at p50.
+Targets: memory <= 50 us, SQLite <= 1 ms, Redis on loopback <= 1 ms at p50.
 Redis is a private ``redis-server`` on a free loopback port (skipped if the binary is missing).
 """
 

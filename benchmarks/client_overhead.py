@@ -21,8 +21,10 @@ The floor is what a hand-written client needs: httpx over HTTP/1.1 with orjson a
 response objects. ``openai-aiohttp`` is the official client on its aiohttp backend
 (``openai.DefaultAioHttpClient`` for the async client, needs ``pip install aiohttp``; its
 sync client is the default one), the stronger baseline for concurrency on HTTP/1.1 origins. Ratios are against the official client, measured in the same run. The
-issue's targets: CPU per call <= 0.4x, per stream <= 0.15x, concurrent throughput >= 2x,
-import <= 0.35x, a second client < 1 ms.
+targets (``TARGETS``): CPU per call <= 0.4x, per stream <= 0.15x, concurrent throughput >= 2x,
+import <= 0.35x, a second client < 1 ms; structured output (``chat.completions.parse``) and the
+Responses API (``responses.create``, a call and a stream of typed events) <= 0.3x per call, <= 0.2x
+per Responses stream.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def _sdk_calls(kind: str, base_url: str, model: str, tokens: int) -> tuple[Calla
 
 def _parse_call(client: Any, model: str) -> Callable[[], Any]:
     """Structured output: ``chat.completions.parse(response_format=<pydantic model>)``, the
-    schema sent strict and the answer validated into the model (issue 18)."""
+    schema sent strict and the answer validated into the model."""
     import pydantic
 
     class Weather(pydantic.BaseModel):
@@ -96,6 +98,24 @@ def _parse_call(client: Any, model: str) -> Callable[[], Any]:
         return r.choices[0].message.parsed
 
     return call
+
+
+def _responses_calls(client: Any, model: str, tokens: int) -> tuple[Callable[[], Any], Callable[[], int]]:
+    """The Responses API: ``responses.create`` (8 tokens), and a ``tokens``-token stream of its
+    typed events (counting the text deltas)."""
+    question = "Tell me about the sea."
+
+    def call() -> Any:
+        return client.responses.create(model=model, input=question, max_output_tokens=8).output_text
+
+    def stream() -> int:
+        n = 0
+        for event in client.responses.create(model=model, input=question, max_output_tokens=tokens, stream=True):
+            if event.type == "response.output_text.delta":
+                n += 1
+        return n
+
+    return call, stream
 
 
 def _httpx_calls(base_url: str, model: str, tokens: int) -> tuple[Callable[[], Any], Callable[[], int], Any]:
@@ -317,6 +337,11 @@ def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> di
     if kind in ("llmclient", "openai"):
         parsed = _measure(_parse_call(_client, model), max(10, args.calls // 4), max(2, args.warmup // 4))
         out.update(cpu_ms_parse=parsed["cpu_ms"], p50_ms_parse=parsed["p50_ms"])
+        r_call, r_stream = _responses_calls(_client, model, args.stream_tokens)
+        r_plain = _measure(r_call, max(10, args.calls // 2), max(2, args.warmup // 4))
+        r_streamed = _measure(r_stream, args.stream_calls, max(2, args.warmup // 4))
+        out.update(cpu_ms_responses=r_plain["cpu_ms"], p50_ms_responses=r_plain["p50_ms"],
+                   cpu_ms_responses_stream=r_streamed["cpu_ms"], responses_stream_deltas=r_streamed["last"])
     if kind == "llmclient" or kind in OTEL_KINDS:
         r = _client.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}], max_tokens=2)
         out["http_version"] = r.timings.http_version
@@ -401,6 +426,9 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
     }
     if "cpu_ms_parse" in ours and "cpu_ms_parse" in official:
         out["cpu_parse_vs_openai"] = ours["cpu_ms_parse"] / official["cpu_ms_parse"]
+    for key in ("responses", "responses_stream"):
+        if f"cpu_ms_{key}" in ours and f"cpu_ms_{key}" in official:
+            out[f"cpu_{key}_vs_openai"] = ours[f"cpu_ms_{key}"] / official[f"cpu_ms_{key}"]
     if "openai-aiohttp" in rows:
         out["throughput_vs_openai_aiohttp"] = ours["conc_calls_s"] / rows["openai-aiohttp"]["conc_calls_s"]
     return out
@@ -431,8 +459,9 @@ TARGETS = {"otel_cpu_call_vs_llmclient": ("<=", 1.15), "otel_cpu_stream_vs_llmcl
            "otel_cpu_call_vs_sdk_floor": ("<=", 1.05), "otel_cpu_stream_vs_sdk_floor": ("<=", 1.05),
            "cpu_call_vs_openai": ("<=", 0.4), "cpu_stream_vs_openai": ("<=", 0.15),
            "throughput_vs_openai": (">=", 2.0), "import_vs_openai": ("<=", 0.35), "next_client_ms": ("<", 1.0),
-           "throughput_vs_openai_aiohttp": (">", 1.0), "cpu_parse_vs_openai": ("<=", 0.3)}
-# Issue 17's targets for an HTTP/1.1-only origin (--http1).
+           "throughput_vs_openai_aiohttp": (">", 1.0), "cpu_parse_vs_openai": ("<=", 0.3),
+           "cpu_responses_vs_openai": ("<=", 0.3), "cpu_responses_stream_vs_openai": ("<=", 0.2)}
+# Targets for an HTTP/1.1-only origin (--http1).
 TARGETS_HTTP1 = TARGETS | {"cpu_stream_vs_openai": ("<=", 0.2), "throughput_vs_openai": (">=", 1.5)}
 
 
@@ -443,6 +472,8 @@ def table(rows: dict[str, dict[str, Any]], ratio: dict[str, float],
             ("first_client_ms", "1st client ms"), ("next_client_ms", "2nd client ms")]
     if any("cpu_ms_parse" in row for row in rows.values()):
         cols.append(("cpu_ms_parse", "CPU/parse ms"))
+    if any("cpu_ms_responses" in row for row in rows.values()):
+        cols += [("cpu_ms_responses", "CPU/resp ms"), ("cpu_ms_responses_stream", "CPU/resp strm ms")]
     lines = [f"{'client':<23}" + "".join(f"{title:>16}" for _, title in cols)]
     for kind, row in rows.items():
         lines.append(f"{kind:<23}" + "".join(

@@ -6,7 +6,7 @@
 For generated 12-megapixel camera JPEGs (benchmarks.photos), per photo, three ways of
 uploading it side by side (``UPLOADS``):
   * ``raw``: the file as it is;
-  * ``q95``: the preparation before issue 20, at a fixed quality 95 with full-resolution
+  * ``q95``: the earlier fixed-quality preparation, at quality 95 with full-resolution
     chroma (``prepare_image(..., quality=95)``: a caller's fixed quality of 90 or more keeps
     4:4:4);
   * ``prepared``: llmclient's default, the quality measured per image
@@ -15,8 +15,8 @@ For each: bytes, the luma SSIM (``llmclient.preprocess.ssim``) of what the model
 the resized original (``prepare_pixels``; the raw upload is resized to the same size by the
 server's filter, bicubic), the quality chosen, and the preparation time (median of ``--runs``
 interleaved runs, rotated so neither goes first every time). Beside them: a plain quality-85
-4:2:0 JPEG of the same pixels (issue 20's yardstick for bytes), a plain full decode + Lanczos
-resize (issue 5's yardstick for time), and the PSNR between the model's views of the measured
+4:2:0 JPEG of the same pixels (the yardstick for bytes), a plain full decode + Lanczos
+resize (the yardstick for time), and the PSNR between the model's views of the measured
 upload and of the raw one (the reference server's resize: fit 2048, short side 768; see
 benchmarks/server/vision.py). The process is pinned to one core (``--cpu``) where the OS
 allows it; the savings suite's ``images`` scenario reports the same figures
@@ -49,10 +49,10 @@ from llmclient.preprocess import (
 )
 
 SERVER_RESAMPLE = Image.Resampling.BICUBIC  # what benchmarks/server/vision.py uses
-# The preparation before issue 20: every photo at quality 95, 4:4:4.
+# The earlier fixed-quality preparation: every photo at quality 95, 4:4:4.
 FIXED_QUALITY = 95
 UPLOADS = ("raw", "q95", "prepared")
-# Issue 20's targets on photos.
+# Targets on photos: bytes against the plain q85 JPEG, preparation time per photo.
 MAX_BYTES_VS_Q85 = 1.1
 MAX_PREP_MS = 100.0
 
@@ -94,7 +94,7 @@ def plain_resize(data: bytes, target: Target = OPENAI_HIGH) -> Image.Image:
 
 
 def plain_q85(img: Image.Image) -> bytes:
-    """A plain quality-85 4:2:0 JPEG (the common library default): issue 20's yardstick."""
+    """A plain quality-85 4:2:0 JPEG (the common library default): the yardstick for bytes."""
     buf = io.BytesIO()
     img.convert("RGB").save(buf, "JPEG", quality=85, subsampling=2)
     return buf.getvalue()
@@ -185,7 +185,7 @@ def describe_photo(n: int | str, f: PhotoFigures) -> list[str]:
 
 
 def summary(figures: list[PhotoFigures]) -> dict[str, Any]:
-    """Issue 20's targets over the photos: bytes vs q85, SSIM floor, prep ms (measured)."""
+    """The targets over the photos: bytes vs q85, SSIM floor, prep ms (measured)."""
     measured = [f.uploads["prepared"] for f in figures]
     prep = statistics.median(u.prep_ms for u in measured)
     worst_bytes = max(u.vs_q85 for u in measured)

@@ -25,7 +25,7 @@ microseconds, through the same codec objects the client uses):
 
 Protobuf bodies are parsed by the compiled parser (``llmclient/_pbparse.c``) when it was built
 at install time; ``LLMCLIENT_PURE_PYTHON=1`` times the pure-Python one (the output says which).
-The targets of issue 8 are checked in the last lines, on ``dec us``; nothing here is
+The targets are checked in the last lines, on ``dec us``; nothing here is
 hard-coded, every figure is measured on this run.
 """
 

@@ -3,13 +3,13 @@
 A server says which codings it reads in request bodies by sending ``Accept-Encoding`` in a
 response (RFC 7694, section 3); we compress a request body only for such an origin and only
 above :data:`MIN_COMPRESS_BYTES`, below which the coding's framing and CPU cost more than the
-bytes they save (``python -m benchmarks.wire_bytes``, crossover table: a 188-byte chat request
-shrinks by ~40 bytes, less than one TCP segment's worth of difference, while a 16 KB
-conversation shrinks to 0.33x for ~70 us of zstd-1 CPU on a loaded 2-core box). Responses are
-decompressed by httpx, which reads gzip always and zstd when ``zstandard`` is installed; we
-advertise only what it can read, and only for whole bodies: a stream asks for ``identity``, as a
-compressor in a proxy may hold chunks back to fill its window. Servers pick the coding by the
-same rule as ours for requests (``benchmarks/server/wire.response_encoding``).
+bytes they save (``python -m benchmarks.wire_bytes`` prints the crossover table: a short chat
+request saves less than one TCP segment, a long conversation shrinks several-fold; figures in
+README, What it measured). Responses are decompressed by httpx, which reads gzip always and
+zstd when ``zstandard`` is installed; we advertise only what it can read, and only for whole
+bodies: a stream asks for ``identity``, as a compressor in a proxy may hold chunks back to fill
+its window. Servers pick the coding by the same rule as ours for requests
+(``benchmarks/server/wire.response_encoding``).
 
 zstd needs the ``zstd`` extra (``pip install 'llmclient[zstd]'``); gzip is the stdlib fallback.
 """

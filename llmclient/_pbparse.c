@@ -1,11 +1,12 @@
 /* Protobuf wire bytes -> dicts, in C: the compiled twin of `_parse` and `_parse_body` in
  * llmclient/_protobuf.py.
  *
- * Why it exists: a short chat answer parsed by the pure-Python table-driven parser costs ~7 us,
- * orjson parses the same answer's JSON in ~1 us (issue 8: "protobuf decode no slower than
- * orjson"). This file walks the same tables (`_Spec.tags`: wire tag -> (JSON key, kind, aux))
- * and builds the same dicts, raising the same errors with the same messages, so the Python
- * parser stays the reference and the fallback when no C compiler was at hand at install time.
+ * Why it exists: the pure-Python table-driven parser takes several times orjson's time on the
+ * same answer's JSON, and protobuf decode must be no slower than orjson (figures in README,
+ * What it measured). This file walks the same tables (`_Spec.tags`: wire tag -> (JSON key,
+ * kind, aux)) and builds the same dicts, raising the same errors with the same messages, so
+ * the Python parser stays the reference and the fallback when no C compiler was at hand at
+ * install time.
  * tests/proto/test_pbparse_parity.py feeds both parsers valid, mutated and random bytes and
  * requires identical results or identical errors.
  *

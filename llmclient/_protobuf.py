@@ -5,22 +5,21 @@ are length-delimited ``Body`` frames (a base-128 varint length, then the message
 ``writeDelimitedTo`` framing) ended by a ``done`` frame, the ``data: [DONE]`` of SSE.
 
 Dicts and messages are mapped by hand from tables built once from the descriptors, not with
-``google.protobuf.json_format`` (~40x slower to encode, and it cannot say null or []): dicts
+``google.protobuf.json_format`` (far slower to encode, and it cannot say null or []): dicts
 become constructor kwargs that the runtime (upb, in C) builds in one call; bytes are parsed
-straight into dicts by a small table-driven wire parser (``_parse``), ~3x faster than the
+straight into dicts by a small table-driven wire parser (``_parse``), faster than the
 runtime's parse followed by ``ListFields`` walks. A lazy Mapping over the runtime's parsed
-message was measured and does not pay either: the parse is ~0.5 us, but exact reads and
-decode-time errors need every message's ``nulls``, ``empty``, ``extra`` and JSON fields looked
-at, and that walk through the runtime's Python objects costs about what ``_parse`` does; through
-the response objects an app reads (``python -m benchmarks.wire_bytes``, ``dec us``) it saved
-under 10% on a short chat answer and stayed ~1.5x orjson's time. What closed the gap is
-``llmclient/_pbparse.c``, the compiled twin of ``_parse``/``_parse_body``: it walks the same
-tables and builds the same dicts (a short chat answer, bytes -> dicts: 6.7 us in Python, 0.9 us
-compiled, orjson 1.0-1.1 us). It is built at install time when a C compiler is there (optional:
-without one the install succeeds and the Python parser serves); ``LLMCLIENT_PURE_PYTHON=1``
-turns it off. tests/proto/test_pbparse_parity.py holds the two to identical results and errors
-on valid, mutated and random bytes. The
-mapping is lossless for any JSON object: a key or value the schema cannot hold goes into the
+message does not pay either: the runtime's parse is cheap, but exact reads and decode-time
+errors need every message's ``nulls``, ``empty``, ``extra`` and JSON fields looked at, and that
+walk through the runtime's Python objects costs about what ``_parse`` does, so through the
+response objects an app reads (``python -m benchmarks.wire_bytes``, ``dec us``) it stayed
+slower than orjson. What closed the gap is ``llmclient/_pbparse.c``, the compiled twin of
+``_parse``/``_parse_body``: it walks the same tables and builds the same dicts, on par with
+orjson on the same answer (figures in README, What it measured). It is built at install time
+when a C compiler is there (optional: without one the install succeeds and the Python parser
+serves); ``LLMCLIENT_PURE_PYTHON=1`` turns it off. tests/proto/test_pbparse_parity.py holds
+the two to identical results and errors on valid, mutated and random bytes. The mapping is
+lossless for any JSON object: a key or value the schema cannot hold goes into the
 message's ``extra`` JSON field, explicit nulls into ``nulls``, empty lists into ``empty``. So
 ``decode(encode(d)) == d`` for every dict the JSON path could carry, with one documented
 exception: embeddings travel as float32, as the API computes them (a float64 value that is not

@@ -36,7 +36,8 @@ What this layer adds:
 * **fork.** A child process never touches a connection, lock or thread it inherited: the
   shared transports are forgotten in the child (``os.register_at_fork``), whose first call
   opens its own connection; the parent's stay intact.
-* **One SSL context per process** (per CA setting): building one costs ~20 ms (certifi).
+* **One SSL context per process** (per CA setting): building one loads the whole certifi CA
+  bundle, too slow to repeat per client.
 """
 
 from __future__ import annotations

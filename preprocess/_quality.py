@@ -14,9 +14,9 @@ binary search, with 4:2:0 chroma only where the colour planes survive it
   Compressed Image Understanding", 2025) find text recognition (OCRBench) the most sensitive
   task, so fine strokes are what the metric must protect, and SSIM's structure term sees
   them where PSNR does not.
-* 0.97 is about what a plain quality-85 4:2:0 JPEG (the common library default, and issue
-  20's yardstick) scores on camera-like photos at the model's size (the benchmark's figures
-  are in the README); text over a photo needs a higher quality to reach it. Every image
+* 0.97 is about what a plain quality-85 4:2:0 JPEG (the common library default, and the
+  benchmark's yardstick for bytes) scores on camera-like photos at the model's size (its
+  figures are in the README); text over a photo needs a higher quality to reach it. Every image
   keeps at least that fidelity, far above the range where the studies above see models lose
   accuracy; smooth images go lower, detailed or text-heavy ones higher.
 

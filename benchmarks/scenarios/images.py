@@ -1,11 +1,11 @@
-"""Image uploads: 12-megapixel camera photos sent raw vs prepared on the client (issues 5, 20).
+"""Image uploads: 12-megapixel camera photos sent raw vs prepared on the client.
 
 Each photo (benchmarks.photos: compresses like a camera JPEG, carries EXIF and GPS) goes to
 the reference server as a data URL, which really decodes and resizes it (benchmarks/server/
 vision.py), through whatever network the suite emulates:
   (a) ``raw``: llmclient with ``images=False, compress=False``: the original bytes, base64
       encoded, as apps send them today (same transport as the others, so only the body differs);
-  (b) ``q95``: the preparation before issue 20: resized, stripped, re-encoded at a fixed
+  (b) ``q95``: the earlier fixed-quality preparation: resized, stripped, re-encoded at a fixed
       quality 95 with full-resolution chroma (``images={"quality": 95}``);
   (c) ``prepared``: llmclient's default: the same, at the quality measured per image
       (``llmclient.preprocess._quality``); (b) and (c) clear llmclient's per-content cache
@@ -20,9 +20,9 @@ Beside the latency rows it reports, per photo and side by side in the same run
     against the resized original (``llmclient.preprocess.prepare_pixels``);
   * the quality chosen, and the preparation ms (median of interleaved runs) of (b) and (c),
     beside a plain full decode + Lanczos resize.
-Targets: latency <= 0.25x of raw on ``wan`` and preparation <= 0.45x of the plain path (issue
-5); bytes <= 1.1x of the plain q85 JPEG on every photo, SSIM >= ``SIMILARITY_THRESHOLD`` on every
-prepared upload, preparation <= 100 ms per photo on one core (issue 20).
+Targets: latency <= 0.25x of raw on ``wan`` and preparation <= 0.45x of the plain path;
+bytes <= 1.1x of the plain q85 JPEG on every photo, SSIM >= ``SIMILARITY_THRESHOLD`` on every
+prepared upload, preparation <= 100 ms per photo on one core.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ QUICK_DEADLINE_S = 24.0
 MIN_ROUNDS = 2
 # Interleaved preparation runs per photo for the ms figures (their median counts).
 PREP_RUNS = 3
-FIXED_QUALITY = 95  # the preparation before issue 20 (4:4:4: preprocess keeps it at >= 90)
+FIXED_QUALITY = 95  # the earlier fixed-quality preparation (4:4:4: preprocess keeps it at >= 90)
 
 
 class ImageUpload:
@@ -190,7 +190,8 @@ def prep_and_quality(photos: list[bytes]) -> dict[str, Any]:
     ms, beside a plain q85 JPEG and a plain full decode + Lanczos (image_prep.measure_photo).
 
     Keeps the keys earlier runs had (``prep_ms``, ``plain_ms``, ``psnr_db``...: the measured
-    upload's figures) and adds ``photos`` (per photo, every upload) and ``issue20``."""
+    upload's figures) and adds ``photos`` (per photo, every upload) and ``photo_targets``
+    (``image_prep.summary``: the targets checked over the photos)."""
     from llmclient.preprocess import prepare_image
 
     from ..image_prep import measure_photo, summary
@@ -208,7 +209,7 @@ def prep_and_quality(photos: list[bytes]) -> dict[str, Any]:
             "psnr_db_min": min(psnr_db), "prepared_size": figures[0].size, "pinned_core": core,
             "prep_ms_q95": q95_ms, "prep_ms_p50_q95": statistics.median(q95_ms),
             "prep_runs": PREP_RUNS, "photos": [f.as_dict() for f in figures],
-            "issue20": summary(figures)}
+            "photo_targets": summary(figures)}
 
 
 def upload_figures(records: Mapping[str, list[RequestRecord]],
@@ -281,10 +282,10 @@ def describe(series: Mapping[str, Any], network: str) -> list[str]:
             f"({series['bytes_sent_prepared'] / series['bytes_sent_raw']:.3f}x){q95}; server "
             f"image decode p50 {series.get('server_image_ms_raw', float('nan')):.0f} -> "
             f"{series.get('server_image_ms_prepared', float('nan')):.0f} ms")
-    if "issue20" in series:
+    if "photo_targets" in series:
         from ..image_prep import describe_summary
 
-        lines.append(describe_summary(series["issue20"]))
+        lines.append(describe_summary(series["photo_targets"]))
     lines.append(f"sent {series['prepared_size'][0]}x{series['prepared_size'][1]}; model-view "
                  f"PSNR measured quality vs raw: min {series['psnr_db_min']:.1f} dB (for "
                  f"reference; the bar is SSIM now)")

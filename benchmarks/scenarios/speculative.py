@@ -12,7 +12,7 @@ default: ~60 ms per request outside the GPU, ~10 ms per output token, prefix cac
 * ``prefix``: the next turn of a long conversation (8,000+ prompt tokens), streamed; TTFT
   cold vs after ``client.warm(...)`` of the conversation so far during the think time.
 
-Targets (issue 7): a correctly predicted follow-up at p50 <= 0.1x its uncached latency; TTFT
+Targets: a correctly predicted follow-up at p50 <= 0.1x its uncached latency; TTFT
 after warming <= 0.3x; extra load within the budget's ``max_load_share``.
 """
 

@@ -1,9 +1,10 @@
 """What one request may cost the reference server, and how long it may take to arrive.
 
 A server that anyone on the network can reach must not let one small request take it down:
-100,000 one-word embedding inputs (0.7 MB of JSON) once held the event loop for over a minute
-and grew the process to 5 GB. Each bound below answers 400 (or 408) in OpenAI's error shape
-and names the limit; the provider's own figure is used where one is published.
+100,000 one-word embedding inputs (well under a megabyte of JSON) once held the event loop
+until health checks timed out and grew the process by gigabytes. Each bound below answers 400
+(or 408) in OpenAI's error shape and names the limit; the provider's own figure is used where
+one is published.
 """
 
 from __future__ import annotations

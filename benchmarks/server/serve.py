@@ -2,8 +2,8 @@
 
 Default server: granian (Rust HTTP/1.1 + HTTP/2 on hyper, ASGI), embedded in this process's
 event loop. Chosen by measurement (README "Choosing the HTTP server"): on the same 2-core VM
-and the same raw ASGI app, h2load with 16 streams on one connection cost about 0.07-0.11 ms of
-server CPU per HTTP/2 request under granian against 0.31-0.33 ms under hypercorn. granian's
+and the same raw ASGI app, h2load with 16 streams on one connection cost granian a fraction of
+hypercorn's server CPU per HTTP/2 request (the figures are in that README section). granian's
 ``auto`` mode serves HTTP/1.1 and h2c with prior knowledge (RFC 9113 §3.3) on one plain port and
 negotiates h2 by ALPN under TLS. hypercorn (pure Python, on h2) stays available with
 ``--server hypercorn``; the app code path is the same.

@@ -1,5 +1,5 @@
 """The image scenario's figures (benchmarks/image_prep.py, benchmarks/scenarios/images.py):
-every upload of a photo measured side by side, issue 20's targets checked, and the result's
+every upload of a photo measured side by side, the targets checked, and the result's
 series readable back from JSON. A small camera-like photo keeps it fast; no timing asserts."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_every_upload_is_measured_against_the_same_resized_original(figures: Pho
     assert figures.size == (1024, 768)
     raw, q95, measured = (figures.uploads[name] for name in UPLOADS)
     assert raw.bytes == figures.source_bytes and raw.quality is None and raw.prep_ms == 0
-    # The preparation before issue 20: the caller's fixed quality, full-resolution chroma.
+    # The earlier fixed-quality preparation: the caller's fixed quality, full-resolution chroma.
     assert (q95.quality, q95.subsampled, q95.quality_source) == (FIXED_QUALITY, False, "fixed")
     assert measured.quality_source in ("measured", "budget")  # a loaded machine may cut it
     assert measured.bytes < q95.bytes < raw.bytes
@@ -43,7 +43,7 @@ def test_every_upload_is_measured_against_the_same_resized_original(figures: Pho
     assert set(figures.prep_runs) == {"q95", "prepared", "plain"}
 
 
-def test_summary_checks_issue_20s_targets(figures: PhotoFigures) -> None:
+def test_summary_checks_the_photo_targets(figures: PhotoFigures) -> None:
     s = summary([figures])
     assert s["ssim_ok"] and s["ssim_min"] >= SIMILARITY_THRESHOLD
     assert s["bytes_ok"] == (s["bytes_vs_q85_max"] <= 1.1)

@@ -1,4 +1,4 @@
-"""Cache backends fail open (issue 14): an unusable backend is a logged, counted miss.
+"""Cache backends fail open: an unusable backend is a logged, counted miss.
 
 Real SQLite files and a real redis-server; the calls go to the live reference server. Also:
 ``~`` in SQLite specs, 0600 files, and signed entries that refuse a forged one.

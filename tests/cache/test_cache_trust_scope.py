@@ -1,4 +1,4 @@
-"""Credential scope from what is sent (issue 14): no cached or prefetched answer crosses tenants.
+"""Credential scope from what is sent: no cached or prefetched answer crosses tenants.
 
 The probe: two tenants whose credential travels in a header (``default_headers``,
 ``extra_headers``, Azure's ``api-key``, ``x-api-key``, ``Cookie``, ``proxy-authorization``)

@@ -1,4 +1,4 @@
-"""Image preparation end to end: llmclient against the live reference server (issue 5).
+"""Image preparation end to end: llmclient against the live reference server.
 
 A 12-megapixel camera JPEG with EXIF orientation 6 and GPS (benchmarks.photos) goes into a
 chat message as a data URL, a path or a PIL image. What reached the server is checked from
@@ -167,7 +167,7 @@ def test_each_source_kind_reaches_the_server_resized_and_stripped(
         "file-url": f"file://{photo_path}",
         "pil": Image.open(photo_path),
     }[kind]
-    # Strings in messages are never read as files unless the program opts in (issue 14).
+    # Strings in messages are never read as files unless the program opts in.
     images = {"local_paths": True} if kind in ("path", "file-url") else None
     wire = Wire()
     http_client = httpx.Client(event_hooks={"request": [wire.hook]})

@@ -1,4 +1,4 @@
-"""No local file leaves the machine from message content (issue 14).
+"""No local file leaves the machine from message content.
 
 Strings in ``image_url`` parts are URLs: a path, ``file://`` or device name in a message is
 sent to the live reference server as it is (which rejects it), never read. Files are read

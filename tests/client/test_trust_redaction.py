@@ -1,4 +1,4 @@
-"""Secrets never in text (issue 14): exception messages, log lines, repr, timings.
+"""Secrets never in text: exception messages, log lines, repr, timings.
 
 The probe: a ``base_url`` with ``user:password@`` put the password in ``APIConnectionError``
 text and in the retry log line. Checked against a real refused port and the live reference

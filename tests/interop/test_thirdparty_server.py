@@ -5,7 +5,7 @@ FastAPI, uvicorn, sse-starlette, starlette-context) runs a tiny random-weight ll
 here. The official ``openai`` client against the same server is the reference: at temperature
 0 the model is deterministic, so llmclient must get the same answers, sync and async.
 
-Two regressions found against this server (issue 17):
+Two regressions found against this server:
 - its request-id middleware answers 400 with an empty body to any ``X-Request-ID`` that is
   not a UUID; llmclient sent ``<trace-id>-<span-id>`` and every call failed;
 - a stream it interrupts (a new request arrived: ``interrupt_requests``, on by default) ends

@@ -1,4 +1,4 @@
-"""The wire-bytes benchmark runs, and its byte counts (not timings) meet issue 8's targets."""
+"""The wire-bytes benchmark runs, and its byte counts (not timings) meet the benchmark's targets."""
 
 from __future__ import annotations
 

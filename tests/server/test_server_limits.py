@@ -1,4 +1,4 @@
-"""What one client may cost the reference server (issue 14), against the real server process.
+"""What one client may cost the reference server, against the real server process.
 
 Each test once failed: 100,000 one-word embedding inputs held the event loop for over a minute
 (/health timed out), a body that stopped arriving kept its connection for over 70 s, SIGTERM

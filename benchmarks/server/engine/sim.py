@@ -6,7 +6,7 @@ ever sleeps on its own, so queueing, batching and preemption behave as on a real
 
 Sleeping is deadline-corrected: if the event loop woke late on the previous step, the next sleep
 is shortened by the overshoot, so a run of steps averages the profile's step time even on a busy
-machine (asyncio timers overshoot by ~0.1-1 ms).
+machine (asyncio timers routinely wake late).
 """
 
 from __future__ import annotations
