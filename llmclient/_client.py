@@ -70,10 +70,12 @@ if TYPE_CHECKING:
         AsyncCompletions,
         AsyncEmbeddings,
         AsyncModels,
+        AsyncResponses,
         Chat,
         Completions,
         Embeddings,
         Models,
+        Responses,
     )
 
 __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
@@ -221,7 +223,7 @@ class BaseClient:
         # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
         # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
         self._compress = compress
-        # Speculative prefetch and prefix warming (issue 7, ``_prefetch``): state exists once
+        # Speculative prefetch and prefix warming (``_prefetch``): state exists once
         # speculation is configured or first used; calls are observed only while it exists.
         self._speculation: Any = None
         if speculation is not None or prefetch:
@@ -349,13 +351,10 @@ class BaseClient:
 
     @staticmethod
     def _prepare(call: Call) -> Call:
-        """Hand image parts to ``llmclient._images`` (issue 5) when the payload has any."""
+        """Hand image parts to ``llmclient._images`` when the payload has any."""
         if call.body is None or call.options.images is False or not _has_image_part(call.body):
             return call
-        try:
-            from . import _images  # written by the preprocess work (issue 5)
-        except ImportError:
-            return call
+        from . import _images  # with Pillow: loaded by the first call that carries an image
         started = time.perf_counter()
         body, stats = _images.prepare_payload(call.body, call.options)
         call.body = body
@@ -363,7 +362,7 @@ class BaseClient:
         call.record.image_bytes_saved = int(getattr(stats, "bytes_saved", 0) or 0)
         return call
 
-    # -- stage: lookup / store (cache, issue 6) ------------------------------------------------
+    # -- stage: lookup / store (cache) ---------------------------------------------------------
 
     def _cache_for(self, call: Call) -> Any:
         """The ResponseCache for this call, or None (``llmclient.cache``, imported on first use)."""
@@ -381,9 +380,10 @@ class BaseClient:
     # -- stage: encode -------------------------------------------------------------------------
 
     def _codec_for(self, call: Call) -> Codec:
-        """JSON unless the call asks for protobuf (issue 8's codec, imported on first use)."""
+        """JSON unless the call asks for protobuf (the codec is imported on first use). The
+        Responses API has no protobuf schema: always JSON."""
         mode = call.options.wire
-        if mode == "json":
+        if mode == "json" or call.path == "/responses":
             return JSON_CODEC
         from . import _protobuf
 
@@ -769,11 +769,12 @@ class OpenAI(SyncPassthrough, BaseClient):
         self._transport: SyncTransport | None = (
             None if self._http_client is not None else shared_sync_transport(self._transport_settings)
         )
-        from ._resources import Chat, Completions, Embeddings, Models
+        from ._resources import Chat, Completions, Embeddings, Models, Responses
 
         self.chat: Chat = Chat(self)
         self.completions: Completions = Completions(self)
         self.embeddings: Embeddings = Embeddings(self)
+        self.responses: Responses = Responses(self)
         self.models: Models = Models(self)
         if self._warm:
             self.warmup()
@@ -953,12 +954,12 @@ class OpenAI(SyncPassthrough, BaseClient):
                 span.end(call, None)
 
     def _lookup(self, call: Call) -> Any:
-        """Cache seam (issue 6): a CacheHandle (hit, join or lead) or None when not cached."""
+        """Cache seam: a CacheHandle (hit, join or lead) or None when not cached."""
         cache = self._cache_for(call)
         return cache.begin(call) if cache is not None else None
 
     def _store(self, handle: Any, value: dict[str, Any]) -> None:
-        """Cache seam (issue 6): keep a complete non-stream answer."""
+        """Cache seam: keep a complete non-stream answer."""
         handle.store_response(value)
 
     def _after(self, call: Call, value: dict[str, Any]) -> None:
@@ -981,11 +982,18 @@ class AsyncOpenAI(AsyncPassthrough, BaseClient):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        from ._resources import AsyncChat, AsyncCompletions, AsyncEmbeddings, AsyncModels
+        from ._resources import (
+            AsyncChat,
+            AsyncCompletions,
+            AsyncEmbeddings,
+            AsyncModels,
+            AsyncResponses,
+        )
 
         self.chat: AsyncChat = AsyncChat(self)
         self.completions: AsyncCompletions = AsyncCompletions(self)
         self.embeddings: AsyncEmbeddings = AsyncEmbeddings(self)
+        self.responses: AsyncResponses = AsyncResponses(self)
         self.models: AsyncModels = AsyncModels(self)
         self._warm_task: asyncio.Task[None] | None = None
         if self._warm:

@@ -81,6 +81,11 @@ def _not_json_message(data: bytes, content_type: str, exc: Exception) -> str:
     return f"Malformed response: body is not valid JSON ({exc}): {data[:120]!r}"
 
 
+# The Responses API's stream ends with one of these events (and no ``[DONE]``).
+RESPONSE_END_EVENTS: frozenset[str] = frozenset(
+    {"response.completed", "response.incomplete", "response.failed", "error"})
+
+
 class SSEDecoder:
     """Server-Sent Events (WHATWG HTML, section 9.2.6) carrying OpenAI JSON chunks.
 
@@ -140,11 +145,13 @@ class SSEDecoder:
                 f"Malformed stream: SSE event {self._seen + 1} is not a JSON object: {payload[:120]!r}"
             )
         self._seen += 1
-        if event == b"error" and "error" not in obj:
-            obj = {"error": obj}
+        if event == b"error" and "error" not in obj and obj.get("type") != "error":
+            obj = {"error": obj}  # a Responses ``error`` event is typed: handed on as it is
         for choice in obj.get("choices") or ():
             if choice.get("finish_reason"):
                 self._finished = True
+        if obj.get("type") in RESPONSE_END_EVENTS:
+            self._finished = True
         return obj
 
     def close(self) -> None:
@@ -161,7 +168,7 @@ class SSEDecoder:
         if not self._done and not self._finished:
             raise IncompleteStreamError(
                 f"Incomplete stream: the server closed the stream after {self._seen} events "
-                "without a finish_reason or 'data: [DONE]'"
+                "without a finish_reason, a final response event or 'data: [DONE]'"
             )
 
 

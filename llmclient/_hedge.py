@@ -50,6 +50,7 @@ __all__ = [
 
 HEDGE_HEADER = "x-llm-hedge"
 _HEDGED_PATHS = ("/chat/completions", "/completions", "/embeddings")
+RESPONSES_PATH = "/responses"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +93,13 @@ def hedge_config(value: Any) -> HedgeConfig | None:
 
 
 def eligible(method: str, path: str, body: Mapping[str, Any] | None) -> bool:
-    """Whether a call may be sent twice (pure). Streams may: they race on their first token."""
+    """Whether a call may be sent twice (pure). Streams may: they race on their first token.
+    A request the server stores (``store``: chat's opt-in, the Responses API's default) may not:
+    the losing copy would leave a second stored answer behind."""
     if method != "POST" or body is None or body.get("store") is True:
         return False
+    if path.endswith(RESPONSES_PATH):
+        return body.get("store") is False
     return path.endswith(_HEDGED_PATHS)
 
 

@@ -276,6 +276,42 @@ CreateEmbeddingResponse = _model(
 Model = _model("Model", "id created object owned_by")
 
 
+# The Responses API (openai/types/responses/response.py and the stream events).
+ResponseOutputText = _model("ResponseOutputText", "annotations text type logprobs")
+ResponseOutputItem = _model(
+    "ResponseOutputItem", "id content role status type arguments call_id name summary",
+    {"content": ResponseOutputText},
+)
+ResponseUsage = _model(
+    "ResponseUsage", "input_tokens input_tokens_details output_tokens output_tokens_details total_tokens")
+
+
+class Response(BaseModel):
+    """A Responses API answer; ``output_text`` joins its output's text, as the official one does."""
+
+    _fields = frozenset((
+        "id", "created_at", "error", "incomplete_details", "instructions", "metadata", "model", "object",
+        "output", "parallel_tool_calls", "temperature", "tool_choice", "tools", "top_p", "background",
+        "max_output_tokens", "previous_response_id", "reasoning", "service_tier", "status", "text",
+        "truncation", "usage", "user", "store",
+    ))
+    _children = {"output": ResponseOutputItem, "usage": ResponseUsage}
+
+    @property
+    def output_text(self) -> str:
+        return "".join(part.get("text") or "" for item in self._data.get("output") or ()
+                       if item.get("type") == "message"
+                       for part in item.get("content") or () if part.get("type") == "output_text")
+
+
+ResponseStreamEvent = _model(
+    "ResponseStreamEvent",
+    "type sequence_number response item_id output_index content_index delta text item part logprobs "
+    "code message param arguments name",
+    {"response": Response, "item": ResponseOutputItem, "part": ResponseOutputText},
+)
+
+
 class SyncPage(BaseModel, Generic[_M]):
     """A list response (``models.list()``): iterate it for the items, ``.data`` for the list."""
 
@@ -374,8 +410,37 @@ chat_completion_chunk = _Factory("openai.types.chat:ChatCompletionChunk", ChatCo
 completion = _Factory("openai.types:Completion", Completion)
 create_embedding_response = _Factory("openai.types:CreateEmbeddingResponse", CreateEmbeddingResponse)
 model = _Factory("openai.types:Model", Model)
+response = _Factory("openai.types.responses:Response", Response)
 _model_page = _Factory("openai.pagination:SyncPage", SyncPage)
 _async_model_page = _Factory("openai.pagination:AsyncPage", SyncPage)
+
+
+class _UnionFactory(_Factory):
+    """``make(data)`` for a union the official types discriminate (``module:Name`` is the
+    annotated union): pydantic picks the member by its tag; a member it does not know (a newer
+    event type) is kept as sent, as the official client keeps it."""
+
+    __slots__ = ()
+
+    def _resolve(self) -> Callable[[dict[str, Any]], Any]:
+        union: Any = self.official_class()
+        if union is None:
+            return self.light
+        from openai import BaseModel as OfficialBase
+        from pydantic import TypeAdapter, ValidationError
+
+        validate = TypeAdapter(union).validate_python
+
+        def build(data: dict[str, Any]) -> Any:
+            try:
+                return validate(data)
+            except ValidationError:
+                return OfficialBase.construct(**data)
+
+        return build
+
+
+response_stream_event = _UnionFactory("openai.types.responses:ResponseStreamEvent", ResponseStreamEvent)
 
 
 def _page(factory: _Factory, data: dict[str, Any]) -> Any:

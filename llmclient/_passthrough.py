@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     )
     from openai.resources.conversations import AsyncConversations, Conversations
     from openai.resources.realtime import AsyncRealtime, Realtime
-    from openai.resources.responses import AsyncResponses, Responses
     from openai.resources.webhooks import AsyncWebhooks, Webhooks
 
     from ._transport import TransportSettings
@@ -333,8 +332,11 @@ class _Passthrough:
     """Mixed into OpenAI / AsyncOpenAI: the official attributes llmclient does not implement."""
 
 
+# ``responses`` is llmclient's own (``create`` accelerated; its other methods passed through).
+ACCELERATED = frozenset({"responses"})
 for _name in (*RESOURCES, *METHODS, *SETTINGS):
-    setattr(_Passthrough, _name, _passed_attr(_name))
+    if _name not in ACCELERATED:
+        setattr(_Passthrough, _name, _passed_attr(_name))
 
 
 class SyncPassthrough(_Passthrough):
@@ -350,7 +352,6 @@ class SyncPassthrough(_Passthrough):
         images: r.Images
         moderations: r.Moderations
         realtime: Realtime
-        responses: Responses
         uploads: r.Uploads
         vector_stores: r.VectorStores
         videos: r.Videos
@@ -380,7 +381,6 @@ class AsyncPassthrough(_Passthrough):
         images: r.AsyncImages
         moderations: r.AsyncModerations
         realtime: AsyncRealtime
-        responses: AsyncResponses
         uploads: r.AsyncUploads
         vector_stores: r.AsyncVectorStores
         videos: r.AsyncVideos

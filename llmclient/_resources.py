@@ -23,12 +23,15 @@ from ._models import (
     create_embedding_response,
     jsonable,
     models_page,
+    response_stream_event,
 )
 from ._models import model as model_object
+from ._models import response as response_object
 
 if TYPE_CHECKING:
     # The official types are what create() returns when ``openai`` is installed (_models).
     from openai.types.chat import ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent
 
     from ._call import NotGiven
     from ._client import AsyncOpenAI, BaseClient, OpenAI
@@ -42,11 +45,13 @@ __all__ = [
     "AsyncCompletions",
     "AsyncEmbeddings",
     "AsyncModels",
+    "AsyncResponses",
     "Chat",
     "ChatCompletions",
     "Completions",
     "Embeddings",
     "Models",
+    "Responses",
 ]
 
 Headers = Mapping[str, str] | None
@@ -115,6 +120,49 @@ class _Resource:
             method, path, body, options=options, stream=stream, extra_headers=extra_headers,
             extra_query=extra_query, extra_body=extra_body, timeout=timeout,
         )
+
+
+class _ResponsesBase(_Resource):
+    """``client.responses``: ``create`` (streamed or not) runs through llmclient's pipeline, as
+    chat does (HTTP/2, trace ids, timings, the cache where the answer is deterministic, hedging
+    when ``store`` is False); every other method (``retrieve``, ``delete``, ``cancel``,
+    ``input_items``, ``parse``, ``stream`` ...) is the official client's, passed through."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from ._passthrough import passed
+
+        return getattr(passed(self._client, "responses"), name)
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _CreateOrPassed(self, _RawProxy(self), "with_raw_response")
+
+    @property
+    def with_streaming_response(self) -> Any:
+        return _CreateOrPassed(self, _StreamingProxy(self), "with_streaming_response")
+
+    def _create_call(self, params: dict[str, Any], stream: Any, extra_headers: Headers,
+                     extra_query: Mapping[str, Any] | None, extra_body: Mapping[str, Any] | None,
+                     timeout: Any) -> Call:
+        return self._call("POST", "/responses", params, stream=_is_stream(stream), extra_headers=extra_headers,
+                          extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+
+
+class _CreateOrPassed:
+    """``responses.with_raw_response`` (or ``with_streaming_response``): ``create`` is ours,
+    the rest the official resource's own."""
+
+    def __init__(self, resource: _ResponsesBase, ours: Any, name: str) -> None:
+        self._resource, self._ours, self._name = resource, ours, name
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "create":
+            return self._ours.create
+        from ._passthrough import passed
+
+        return getattr(getattr(passed(self._resource._client, "responses"), self._name), name)
 
 
 def _raw_with(raw: Any, parsed: Any) -> Any:
@@ -332,6 +380,60 @@ class Completions(_Resource):
         return self._client._request(call, completion, _raw)
 
 
+class Responses(_ResponsesBase):
+    _client: OpenAI
+
+    @overload
+    def create(
+        self,
+        *,
+        stream: Literal[False] | NotGiven | None = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Response: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        stream: Literal[True],
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Stream[ResponseStreamEvent]: ...
+
+    @overload
+    def create(
+        self,
+        *,
+        stream: bool,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Response | Stream[ResponseStreamEvent]: ...
+
+    def create(
+        self,
+        *,
+        stream: Any = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        call = self._create_call(params, stream, extra_headers, extra_query, extra_body, timeout)
+        return self._client._request(call, response_object, _raw, response_stream_event)
+
+
 class Embeddings(_Resource):
     _client: OpenAI
 
@@ -531,6 +633,60 @@ class AsyncCompletions(_Resource):
         call = self._call("POST", "/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
         return await self._client._request(call, completion, _raw)
+
+
+class AsyncResponses(_ResponsesBase):
+    _client: AsyncOpenAI
+
+    @overload
+    async def create(
+        self,
+        *,
+        stream: Literal[False] | NotGiven | None = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Response: ...
+
+    @overload
+    async def create(
+        self,
+        *,
+        stream: Literal[True],
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> AsyncStream[ResponseStreamEvent]: ...
+
+    @overload
+    async def create(
+        self,
+        *,
+        stream: bool,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        **params: Any,
+    ) -> Response | AsyncStream[ResponseStreamEvent]: ...
+
+    async def create(
+        self,
+        *,
+        stream: Any = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        call = self._create_call(params, stream, extra_headers, extra_query, extra_body, timeout)
+        return await self._client._request(call, response_object, _raw, response_stream_event)
 
 
 class AsyncEmbeddings(_Resource):

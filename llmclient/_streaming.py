@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from . import _otel
+from ._codec import RESPONSE_END_EVENTS
 from ._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from ._logging import current_trace_id
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncStream", "Stream"]
 
 _T = TypeVar("_T")
+RESPONSES_PATH = "/responses"
 
 
 class _StreamBase(Generic[_T]):
@@ -51,6 +53,9 @@ class _StreamBase(Generic[_T]):
         self._on_complete = on_complete
         self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
         self._choices: dict[int, bool] = {}  # choice index -> finish_reason seen
+        # A Responses stream is typed events, complete at its final event (``_end``) instead.
+        self._events = call.path == RESPONSES_PATH
+        self._end: str | None = None
         self._closed = False
         self.trace_id = call.trace.trace_id
         self._request_id = response.headers.get("x-request-id")
@@ -60,16 +65,36 @@ class _StreamBase(Generic[_T]):
         return self._call.record
 
     def _handle(self, objs: list[dict[str, Any]]) -> list[_T]:
+        if self._events:
+            return self._handle_events(objs)
         out = []
         record = self._call.record
         for obj in objs:
-            if obj.get("error"):
+            if obj.get("error") or obj.get("type") == "error":
                 raise self._annotate(APIError(_error_message(obj), body=obj))
             if record.first_token_ms is None and _has_token(obj):
                 record.mark_first_token()
             choices = obj.get("choices")
             if choices:
                 _track_choices(self._choices, choices)
+            if self._chunks is not None:
+                self._chunks.append(obj)
+            out.append(self._make(obj))
+        return out
+
+    def _handle_events(self, objs: list[dict[str, Any]]) -> list[_T]:
+        """Responses API events: yielded as they come, ``error`` events included (as the
+        official client yields them); a bare ``{"error": ...}`` (a proxy's) raises."""
+        out = []
+        record = self._call.record
+        for obj in objs:
+            kind = obj.get("type")
+            if kind is None and obj.get("error"):
+                raise self._annotate(APIError(_error_message(obj), body=obj))
+            if record.first_token_ms is None and kind is not None and kind.endswith(".delta"):
+                record.mark_first_token()
+            if kind in RESPONSE_END_EVENTS:
+                self._end = kind
             if self._chunks is not None:
                 self._chunks.append(obj)
             out.append(self._make(obj))
@@ -83,11 +108,19 @@ class _StreamBase(Generic[_T]):
             self._decoder.close()
         except OpenAIError as exc:
             raise self._annotate(exc) from None
-        unfinished = unfinished_message(self._choices, self._decoder.done)
+        if self._events:
+            if self._end is None:
+                raise self._annotate(IncompleteStreamError(
+                    "Incomplete stream: the stream ended before response.completed, "
+                    "response.incomplete, response.failed or error"))
+            unfinished = None
+        else:
+            unfinished = unfinished_message(self._choices, self._decoder.done)
         if unfinished is not None:
             raise self._annotate(IncompleteStreamError(unfinished))
         self.__dict__["_complete"] = True
-        if self._on_complete is not None and self._chunks is not None:
+        # Only a whole answer is kept (cache) or followed up (prefetch): not a failed response.
+        if self._on_complete is not None and self._chunks is not None and self._end in (None, "response.completed"):
             self._on_complete(self._call, self._chunks)
 
     def _transport_error(self, exc: Exception) -> APIError:
@@ -251,7 +284,7 @@ def _has_token(obj: dict[str, Any]) -> bool:
 
 
 def _error_message(obj: dict[str, Any]) -> str:
-    err = obj.get("error")
+    err = obj.get("error", obj)  # {"error": {...}}, or a typed error event itself
     if isinstance(err, dict) and err.get("message"):
         return f"Error in stream: {err['message']}"
     return f"Error in stream: {err!r}"

@@ -1,4 +1,4 @@
-"""What the sync and async clients share, written once, async.
+"""What both clients share, written once as coroutines (the blocking twin is generated).
 
 Each module here has a synchronous twin in ``llmclient/_sync/`` that ``scripts/unasync.py``
 writes (``async``/``await`` dropped, ``Async*`` names and ``a*`` methods renamed); ``make lint``

@@ -1,6 +1,6 @@
 # Generated from llmclient/_async/__init__.py by scripts/unasync.py: do not edit here, edit that
 # file and run `python scripts/unasync.py` (make lint checks that this file is current).
-"""What the sync and sync clients share, written once, sync.
+"""What both clients share, written once as coroutines (the blocking twin is generated).
 
 Each module here has a synchronous twin in ``llmclient/_sync/`` that ``scripts/unasync.py``
 writes (``sync``/``await`` dropped, ``Async*`` names and ``a*`` methods renamed); ``make lint``

@@ -195,7 +195,10 @@ class ResponseCache(CacheIO, AsyncCacheIO):
     @staticmethod
     def entry_for_response(plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
         """An entry for a complete non-stream answer; None for an error body."""
-        if "error" in response or (plan.endpoint != "embeddings" and not response.get("choices")):
+        if plan.endpoint == "responses":  # its JSON always has "error": null
+            if response.get("error") is not None or response.get("status") != "completed":
+                return None
+        elif "error" in response or (plan.endpoint != "embeddings" and not response.get("choices")):
             return None
         return CachedEntry.from_response(plan.endpoint, response)
 

@@ -105,19 +105,26 @@ def decode_entry(data: bytes) -> CachedEntry:
 
 
 def stream_finished(chunks: Iterable[Mapping[str, Any]]) -> bool:
-    """True when every choice seen in the stream ended with a finish_reason.
+    """True when every choice seen in the stream ended with a finish_reason (a Responses API
+    stream: when it ended with ``response.completed``).
 
     A cut or cancelled stream has at least one choice without one (or none at all) and must
     not be stored: replaying it would present a truncated answer as complete.
     """
     seen: set[int] = set()
     finished: set[int] = set()
+    last_event: Any = None
     for chunk in chunks:
+        if "type" in chunk:
+            last_event = chunk["type"]
+            continue
         for choice in chunk.get("choices") or ():
             index = choice.get("index", 0)
             seen.add(index)
             if choice.get("finish_reason"):
                 finished.add(index)
+    if last_event is not None:
+        return not seen and last_event == "response.completed"
     return bool(seen) and seen == finished
 
 
@@ -168,6 +175,11 @@ def merge_chunks(endpoint: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """Merge stream chunks into the non-stream response the server would have sent."""
     if not chunks:
         raise EntryError("cannot merge an empty stream")
+    if endpoint == "responses":
+        for event in reversed(chunks):
+            if event.get("type") == "response.completed" and isinstance(event.get("response"), dict):
+                return _copy(event["response"])
+        raise EntryError("a Responses stream without response.completed")
     first = chunks[0]
     chat = endpoint == "chat.completions"
     choices: dict[int, dict[str, Any]] = {}
@@ -256,6 +268,41 @@ def _chunk_stream(endpoint: str, response: Mapping[str, Any]) -> list[dict[str, 
     return chunks
 
 
+def _event_stream(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Responses API events a server streams for ``response``: created, in_progress, each
+    output item with its content parts (text in word-sized deltas), completed."""
+    head = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": head},
+                                    {"type": "response.in_progress", "response": head}]
+    for oi, item in enumerate(response.get("output") or ()):
+        if item.get("type") != "message":
+            events.append({"type": "response.output_item.added", "output_index": oi, "item": item})
+            events.append({"type": "response.output_item.done", "output_index": oi, "item": item})
+            continue
+        item_id = item.get("id")
+        events.append({"type": "response.output_item.added", "output_index": oi,
+                       "item": {**item, "status": "in_progress", "content": []}})
+        for ci, part in enumerate(item.get("content") or ()):
+            at = {"item_id": item_id, "output_index": oi, "content_index": ci}
+            text_field = "text" if part.get("type") == "output_text" else "refusal"
+            events.append({"type": "response.content_part.added", **at, "part": {**part, text_field: ""}})
+            text = part.get(text_field) or ""
+            if text_field == "text":
+                events += [{"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []}
+                           for piece in _split_text(text)]
+                events.append({"type": "response.output_text.done", **at, "text": text,
+                               "logprobs": part.get("logprobs") or []})
+            else:
+                events.append({"type": "response.refusal.delta", **at, "delta": text})
+                events.append({"type": "response.refusal.done", **at, "refusal": text})
+            events.append({"type": "response.content_part.done", **at, "part": part})
+        events.append({"type": "response.output_item.done", "output_index": oi, "item": item})
+    events.append({"type": "response.completed", "response": dict(response)})
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
 def _copy(value: Any) -> Any:
     # Entries hold plain JSON, so an orjson round trip is a deep copy, ~7x faster than deepcopy.
     return orjson.loads(orjson.dumps(value))
@@ -273,13 +320,15 @@ def replay_response(entry: CachedEntry) -> dict[str, Any]:
 
 def replay_chunks(entry: CachedEntry, include_usage: bool = False) -> list[dict[str, Any]]:
     """The stream of chunks for an entry; the usage-only chunk only when asked for."""
-    if entry.endpoint not in ("chat.completions", "completions"):
+    if entry.endpoint not in ("chat.completions", "completions", "responses"):
         raise EntryError(f"{entry.endpoint} answers cannot be streamed")
     if entry.chunks is not None:
         chunks = _copy(entry.chunks)
     else:
         assert entry.response is not None
+        if entry.endpoint == "responses":
+            return _event_stream(_copy(entry.response))
         chunks = _chunk_stream(entry.endpoint, entry.response)
-    if include_usage:
+    if include_usage or entry.endpoint == "responses":
         return chunks
     return [c for c in chunks if c.get("choices") or not c.get("usage")]

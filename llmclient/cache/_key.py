@@ -33,6 +33,7 @@ ENDPOINTS: Mapping[str, str] = {
     "chat/completions": "chat.completions",
     "completions": "completions",
     "embeddings": "embeddings",
+    "responses": "responses",
 }
 
 # Fields that choose the transport shape of the answer, not the answer: a stored completion

@@ -79,6 +79,8 @@ def normalize_options(setting: Any) -> CacheOptions:
 def _is_deterministic(endpoint: str, body: Mapping[str, Any]) -> tuple[bool, str]:
     if endpoint == "embeddings":
         return True, "embeddings are deterministic"
+    if endpoint == "responses" and body.get("background"):
+        return False, "a background response is polled, not answered"
     n = body.get("n")
     if n not in (None, 1):
         return False, f"n={n!r} asks for several samples"

@@ -82,6 +82,9 @@ class AsyncReplayStream(_ReplayBase[_T]):
 
 
 def _has_token(chunk: dict[str, Any]) -> bool:
+    kind = chunk.get("type")
+    if kind is not None:  # a Responses API event
+        return bool(kind.endswith(".delta"))
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta")
         if (delta and (delta.get("content") or delta.get("tool_calls"))) or choice.get("text"):

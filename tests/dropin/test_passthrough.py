@@ -70,6 +70,11 @@ def test_without_openai_installed_the_error_names_the_package(monkeypatch: pytes
     client = llmclient.OpenAI(api_key="k", base_url="http://127.0.0.1:9/v1")
     monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` now fails as if absent
     with pytest.raises(AttributeError, match=r"client.responses .*`openai` package.*pip install openai"):
-        client.responses.create(model=MODEL, input="hi")
+        client.responses.retrieve("resp_1")  # passed through: needs the official package
+    with pytest.raises(AttributeError, match=r"client.files .*`openai` package.*pip install openai"):
+        client.files.list()
     assert not hasattr(client, "files")
-    assert client.chat.completions is not None  # the accelerated calls need no openai
+    # The accelerated calls need no openai: responses.create is ours (it reaches the network).
+    assert client.chat.completions is not None
+    with pytest.raises(llmclient.APIConnectionError):
+        client.with_options(max_retries=0).responses.create(model=MODEL, input="hi")
