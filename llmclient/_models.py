@@ -410,15 +410,46 @@ chat_completion_chunk = _Factory("openai.types.chat:ChatCompletionChunk", ChatCo
 completion = _Factory("openai.types:Completion", Completion)
 create_embedding_response = _Factory("openai.types:CreateEmbeddingResponse", CreateEmbeddingResponse)
 model = _Factory("openai.types:Model", Model)
-response = _Factory("openai.types.responses:Response", Response)
 _model_page = _Factory("openai.pagination:SyncPage", SyncPage)
 _async_model_page = _Factory("openai.pagination:AsyncPage", SyncPage)
 
 
+def _members_by_tag(union: Any) -> dict[str, Any]:
+    """The members of an official union tagged by ``type`` (``Annotated[Union[...], ...]``), by
+    tag. The official annotation is not a pydantic discriminator, so validating against the union
+    itself tries its members in turn (about 50 us for one stream event, against 1.5 us here)."""
+    import typing
+
+    members: Any = typing.get_args(union)[0] if typing.get_origin(union) is typing.Annotated else union
+    by_tag: dict[str, Any] = {}
+    for member in typing.get_args(members):
+        member.model_rebuild()
+        for tag in typing.get_args(member.model_fields["type"].annotation):
+            by_tag[tag] = member
+    return by_tag
+
+
+def _tagged_builder(union: Any, unknown: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    from pydantic import ValidationError
+
+    by_tag = _members_by_tag(union)
+
+    def build(data: dict[str, Any]) -> Any:
+        member = by_tag.get(data.get("type"))  # type: ignore[arg-type]
+        if member is None:
+            return unknown(data)
+        try:
+            return member.__pydantic_validator__.validate_python(data)
+        except ValidationError:
+            return member.construct(**data)
+
+    return build
+
+
 class _UnionFactory(_Factory):
-    """``make(data)`` for a union the official types discriminate (``module:Name`` is the
-    annotated union): pydantic picks the member by its tag; a member it does not know (a newer
-    event type) is kept as sent, as the official client keeps it."""
+    """``make(data)`` for a union the official types tag by ``type`` (``module:Name`` is the
+    annotated union): the member is looked up by the tag and built by its own validator; a tag
+    it does not know (a newer event type) is kept as sent, as the official client keeps it."""
 
     __slots__ = ()
 
@@ -427,19 +458,34 @@ class _UnionFactory(_Factory):
         if union is None:
             return self.light
         from openai import BaseModel as OfficialBase
-        from pydantic import TypeAdapter, ValidationError
 
-        validate = TypeAdapter(union).validate_python
+        return _tagged_builder(union, lambda data: OfficialBase.construct(**data))
+
+
+class _ResponseFactory(_Factory):
+    """The official ``Response``: its ``output`` items are built by their tag first (see
+    :func:`_members_by_tag`), then the response around them, which accepts them as they are."""
+
+    __slots__ = ()
+
+    def _resolve(self) -> Callable[[dict[str, Any]], Any]:
+        whole = super()._resolve()
+        if whole is self.light:
+            return whole
+        from openai.types.responses import ResponseOutputItem
+
+        item = _tagged_builder(ResponseOutputItem, lambda data: data)  # unknown: the union decides
 
         def build(data: dict[str, Any]) -> Any:
-            try:
-                return validate(data)
-            except ValidationError:
-                return OfficialBase.construct(**data)
+            output = data.get("output")
+            if type(output) is list and output:
+                data = {**data, "output": [item(o) if type(o) is dict else o for o in output]}
+            return whole(data)
 
         return build
 
 
+response = _ResponseFactory("openai.types.responses:Response", Response)
 response_stream_event = _UnionFactory("openai.types.responses:ResponseStreamEvent", ResponseStreamEvent)
 
 

@@ -276,6 +276,9 @@ def unfinished_message(choices: dict[int, bool], done: bool) -> str | None:
 
 
 def _has_token(obj: dict[str, Any]) -> bool:
+    kind = obj.get("type")
+    if kind is not None:  # a Responses API event: text, refusal or arguments arriving
+        return bool(kind.endswith(".delta"))
     for choice in obj.get("choices") or ():
         delta = choice.get("delta")
         if (delta and (delta.get("content") or delta.get("tool_calls"))) or choice.get("text"):

@@ -146,3 +146,14 @@ def test_responses_go_as_json_even_where_protobuf_is_asked_for(ref_server: RefSe
     raw = client.responses.with_raw_response.create(model=MODEL, input="Say hi.", temperature=0)
     assert raw.http_request.headers["content-type"] == "application/json"
     assert raw.parse().output_text
+
+
+def test_a_hedged_responses_stream_races_on_its_first_text_delta(ref_server: RefServer) -> None:
+    # hedge after 1 ms: the copy is sent; whichever copy's first delta comes first wins, the
+    # other is cancelled, and the caller reads one whole, complete stream.
+    client = _client(ref_server, hedge=llmclient.HedgeConfig(after_ms=1.0, min_delay_ms=0.0, max_ratio=1.0))
+    stream = client.responses.create(model=MODEL, input="Tell me about the sea.", stream=True,
+                                     store=False, extra_headers={"x-fault": "stall_ms=50"})
+    _check_events(list(stream))
+    assert stream.timings.hedged
+    assert sum(track["hedges"] for track in client.hedge_stats().values()) == 1
