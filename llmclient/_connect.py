@@ -6,12 +6,37 @@ from __future__ import annotations
 
 import socket
 import ssl
+import struct
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-__all__ = ["open_async", "open_sync", "request_timeout"]
+__all__ = ["kernel_timeouts", "open_async", "open_sync", "request_timeout", "set_timeout"]
+
+
+def kernel_timeouts(sock: socket.socket) -> bool:
+    """Whether ``sock``'s timeouts can live in the kernel (a cleartext socket on a platform with
+    SO_RCVTIMEO); such a socket is made blocking here, once."""
+    if isinstance(sock, ssl.SSLSocket) or not hasattr(socket, "SO_RCVTIMEO"):
+        return False
+    sock.settimeout(None)
+    return True
+
+
+def set_timeout(sock: socket.socket, timeout: float | None, kernel: bool) -> None:
+    """A read/write timeout for ``sock``. A cleartext socket stays blocking, its timeouts in the
+    kernel (SO_RCVTIMEO, SO_SNDTIMEO): each read is one recv() instead of CPython's poll() +
+    recv(), so a stream reads once per packet; expiry is EAGAIN (BlockingIOError), which the
+    drivers turn into httpx's timeouts. Over TLS the ssl module retries SSL_read on EAGAIN, so it
+    keeps Python's timeouts."""
+    if kernel:
+        seconds = 0.0 if timeout is None else max(timeout, 1e-3)
+        tv = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+    else:
+        sock.settimeout(timeout)
 
 
 def request_timeout(request: httpx.Request, key: str) -> float | None:

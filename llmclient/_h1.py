@@ -32,7 +32,6 @@ import re
 import select
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
-from ._connect import request_timeout
+from ._connect import kernel_timeouts, request_timeout, set_timeout
 from ._logging import logger
 
 if TYPE_CHECKING:
@@ -411,9 +410,7 @@ class SyncConnection:
         self._pool = pool
         self.last_used = time.monotonic()
         self.closed = False
-        self._kernel_timeouts = not isinstance(sock, ssl.SSLSocket) and hasattr(socket, "SO_RCVTIMEO")
-        if self._kernel_timeouts:
-            sock.settimeout(None)
+        self._kernel_timeouts = kernel_timeouts(sock)
         self._sock_timeout: float | None = -1.0  # nothing set yet
         self._cancelled: Exception | None = None
         self._current: ResponseParser | None = None  # the response in flight
@@ -528,15 +525,7 @@ class SyncConnection:
         if timeout == self._sock_timeout:
             return
         self._sock_timeout = timeout
-        if self._kernel_timeouts:
-            # As in _http2.sync_driver.SyncConnection: cleartext sockets keep their timeouts in the kernel
-            # (one recv() per read, no poll()); expiry is EAGAIN -> BlockingIOError.
-            seconds = 0.0 if timeout is None else max(timeout, 1e-3)
-            tv = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
-        else:
-            self._sock.settimeout(timeout)
+        set_timeout(self._sock, timeout, self._kernel_timeouts)
 
     def _cancel_elsewhere(self, parser: ResponseParser, exc: Exception) -> None:
         """From another thread: the blocked read returns, and the request fails with ``exc``.

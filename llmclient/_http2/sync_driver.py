@@ -12,7 +12,6 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,7 @@ from typing import cast
 
 import httpx
 
-from .._connect import open_sync, request_timeout
+from .._connect import kernel_timeouts, open_sync, request_timeout, set_timeout
 from .._logging import logger
 from .common import (
     ConnectionFacts,
@@ -68,9 +67,7 @@ class SyncConnection(ConnectionFacts):
         self._write_lock = threading.Lock()
         self._reading = False
         self._waiting = 0  # threads waiting on the condition for the reader's news
-        self._kernel_timeouts = not isinstance(sock, ssl.SSLSocket) and hasattr(socket, "SO_RCVTIMEO")
-        if self._kernel_timeouts:
-            sock.settimeout(None)
+        self._kernel_timeouts = kernel_timeouts(sock)
         self._sock_timeout: float | None = -1.0  # nothing set yet
         self.last_used = time.monotonic()
 
@@ -228,16 +225,7 @@ class SyncConnection(ConnectionFacts):
         if timeout == self._sock_timeout:
             return
         self._sock_timeout = timeout
-        if self._kernel_timeouts:
-            # A cleartext socket stays blocking, its timeouts in the kernel (SO_RCVTIMEO,
-            # SO_SNDTIMEO): each read is one recv() instead of CPython's poll() + recv(), and a
-            # stream reads once per packet. Expiry is EAGAIN (BlockingIOError) -> our timeouts.
-            seconds = 0.0 if timeout is None else max(timeout, 1e-3)
-            tv = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
-            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
-        else:  # TLS: the ssl module retries SSL_read on EAGAIN, so it keeps Python's timeouts
-            self._sock.settimeout(timeout)
+        set_timeout(self._sock, timeout, self._kernel_timeouts)
 
     def _broken(self, exc: Exception) -> None:
         with self._cond:
