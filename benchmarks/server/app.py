@@ -666,13 +666,14 @@ class App:
         words: list[list[int]] = [[] for _ in iters]
         results: list[tuple[str, str, RequestTiming | None]] = [("", "length", None)] * len(iters)
         tool = p.tool if isinstance(p, ChatParams) else None
+        document = p if isinstance(p, ChatParams) and p.json_schema is not None and tool is None else None
         if chat:
             for i in range(len(iters)):
                 await emit({"choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
                                          "logprobs": None, "finish_reason": None}]})
         merged = _merge([_paced(it, req.fault) for it in iters])
         try:
-            await self._relay(req, merged, texts, words, results, tool, chat, emit, logprobs)
+            await self._relay(req, merged, texts, words, results, tool, chat, emit, logprobs, document)
         finally:
             await merged.aclose()  # type: ignore[attr-defined]
         return results
@@ -681,7 +682,11 @@ class App:
                      texts: list[TextStream], words: list[list[int]],
                      results: list[tuple[str, str, RequestTiming | None]], tool: ToolChoice | None,
                      chat: bool, emit: Callable[[dict[str, Any]], Any],
-                     logprobs: _StreamLogprobs | None = None) -> None:
+                     logprobs: _StreamLogprobs | None = None, document: ChatParams | None = None) -> None:
+        """``document``: the request asked for a response_format document, streamed once its
+        choice is generated (its strings are drawn from the generated words, as in the
+        non-streamed answer), in chunks of a few tokens."""
+        held = [""] * len(texts) if document is not None else None
         async for i, ev in merged:
             if results[i][2] is not None or texts[i].stopped:
                 continue
@@ -696,7 +701,9 @@ class App:
                 # Stopped by a stop sequence: the engine's own timing never comes (we close
                 # the request early); usage still counts the tokens generated so far.
                 results[i] = ("", finish, ev.timing or RequestTiming(completion_tokens=len(words[i])))
-            if delta and tool is None:
+            if held is not None:
+                held[i] += delta
+            elif delta and tool is None:
                 chunk = _stream_choice(i, delta, None, chat)
                 if logprobs is not None:
                     chunk["choices"][0]["logprobs"] = logprobs.release(i, len(delta))
@@ -705,9 +712,26 @@ class App:
                 if tool is not None:
                     await emit(_tool_delta(i, tool, words[i], req.request_id))
                     finish = "tool_calls"
+                if held is not None and document is not None:
+                    finish = await self._emit_document(i, held[i], document, emit, logprobs)
                 await emit(_stream_choice(i, "", finish, chat))
                 if all(r[2] is not None for r in results):
                     return  # every choice is done (some by a stop sequence): free the engine
+
+
+    @staticmethod
+    async def _emit_document(i: int, text: str, p: ChatParams, emit: Callable[[dict[str, Any]], Any],
+                             logprobs: _StreamLogprobs | None) -> str:
+        """A streamed choice's response_format document, four tokens a chunk; its finish reason."""
+        choice = _json_choice(i, text, p)
+        tokens = text_tokens(choice["message"]["content"])
+        for at in range(0, len(tokens), 4):
+            group = tokens[at:at + 4]
+            chunk = _stream_choice(i, "".join(t[2] for t in group), None, True)
+            if logprobs is not None:
+                chunk["choices"][0]["logprobs"] = chat_logprobs(logprobs.keys[i], group, logprobs.top)
+            await emit(chunk)
+        return str(choice["finish_reason"])
 
 
 class _Cut(Exception):
