@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._scenario import (
+from .records import (
     ChatRequest,
     Driver,
     RequestRecord,

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._scenario import ChatRequest, Driver, RequestRecord, new_trace_id
+from .records import ChatRequest, Driver, RequestRecord, new_trace_id
 
 if TYPE_CHECKING:
     from ._scenario import Context

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._scenario import RequestRecord, ScenarioResult
+from .records import RequestRecord, ScenarioResult
 from .stats import SLO, cdf, ratio, summarize
 
 __all__ = ["SCHEMA", "build_result", "headline", "latency_split", "render_html", "render_table",

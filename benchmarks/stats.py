@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._scenario import RequestRecord
+from .records import RequestRecord
 
 __all__ = [
     "SLO",
