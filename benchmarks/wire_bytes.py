@@ -43,13 +43,15 @@ from typing import Any
 
 import orjson
 
-from llmclient._codec import JSON_CODEC
-from llmclient._compression import MIN_COMPRESS_BYTES, compress
+# The light response views are private: this tool times them against the official types.
 from llmclient._models import ChatCompletion, ChatCompletionChunk, CreateEmbeddingResponse
-from llmclient._protobuf import (
+from llmclient.wire import (
+    JSON_CODEC,
+    MIN_COMPRESS_BYTES,
     PROTOBUF_CODEC,
     PROTOBUF_CONTENT_TYPE,
     StreamEncoder,
+    compress,
     encode_response,
 )
 

@@ -52,6 +52,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from ._call import Wire
 from ._codec import JSON_CODEC, SSEDecoder
 from ._compression import parse_accept_encoding
 from ._errors import IncompleteStreamError, MalformedResponseError
@@ -65,7 +66,6 @@ __all__ = [
     "ProtobufCodec",
     "ProtobufStreamDecoder",
     "StreamEncoder",
-    "WireMode",
     "WireObservation",
     "WireState",
     "accept_header",
@@ -1104,9 +1104,6 @@ PROTOBUF_CODEC: Final = ProtobufCodec()
 
 # --------------------------------------------------------------------------- negotiation
 
-WireMode = Literal["json", "protobuf", "auto"]
-
-
 @dataclass(frozen=True)
 class WireState:
     """What one origin has shown: protobuf (None unknown, True accepts, False refused) and the
@@ -1123,7 +1120,7 @@ class WireObservation:
     retry_as_json: bool  # the call failed only because of the wire: send it again as JSON
 
 
-def choose_wire(mode: WireMode, state: WireState) -> Literal["json", "protobuf"]:
+def choose_wire(mode: Wire, state: WireState) -> Literal["json", "protobuf"]:
     """The wire for the next call to an origin.
 
     ``protobuf`` is sent as asked until the origin refuses it once; ``auto`` sends JSON until the

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from llmclient._compression import compress
+from llmclient.wire import compress
 
 from . import responses, wire
 from ._http import (

@@ -14,21 +14,19 @@ from typing import Any
 
 import orjson
 
-from llmclient._compression import (
+from llmclient.wire import (
+    PROTOBUF_CONTENT_TYPE,
     CompressionError,
+    MalformedResponseError,
+    StreamEncoder,
     choose_request_encoding,
+    decode_body,
     decompress,
+    encode_chunk,
     parse_accept_encoding,
     supported_encodings,
 )
-from llmclient._errors import MalformedResponseError
-from llmclient._protobuf import (
-    PROTOBUF_CONTENT_TYPE,
-    StreamEncoder,
-    decode_body,
-    encode_chunk,
-)
-from llmclient._protobuf import encode_response as encode_protobuf_response
+from llmclient.wire import encode_response as encode_protobuf_response
 
 __all__ = [
     "ADVERTISED_HEADERS",
