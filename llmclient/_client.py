@@ -51,6 +51,7 @@ from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
 from ._hedge import eligible as hedge_eligible
 from ._http_clients import asend_through, client_headers, send_through
 from ._logging import current_trace_id, logger
+from ._origins import record_for
 from ._passthrough import AsyncPassthrough, SyncPassthrough
 from ._proxy import proxy_map
 from ._streaming import AsyncStream, Stream, _has_token
@@ -83,11 +84,6 @@ __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
 __version__ = "0.1.0"
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES = 2
-# What each base URL has shown about protobuf (llmclient._protobuf.WireState), per process.
-_wire_states: dict[str, Any] = {}
-# The request content-codings each base URL said it reads (its Accept-Encoding in a response,
-# RFC 7694); a body is compressed only for such an origin and only where it pays.
-_origin_codings: dict[str, frozenset[str]] = {}
 _USER_AGENT = f"llmclient/{__version__} python/{sys.version_info[0]}.{sys.version_info[1]}"
 
 
@@ -387,7 +383,7 @@ class BaseClient:
             return JSON_CODEC
         from . import _protobuf
 
-        state = _wire_states.get(call.base_url) or _protobuf.WireState()
+        state = record_for(call.base_url).wire or _protobuf.WireState()
         chosen = _protobuf.choose_wire(mode, state)
         call.record.wire = chosen
         return _protobuf.PROTOBUF_CODEC if chosen == "protobuf" else JSON_CODEC
@@ -400,7 +396,7 @@ class BaseClient:
         content = codec.encode(call.path, call.body)
         call.record.request_encoding = None
         if self._compress and len(content) >= MIN_COMPRESS_BYTES:
-            caps = _origin_codings.get(call.base_url)
+            caps = record_for(call.base_url).codings
             if caps:
                 coding = choose_request_encoding(len(content), caps)
                 if coding is not None:
@@ -414,10 +410,11 @@ class BaseClient:
         of the wire (415 or an unparsed protobuf body) and must be sent again as JSON."""
         from . import _protobuf
 
-        state = _wire_states.get(call.base_url) or _protobuf.WireState()
+        record = record_for(call.base_url)
+        state = record.wire or _protobuf.WireState()
         sent: Literal["json", "protobuf"] = "protobuf" if call.record.wire == "protobuf" else "json"
         seen = _protobuf.observe_response(state, sent, response.status_code, response.headers)
-        _wire_states[call.base_url] = seen.state
+        record.wire = seen.state
         return seen.retry_as_json
 
     def _build_request(self, call: Call, content: bytes | None, codec: Codec, on_trace: Any) -> httpx.Request:
@@ -491,19 +488,20 @@ class BaseClient:
         (as JSON after a protobuf refusal, or uncompressed after a coding refusal)."""
         headers = response.headers
         resend = False
-        if call.base_url not in _origin_codings:
+        record = record_for(call.base_url)
+        if record.codings is None:
             # Learned from the first answer that speaks for the server: one that says what it
             # reads (RFC 7694), or any success. A proxy's error page (nginx's 413 or 502, with
             # no Accept-Encoding) says nothing about the server behind it.
             accept = headers.get("accept-encoding")
             if accept is not None or response.status_code < 400:
-                _origin_codings[call.base_url] = parse_accept_encoding(accept)
+                record.codings = parse_accept_encoding(accept)
         if call.options.wire != "json":
             resend = self._observe_wire(call, response)
             if resend:
                 call.record.wire = "json"
         if response.status_code == 415 and call.record.request_encoding is not None:
-            _origin_codings[call.base_url] = frozenset()  # it said it reads codings; it does not
+            record.codings = frozenset()  # it said it reads codings; it does not
             resend = True
         call.record.finish_headers(response.http_version, headers.get("server-timing"))
         call.record.bytes_sent += len(response.request.content) if response.request else 0

@@ -22,10 +22,9 @@ CHAT = {"model": "gpt-4o-mini", "temperature": 0, "max_tokens": 8}
 @pytest.fixture(autouse=True)
 def _fresh_origin_records(monkeypatch: pytest.MonkeyPatch) -> None:
     """What origins have shown is kept per process; each test starts knowing nothing."""
-    import llmclient._client as client_module
+    import llmclient._origins as origins
 
-    monkeypatch.setattr(client_module, "_wire_states", {})
-    monkeypatch.setattr(client_module, "_origin_codings", {})
+    monkeypatch.setattr(origins, "_records", {})
 
 
 def _chat(content: str) -> dict[str, Any]:
