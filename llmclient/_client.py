@@ -7,7 +7,6 @@ Each stage below is a small method; the sync and async ``_request`` loops call t
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import httpx
 
 from . import _otel, _retry
+from ._async.pipeline import AsyncPipeline
 from ._call import (
     NOT_GIVEN,
     Call,
@@ -49,12 +49,13 @@ from ._errors import (
 )
 from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
 from ._hedge import eligible as hedge_eligible
-from ._http_clients import asend_through, client_headers, send_through
-from ._logging import current_trace_id, logger
+from ._http_clients import client_headers
+from ._logging import logger
 from ._origins import record_for
 from ._passthrough import AsyncPassthrough, SyncPassthrough
+from ._pipeline import RawResponse, has_image_part, response_coding
 from ._proxy import proxy_map
-from ._streaming import AsyncStream, Stream, _has_token
+from ._sync.pipeline import Pipeline
 from ._transport import (
     AsyncTransport,
     SyncTransport,
@@ -85,70 +86,6 @@ __version__ = "0.1.0"
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES = 2
 _USER_AGENT = f"llmclient/{__version__} python/{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-class RawResponse:
-    """``.with_raw_response`` result: the HTTP response plus ``parse()`` for the usual object."""
-
-    def __init__(self, http_response: httpx.Response, parsed: Any) -> None:
-        self.http_response = http_response
-        self._parsed = parsed
-
-    @property
-    def headers(self) -> httpx.Headers:
-        return self.http_response.headers
-
-    @property
-    def status_code(self) -> int:
-        return self.http_response.status_code
-
-    @property
-    def request_id(self) -> str | None:
-        return self.http_response.headers.get("x-request-id")
-
-    @property
-    def http_version(self) -> str:
-        return self.http_response.http_version
-
-    @property
-    def http_request(self) -> httpx.Request:
-        return self.http_response.request
-
-    @property
-    def url(self) -> httpx.URL:
-        return self.http_response.request.url
-
-    @property
-    def method(self) -> str:
-        return self.http_response.request.method
-
-    @property
-    def is_closed(self) -> bool:
-        return self.http_response.is_closed
-
-    @property
-    def retries_taken(self) -> int:
-        record = getattr(self._parsed, "timings", None)
-        return int(getattr(record, "retries", 0) or 0)
-
-    @property
-    def elapsed(self) -> datetime.timedelta:
-        """Request sent to the last byte read (to the headers while a stream is unread), as the
-        official client's ``http_response.elapsed``."""
-        record = getattr(self._parsed, "timings", None)
-        ms = getattr(record, "total_ms", None) or getattr(record, "first_byte_ms", None) or 0.0
-        return datetime.timedelta(milliseconds=ms)
-
-    @property
-    def content(self) -> bytes:
-        return self.http_response.content
-
-    @property
-    def text(self) -> str:
-        return self.http_response.text
-
-    def parse(self) -> Any:
-        return self._parsed
 
 
 class BaseClient:
@@ -348,7 +285,7 @@ class BaseClient:
     @staticmethod
     def _prepare(call: Call) -> Call:
         """Hand image parts to ``llmclient._images`` when the payload has any."""
-        if call.body is None or call.options.images is False or not _has_image_part(call.body):
+        if call.body is None or call.options.images is False or not has_image_part(call.body):
             return call
         from . import _images  # with Pillow: loaded by the first call that carries an image
         started = time.perf_counter()
@@ -562,7 +499,7 @@ class BaseClient:
     @staticmethod
     def _decode(call: Call, response: httpx.Response, raw: bytes, codec: Codec) -> dict[str, Any]:
         try:
-            coding = _coding(response)
+            coding = response_coding(response)
             if coding is not None:
                 try:
                     raw = decompress(raw, coding, MAX_RESPONSE_BYTES)
@@ -624,37 +561,10 @@ def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
 _urls: dict[str, httpx.URL] = {}
 
 
-def _first_token_probe(response: httpx.Response, codec: Codec) -> Any:
-    """``enough(piece)`` for read_until: True once the body so far holds a chunk with a token
-    (decoded by a throwaway decoder; the stream's own decoder reads the same bytes again), or
-    is not a stream we can read (the stream's own decoder then reports it)."""
-    try:
-        decoder = codec.stream_decoder(response.headers.get("content-type", ""))
-    except Exception:
-        return lambda piece: True
-
-    def enough(piece: bytes) -> bool:
-        try:
-            return any(_has_token(obj) for obj in decoder.feed(piece)) or decoder.done
-        except Exception:
-            return True
-
-    return enough
-
-
 # A whole response body larger than this once decompressed is refused (a compression bomb from
 # a broken or hostile server; 4x the largest OpenAI answer we know of, a 2048 x 3072 embedding
 # batch as JSON).
 MAX_RESPONSE_BYTES: Final = 320 * 1024 * 1024
-
-
-def _coding(response: httpx.Response) -> str | None:
-    """The response's Content-Encoding when it is one we undo ourselves (under a cap)."""
-    value = response.headers.get("content-encoding")
-    if value is None:
-        return None
-    coding = value.strip().lower()
-    return coding if coding in ("zstd", "gzip") else None
 
 
 def _url(text: str) -> httpx.URL:
@@ -664,16 +574,6 @@ def _url(text: str) -> httpx.URL:
             _urls.clear()
         url = _urls[text] = httpx.URL(text)
     return url
-
-
-def _has_image_part(body: dict[str, Any]) -> bool:
-    for message in body.get("messages") or ():
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and part.get("type") == "image_url":
-                    return True
-    return False
 
 
 def _describe_transport_error(exc: Exception) -> str:
@@ -690,76 +590,7 @@ def _describe_transport_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-class _Attempts:
-    """Where one call stands among its attempts: every decision between two attempts (retry
-    or raise, how long to wait, resend plainer), shared by the sync and async send loops, which
-    only do the I/O (send, read, close, sleep)."""
-
-    __slots__ = ("attempt", "call", "client", "codec", "content", "free", "free_used", "resent")
-
-    def __init__(self, client: BaseClient, call: Call, content: bytes | None, codec: Codec) -> None:
-        self.client, self.call, self.content, self.codec = client, call, content, codec
-        self.attempt = self.free_used = 0
-        self.free = self.resent = False
-        call.record.begin()
-
-    def request(self, on_trace: Any) -> httpx.Request:
-        return self.client._build_request(self.call, self.content, self.codec, on_trace)
-
-    def after_exception(self, exc: Exception, request: httpx.Request) -> float:
-        """The delay before the next attempt, or raises the public error (the original
-        exception when it is not a transport error)."""
-        call, client = self.call, self.client
-        delay, self.free = client._error_retry(call, exc, self.attempt, self.free_used)
-        if not isinstance(exc, httpx.TransportError):
-            raise exc
-        err = client._connection_error(call, exc, request)
-        if delay is None:
-            raise err from exc
-        client._log_attempt(call, self.attempt, str(err), delay)
-        return delay
-
-    def after_headers(self, response: httpx.Response) -> Literal["ok", "resend", "error"]:
-        """``ok``: hand the response on; ``resend``: the origin refused our wire or coding,
-        send the body once more in a plainer form (the response must be closed unread);
-        ``error``: read the body and call :meth:`after_status`."""
-        call = self.call
-        resend = self.client._on_headers(call, response)
-        if response.status_code < 400:
-            return "ok"
-        if resend and not self.resent:
-            self.resent = True
-            if call.record.wire == "json":
-                self.codec = JSON_CODEC
-            self.content = self.client._encode(call, self.codec)
-            call.record.new_attempt()
-            return "resend"
-        return "error"
-
-    def after_status(self, response: httpx.Response, raw: bytes) -> float:
-        """The delay before retrying an error status, or raises its public error."""
-        call, client = self.call, self.client
-        call.record.bytes_received += response.num_bytes_downloaded
-        delay = client._status_retry_delay(call, response, self.attempt)
-        if delay is None:
-            call.record.finish()
-            raise client._status_error(call, response, raw)
-        client._log_attempt(call, self.attempt, f"HTTP {response.status_code}", delay)
-        self.free = False
-        return delay
-
-    def next(self) -> None:
-        """Start the next attempt (after the caller slept the delay). A free retry (the
-        request never reached the server) does not count against ``max_retries``."""
-        if self.free:
-            self.free_used += 1
-        else:
-            self.attempt += 1
-        self.call.record.retries += 1
-        self.call.record.new_attempt()
-
-
-class OpenAI(SyncPassthrough, BaseClient):
+class OpenAI(SyncPassthrough, Pipeline, BaseClient):
     """Synchronous client (drop-in for ``openai.OpenAI``)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -828,154 +659,8 @@ class OpenAI(SyncPassthrough, BaseClient):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- I/O -----------------------------------------------------------------------------------
 
-    def _send_once(self, request: httpx.Request, stream: bool) -> httpx.Response:
-        if self._transport is not None:
-            return self._transport.send(request)
-        return send_through(self._http_client, request)  # its headers, params, auth, hooks
-
-    def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        tries = _Attempts(self, call, content, codec)
-        while True:
-            request = tries.request(call.record.on_trace)
-            try:
-                response = self._send_once(request, call.stream)
-            except Exception as exc:
-                delay = tries.after_exception(exc, request)  # raises when there is no retry
-            else:
-                verdict = tries.after_headers(response)
-                if verdict == "ok":
-                    return response
-                if verdict == "resend":
-                    response.close()
-                    continue
-                try:
-                    raw = response.read()
-                except httpx.TransportError:
-                    raw = b""
-                finally:
-                    response.close()
-                delay = tries.after_status(response, raw)  # raises when there is no retry
-            if delay > 0:
-                if call.cancel is not None:  # a hedged call's wait ends when its copy wins
-                    call.cancel.sleep(delay)
-                else:
-                    time.sleep(delay)
-            tries.next()
-
-    def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        """_send, or a race of two copies when the call is hedged (``_hedge``)."""
-        plan = self._hedge_plan(call)
-        if plan is None:
-            return self._send(call, content, codec)
-        track, delay = plan
-        if delay is None:  # not enough known yet: send it once, and learn
-            t0 = time.perf_counter()
-            response = self._send_first(call, content, codec)
-            track.observe((time.perf_counter() - t0) * 1000.0)
-            return response
-        from ._hedge_run import race_sync
-
-        primary, twin, adopt = self._hedge_racers(call)
-        return race_sync(lambda c: self._send_first(c, content, codec), primary, twin, track,
-                         delay, adopt)
-
-    def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        """_send; for a stream, also until its first token (what a hedged stream races on: a
-        slow replica sends its headers, and often a role-only chunk, at once, its token late)."""
-        response = self._send(call, content, codec)
-        read_until = getattr(response.stream, "read_until", None) if call.stream else None
-        if read_until is not None:
-            try:
-                read_until(_first_token_probe(response, codec))
-            except BaseException:
-                response.close()
-                raise
-        return response
-
-    def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
-        span = _otel.start(call)  # None unless OpenTelemetry is configured (the otel extra)
-        if span is not None:
-            make, stream_make = span.wrap(make, stream_make)
-        token = current_trace_id.set(call.trace.trace_id)
-        handle: Any = None
-        try:
-            call = self._prepare(call)
-            if raw:  # with_raw_response / with_streaming_response want the server's own answer
-                handle = None
-            elif self._speculation is None and not call.options.prefetch:
-                handle = self._lookup(call)
-            else:
-                from . import _prefetch
-
-                handle = _prefetch.lookup(self, call)
-            if handle is not None and handle.entry is not None:
-                if call.stream:
-                    return handle.replay_stream(stream_make or make)
-                return self._finish(call, make(handle.response()), None)
-            codec = self._codec_for(call)
-            content = self._encode(call, codec)
-            response = self._send_call(call, content, codec)
-            if call.stream:
-                decoder, on_complete = self._stream_parts(call, response, codec, handle)
-                result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
-                if span is not None:
-                    span.stream = True  # ends when the stream does (_streaming)
-                return RawResponse(response, result) if raw else result
-            try:
-                if _coding(response) is None:
-                    data = response.read()
-                else:  # undone by _decode, under a size cap (httpx would undo it uncapped)
-                    data = b"".join(response.iter_raw())
-            except httpx.TransportError as exc:
-                raise self._connection_error(call, exc, response.request) from exc
-            finally:
-                response.close()
-            call.record.bytes_received += response.num_bytes_downloaded  # as on the wire
-            call.record.finish()
-            value = self._decode(call, response, data, codec)
-            if handle is not None:
-                self._store(handle, value)
-            obj = self._finish(call, make(value), response)
-            self._after(call, value)
-            return RawResponse(response, obj) if raw else obj
-        except BaseException as exc:
-            if span is not None:
-                span.end(call, exc)
-            raise
-        finally:
-            if handle is not None:
-                handle.release()
-            current_trace_id.reset(token)
-            if span is not None and not span.stream:
-                span.end(call, None)
-
-    def _lookup(self, call: Call) -> Any:
-        """Cache seam: a CacheHandle (hit, join or lead) or None when not cached."""
-        cache = self._cache_for(call)
-        return cache.begin(call) if cache is not None else None
-
-    def _store(self, handle: Any, value: dict[str, Any]) -> None:
-        """Cache seam: keep a complete non-stream answer."""
-        handle.store_response(value)
-
-    def _after(self, call: Call, value: dict[str, Any]) -> None:
-        if call.options.prefetch:
-            try:
-                from . import _prefetch
-            except ImportError:
-                return
-            _prefetch.after_call(self, call, value)
-
-
-async def _async_sleep(delay: float) -> None:
-    import asyncio
-
-    await asyncio.sleep(delay)
-
-
-class AsyncOpenAI(AsyncPassthrough, BaseClient):
+class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
     """Asynchronous client (drop-in for ``openai.AsyncOpenAI``)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -1046,143 +731,3 @@ class AsyncOpenAI(AsyncPassthrough, BaseClient):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    async def _send_once(self, request: httpx.Request) -> httpx.Response:
-        transport = self._transport
-        if transport is not None:
-            return await transport.send(request)
-        return await asend_through(self._http_client, request)
-
-    async def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        tries = _Attempts(self, call, content, codec)
-        while True:
-            request = tries.request(call.record.on_trace_async)
-            try:
-                response = await self._send_once(request)
-            except Exception as exc:
-                delay = tries.after_exception(exc, request)  # raises when there is no retry
-            else:
-                verdict = tries.after_headers(response)
-                if verdict == "ok":
-                    return response
-                if verdict == "resend":
-                    await response.aclose()
-                    continue
-                try:
-                    raw = await response.aread()
-                except httpx.TransportError:
-                    raw = b""
-                finally:
-                    await response.aclose()
-                delay = tries.after_status(response, raw)  # raises when there is no retry
-            if delay > 0:
-                if call.cancel is not None:
-                    await call.cancel.asleep(delay)
-                else:
-                    await _async_sleep(delay)
-            tries.next()
-
-    async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        """See :meth:`OpenAI._send_call`."""
-        plan = self._hedge_plan(call)
-        if plan is None:
-            return await self._send(call, content, codec)
-        track, delay = plan
-        if delay is None:
-            t0 = time.perf_counter()
-            response = await self._send_first(call, content, codec)
-            track.observe((time.perf_counter() - t0) * 1000.0)
-            return response
-        from ._hedge_run import race_async
-
-        primary, twin, adopt = self._hedge_racers(call)
-        return await race_async(lambda c: self._send_first(c, content, codec), primary, twin,
-                                track, delay, adopt)
-
-    async def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
-        """See :meth:`OpenAI._send_first`."""
-        response = await self._send(call, content, codec)
-        read_until = getattr(response.stream, "read_until", None) if call.stream else None
-        if read_until is not None:
-            try:
-                await read_until(_first_token_probe(response, codec))
-            except BaseException:
-                await response.aclose()
-                raise
-        return response
-
-    async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
-        span = _otel.start(call)  # None unless OpenTelemetry is configured (the otel extra)
-        if span is not None:
-            make, stream_make = span.wrap(make, stream_make)
-        token = current_trace_id.set(call.trace.trace_id)
-        handle: Any = None
-        try:
-            if call.body is not None and call.options.images is not False and _has_image_part(call.body):
-                # Decoding and resizing a photo takes ~100 ms of CPU: not on the event loop.
-                import asyncio
-
-                call = await asyncio.to_thread(self._prepare, call)
-            if raw:  # with_raw_response / with_streaming_response want the server's own answer
-                handle = None
-            elif self._speculation is None and not call.options.prefetch:
-                handle = await self._lookup(call)
-            else:
-                from . import _prefetch
-
-                handle = await _prefetch.alookup(self, call)
-            if handle is not None and handle.entry is not None:
-                if call.stream:
-                    return handle.areplay_stream(stream_make or make)
-                return self._finish(call, make(handle.response()), None)
-            codec = self._codec_for(call)
-            content = self._encode(call, codec)
-            response = await self._send_call(call, content, codec)
-            if call.stream:
-                decoder, on_complete = self._stream_parts(call, response, codec, handle)
-                result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
-                if span is not None:
-                    span.stream = True  # ends when the stream does (_streaming)
-                return RawResponse(response, result) if raw else result
-            try:
-                if _coding(response) is None:
-                    data = await response.aread()
-                else:  # undone by _decode, under a size cap
-                    data = b"".join([piece async for piece in response.aiter_raw()])
-            except httpx.TransportError as exc:
-                raise self._connection_error(call, exc, response.request) from exc
-            finally:
-                await response.aclose()
-            call.record.bytes_received += response.num_bytes_downloaded  # as on the wire
-            call.record.finish()
-            value = self._decode(call, response, data, codec)
-            if handle is not None:
-                await self._store(handle, value)
-            obj = self._finish(call, make(value), response)
-            await self._after(call, value)
-            return RawResponse(response, obj) if raw else obj
-        except BaseException as exc:
-            if span is not None:
-                span.end(call, exc)
-            raise
-        finally:
-            if handle is not None:
-                handle.release()
-            current_trace_id.reset(token)
-            if span is not None and not span.stream:
-                span.end(call, None)
-
-    async def _lookup(self, call: Call) -> Any:
-        cache = self._cache_for(call)
-        return await cache.abegin(call) if cache is not None else None
-
-    async def _store(self, handle: Any, value: dict[str, Any]) -> None:
-        await handle.astore_response(value)
-
-    async def _after(self, call: Call, value: dict[str, Any]) -> None:
-        if call.options.prefetch:
-            try:
-                from . import _prefetch
-            except ImportError:
-                return
-            await _prefetch.aafter_call(self, call, value)

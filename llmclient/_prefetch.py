@@ -62,7 +62,9 @@ from ._logging import get_logger
 from ._redact import redact_text
 
 if TYPE_CHECKING:
+    from ._async.pipeline import AsyncPipeline
     from ._client import AsyncOpenAI, BaseClient, OpenAI
+    from ._sync.pipeline import Pipeline
 
 __all__ = [
     "PREFETCH_HEADER",
@@ -440,7 +442,7 @@ def _settle(state: SpeculationState, call: Call, match: _Match, handle: Any) -> 
     return handle, match.single_use
 
 
-def lookup(client: OpenAI, call: Call) -> Any:
+def lookup(client: Pipeline, call: Call) -> Any:
     """The client's cache lookup with speculation around it (sync)."""
     state, match, wasted = _match_for(client, call)
     for item in wasted:
@@ -464,7 +466,7 @@ def lookup(client: OpenAI, call: Call) -> Any:
     return handle
 
 
-async def alookup(client: AsyncOpenAI, call: Call) -> Any:
+async def alookup(client: AsyncPipeline, call: Call) -> Any:
     """The client's cache lookup with speculation around it (async)."""
     state, match, wasted = _match_for(client, call)
     for item in wasted:

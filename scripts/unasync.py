@@ -45,7 +45,8 @@ PART_RENAMES: dict[str, str] = {
     "async": "sync", "aclose": "close", "aread": "read", "asleep": "sleep", "aiter": "iter",
     "anext": "next", "aenter": "enter", "aexit": "exit", "abegin": "begin", "aget": "get",
     "aset": "set", "adelete": "delete", "alookup": "lookup", "aput": "put", "astore": "store",
-    "areplay": "replay", "aflights": "flights", "abackend": "backend",
+    "areplay": "replay", "aflights": "flights", "abackend": "backend", "asend": "send",
+    "aafter": "after",
 }
 
 HEADER = ("# Generated from llmclient/_async/{name} by scripts/unasync.py: do not edit here, edit that\n"

@@ -1,0 +1,176 @@
+"""One call's journey through the stages, with its I/O: the async client's, written once.
+
+:meth:`AsyncPipeline._request` runs the stages in order (prepare, lookup, encode, send, decode,
+store, after); :meth:`AsyncPipeline._send` is the attempt loop (its decisions are
+:class:`~llmclient._pipeline.Attempts`'), and :meth:`AsyncPipeline._send_call` races a hedged
+copy. The stages themselves, without I/O, are :class:`~llmclient._client.BaseClient`'s.
+Written once, as coroutines; ``scripts/unasync.py`` generates the blocking twin.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from .. import _otel, _pipeline  # unasync: sync=from .. import _otel
+from .._codec import Codec
+from .._http_clients import asend_through
+from .._logging import current_trace_id
+from .._pipeline import Attempts, RawResponse, first_token_probe, has_image_part, response_coding
+from .._streaming import AsyncStream
+
+if TYPE_CHECKING:
+    from .._call import Call
+    from .._client import BaseClient as _Stages
+else:
+    _Stages = object
+
+__all__ = ["AsyncPipeline"]
+
+
+class AsyncPipeline(_Stages):
+    """Mixed into the async client (before :class:`~llmclient._client.BaseClient`)."""
+
+    _transport: Any  # the client's shared transport; None with a caller's http_client
+
+    async def _send_once(self, request: httpx.Request) -> httpx.Response:
+        transport = self._transport
+        if transport is not None:
+            return await transport.send(request)
+        return await asend_through(self._http_client, request)  # its headers, params, auth, hooks
+
+    async def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        tries = Attempts(self, call, content, codec)
+        while True:
+            request = tries.request(call.record.on_trace_async)  # unasync: sync=request = tries.request(call.record.on_trace)
+            try:
+                response = await self._send_once(request)
+            except Exception as exc:
+                delay = tries.after_exception(exc, request)  # raises when there is no retry
+            else:
+                verdict = tries.after_headers(response)
+                if verdict == "ok":
+                    return response
+                if verdict == "resend":
+                    await response.aclose()
+                    continue
+                try:
+                    raw = await response.aread()
+                except httpx.TransportError:
+                    raw = b""
+                finally:
+                    await response.aclose()
+                delay = tries.after_status(response, raw)  # raises when there is no retry
+            if delay > 0:
+                if call.cancel is not None:  # a hedged call's wait ends when its copy wins
+                    await call.cancel.asleep(delay)
+                else:
+                    await _pipeline.async_sleep(delay)  # unasync: sync=time.sleep(delay)
+            tries.next()
+
+    async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """_send, or a race of two copies when the call is hedged (``_hedge``)."""
+        plan = self._hedge_plan(call)
+        if plan is None:
+            return await self._send(call, content, codec)
+        track, delay = plan
+        if delay is None:  # not enough known yet: send it once, and learn
+            t0 = time.perf_counter()
+            response = await self._send_first(call, content, codec)
+            track.observe((time.perf_counter() - t0) * 1000.0)
+            return response
+        from .._hedge_run import race_async
+
+        primary, twin, adopt = self._hedge_racers(call)
+        return await race_async(lambda c: self._send_first(c, content, codec), primary, twin, track,
+                                delay, adopt)
+
+    async def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """_send; for a stream, also until its first token (what a hedged stream races on: a
+        slow replica sends its headers, and often a role-only chunk, at once, its token late)."""
+        response = await self._send(call, content, codec)
+        read_until = getattr(response.stream, "read_until", None) if call.stream else None
+        if read_until is not None:
+            try:
+                await read_until(first_token_probe(response, codec))
+            except BaseException:
+                await response.aclose()
+                raise
+        return response
+
+    async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
+        span = _otel.start(call)  # None unless OpenTelemetry is configured (the otel extra)
+        if span is not None:
+            make, stream_make = span.wrap(make, stream_make)
+        token = current_trace_id.set(call.trace.trace_id)
+        handle: Any = None
+        try:
+            if call.body is not None and call.options.images is not False and has_image_part(call.body):
+                # Decoding and resizing a photo takes ~100 ms of CPU: not on the event loop.
+                call = await _pipeline.off_loop(self._prepare, call)  # unasync: sync=call = self._prepare(call)
+            if raw:  # with_raw_response / with_streaming_response want the server's own answer
+                handle = None
+            elif self._speculation is None and not call.options.prefetch:
+                handle = await self._lookup(call)
+            else:
+                from .. import _prefetch
+
+                handle = await _prefetch.alookup(self, call)
+            if handle is not None and handle.entry is not None:
+                if call.stream:
+                    return handle.areplay_stream(stream_make or make)
+                return self._finish(call, make(handle.response()), None)
+            codec = self._codec_for(call)
+            content = self._encode(call, codec)
+            response = await self._send_call(call, content, codec)
+            if call.stream:
+                decoder, on_complete = self._stream_parts(call, response, codec, handle)
+                result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
+                if span is not None:
+                    span.stream = True  # ends when the stream does (_streaming)
+                return RawResponse(response, result) if raw else result
+            try:
+                if response_coding(response) is None:
+                    data = await response.aread()
+                else:  # undone by _decode, under a size cap (httpx would undo it uncapped)
+                    data = b"".join([piece async for piece in response.aiter_raw()])
+            except httpx.TransportError as exc:
+                raise self._connection_error(call, exc, response.request) from exc
+            finally:
+                await response.aclose()
+            call.record.bytes_received += response.num_bytes_downloaded  # as on the wire
+            call.record.finish()
+            value = self._decode(call, response, data, codec)
+            if handle is not None:
+                await self._store(handle, value)
+            obj = self._finish(call, make(value), response)
+            await self._after(call, value)
+            return RawResponse(response, obj) if raw else obj
+        except BaseException as exc:
+            if span is not None:
+                span.end(call, exc)
+            raise
+        finally:
+            if handle is not None:
+                handle.release()
+            current_trace_id.reset(token)
+            if span is not None and not span.stream:
+                span.end(call, None)
+
+    async def _lookup(self, call: Call) -> Any:
+        """Cache seam: a CacheHandle (hit, join or lead) or None when not cached."""
+        cache = self._cache_for(call)
+        return await cache.abegin(call) if cache is not None else None
+
+    async def _store(self, handle: Any, value: dict[str, Any]) -> None:
+        """Cache seam: keep a complete non-stream answer."""
+        await handle.astore_response(value)
+
+    async def _after(self, call: Call, value: dict[str, Any]) -> None:
+        """Speculation: predict and send the follow-ups of a call that asked for it."""
+        if call.options.prefetch:
+            from .. import _prefetch
+
+            await _prefetch.aafter_call(self, call, value)

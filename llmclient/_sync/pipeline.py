@@ -1,0 +1,178 @@
+# Generated from llmclient/_async/pipeline.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
+"""One call's journey through the stages, with its I/O: the sync client's, written once.
+
+:meth:`Pipeline._request` runs the stages in order (prepare, lookup, encode, send, decode,
+store, after); :meth:`Pipeline._send` is the attempt loop (its decisions are
+:class:`~llmclient._pipeline.Attempts`'), and :meth:`Pipeline._send_call` races a hedged
+copy. The stages themselves, without I/O, are :class:`~llmclient._client.BaseClient`'s.
+Written once, as coroutines; ``scripts/unasync.py`` generates the blocking twin.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from .. import _otel
+from .._codec import Codec
+from .._http_clients import send_through
+from .._logging import current_trace_id
+from .._pipeline import Attempts, RawResponse, first_token_probe, has_image_part, response_coding
+from .._streaming import Stream
+
+if TYPE_CHECKING:
+    from .._call import Call
+    from .._client import BaseClient as _Stages
+else:
+    _Stages = object
+
+__all__ = ["Pipeline"]
+
+
+class Pipeline(_Stages):
+    """Mixed into the sync client (before :class:`~llmclient._client.BaseClient`)."""
+
+    _transport: Any  # the client's shared transport; None with a caller's http_client
+
+    def _send_once(self, request: httpx.Request) -> httpx.Response:
+        transport = self._transport
+        if transport is not None:
+            return transport.send(request)
+        return send_through(self._http_client, request)  # its headers, params, auth, hooks
+
+    def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        tries = Attempts(self, call, content, codec)
+        while True:
+            request = tries.request(call.record.on_trace)
+            try:
+                response = self._send_once(request)
+            except Exception as exc:
+                delay = tries.after_exception(exc, request)  # raises when there is no retry
+            else:
+                verdict = tries.after_headers(response)
+                if verdict == "ok":
+                    return response
+                if verdict == "resend":
+                    response.close()
+                    continue
+                try:
+                    raw = response.read()
+                except httpx.TransportError:
+                    raw = b""
+                finally:
+                    response.close()
+                delay = tries.after_status(response, raw)  # raises when there is no retry
+            if delay > 0:
+                if call.cancel is not None:  # a hedged call's wait ends when its copy wins
+                    call.cancel.sleep(delay)
+                else:
+                    time.sleep(delay)
+            tries.next()
+
+    def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """_send, or a race of two copies when the call is hedged (``_hedge``)."""
+        plan = self._hedge_plan(call)
+        if plan is None:
+            return self._send(call, content, codec)
+        track, delay = plan
+        if delay is None:  # not enough known yet: send it once, and learn
+            t0 = time.perf_counter()
+            response = self._send_first(call, content, codec)
+            track.observe((time.perf_counter() - t0) * 1000.0)
+            return response
+        from .._hedge_run import race_sync
+
+        primary, twin, adopt = self._hedge_racers(call)
+        return race_sync(lambda c: self._send_first(c, content, codec), primary, twin, track,
+                                delay, adopt)
+
+    def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
+        """_send; for a stream, also until its first token (what a hedged stream races on: a
+        slow replica sends its headers, and often a role-only chunk, at once, its token late)."""
+        response = self._send(call, content, codec)
+        read_until = getattr(response.stream, "read_until", None) if call.stream else None
+        if read_until is not None:
+            try:
+                read_until(first_token_probe(response, codec))
+            except BaseException:
+                response.close()
+                raise
+        return response
+
+    def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
+        span = _otel.start(call)  # None unless OpenTelemetry is configured (the otel extra)
+        if span is not None:
+            make, stream_make = span.wrap(make, stream_make)
+        token = current_trace_id.set(call.trace.trace_id)
+        handle: Any = None
+        try:
+            if call.body is not None and call.options.images is not False and has_image_part(call.body):
+                # Decoding and resizing a photo takes ~100 ms of CPU: not on the event loop.
+                call = self._prepare(call)
+            if raw:  # with_raw_response / with_streaming_response want the server's own answer
+                handle = None
+            elif self._speculation is None and not call.options.prefetch:
+                handle = self._lookup(call)
+            else:
+                from .. import _prefetch
+
+                handle = _prefetch.lookup(self, call)
+            if handle is not None and handle.entry is not None:
+                if call.stream:
+                    return handle.replay_stream(stream_make or make)
+                return self._finish(call, make(handle.response()), None)
+            codec = self._codec_for(call)
+            content = self._encode(call, codec)
+            response = self._send_call(call, content, codec)
+            if call.stream:
+                decoder, on_complete = self._stream_parts(call, response, codec, handle)
+                result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
+                if span is not None:
+                    span.stream = True  # ends when the stream does (_streaming)
+                return RawResponse(response, result) if raw else result
+            try:
+                if response_coding(response) is None:
+                    data = response.read()
+                else:  # undone by _decode, under a size cap (httpx would undo it uncapped)
+                    data = b"".join([piece for piece in response.iter_raw()])
+            except httpx.TransportError as exc:
+                raise self._connection_error(call, exc, response.request) from exc
+            finally:
+                response.close()
+            call.record.bytes_received += response.num_bytes_downloaded  # as on the wire
+            call.record.finish()
+            value = self._decode(call, response, data, codec)
+            if handle is not None:
+                self._store(handle, value)
+            obj = self._finish(call, make(value), response)
+            self._after(call, value)
+            return RawResponse(response, obj) if raw else obj
+        except BaseException as exc:
+            if span is not None:
+                span.end(call, exc)
+            raise
+        finally:
+            if handle is not None:
+                handle.release()
+            current_trace_id.reset(token)
+            if span is not None and not span.stream:
+                span.end(call, None)
+
+    def _lookup(self, call: Call) -> Any:
+        """Cache seam: a CacheHandle (hit, join or lead) or None when not cached."""
+        cache = self._cache_for(call)
+        return cache.begin(call) if cache is not None else None
+
+    def _store(self, handle: Any, value: dict[str, Any]) -> None:
+        """Cache seam: keep a complete non-stream answer."""
+        handle.store_response(value)
+
+    def _after(self, call: Call, value: dict[str, Any]) -> None:
+        """Speculation: predict and send the follow-ups of a call that asked for it."""
+        if call.options.prefetch:
+            from .. import _prefetch
+
+            _prefetch.after_call(self, call, value)
