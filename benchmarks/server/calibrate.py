@@ -72,14 +72,47 @@ def _timed(fn: Any, sync: Any, repeats: int) -> float:
     return statistics.median(samples)
 
 
+E2E_PROMPT_TOKENS = 128  # the end-to-end requests' prompt and answer lengths
+E2E_OUTPUT_TOKENS = 32
+
+
+async def _engine_latency(engine: Any, repeats: int) -> tuple[float, float]:
+    """Median (TTFT, TPOT) in ms of single requests through the running engine (its step loop,
+    scheduling and sampling included, which bare forward passes leave out)."""
+    from .engine.base import EngineRequest
+
+    vocab = engine.cfg.vocab_size
+    ttfts, tpots = [], []
+    for i in range(repeats + 1):  # the first is a warm-up
+        prompt = tuple((i * 7919 + j * 104729 + 13) % (vocab - 1) + 1 for j in range(E2E_PROMPT_TOKENS))
+        t0 = time.perf_counter()
+        first = last = None
+        n = 0
+        async for event in engine.submit(EngineRequest(f"cal-{i}", prompt, E2E_OUTPUT_TOKENS, temperature=0.0)):
+            if event.token_ids:
+                last = time.perf_counter()
+                first = first or last
+                n += len(event.token_ids)
+        if i and first is not None and last is not None and n > 1:
+            ttfts.append((first - t0) * 1000)
+            tpots.append((last - first) * 1000 / (n - 1))
+    return statistics.median(ttfts), statistics.median(tpots)
+
+
 def measure(config: str, device: str, repeats: int, max_batch: int) -> dict[str, Any]:
+    import asyncio
+
+    return asyncio.run(_measure(config, device, repeats, max_batch))
+
+
+async def _measure(config: str, device: str, repeats: int, max_batch: int) -> dict[str, Any]:
     import torch
 
     from .engine.torch_engine import TorchEngine
     from .engine.torch_model import forward
 
     engine = TorchEngine(config, device=device, max_batch=max_batch)
-    engine._load()
+    await engine.start()
     dev = engine._dev
 
     def sync() -> None:
@@ -103,6 +136,8 @@ def measure(config: str, device: str, repeats: int, max_batch: int) -> dict[str,
     free = None
     if dev.type == "cuda":
         free, _total = torch.cuda.mem_get_info(dev)
+    engine_ttft, engine_tpot = await _engine_latency(engine, repeats)
+    await engine.stop()
     return {
         "device": engine.device,
         "config": config,
@@ -113,6 +148,8 @@ def measure(config: str, device: str, repeats: int, max_batch: int) -> dict[str,
         "decode_step_ms_at_ctx256": decode,
         "kv_bytes_per_token": kv_bytes_per_token,
         "free_bytes_after_load": free,
+        "engine_ttft_ms": engine_ttft,
+        "engine_tpot_ms": engine_tpot,
         "torch": torch.__version__,
     }
 
@@ -124,7 +161,23 @@ def build_profile(name: str, m: dict[str, Any], max_batch: int) -> dict[str, Any
         kv_blocks = int(m["free_bytes_after_load"] * 0.9 / m["kv_bytes_per_token"] / block)
     else:
         kv_blocks = max_batch * m["context_window"] // block
-    ttft_256 = fit["step_overhead_ms"] + fit["prefill_ms_per_token"] * 256 + fit["prefill_attn_ms_per_token_kctx"] * 256 * 256 / 2000
+    def prefill(n: int) -> float:
+        return fit["prefill_ms_per_token"] * n + fit["prefill_attn_ms_per_token_kctx"] * n * n / 2000
+
+    # Bare forward passes leave out the engine's own time per step (the step loop, scheduling,
+    # sampling, the thread hop) and per request: fitted from single requests end to end, so the
+    # sim engine reproduces what a client of this engine waits for, not the kernels alone.
+    api_overhead = 0.0
+    if m.get("engine_tpot_ms") is not None:
+        fitted_tpot = fit["step_overhead_ms"] + fit["decode_base_ms"] + fit["decode_ms_per_seq"]
+        delta = m["engine_tpot_ms"] - fitted_tpot  # < 0 where the passes ran at more context
+        step = fit["step_overhead_ms"] + delta
+        if step < 0:  # what the step overhead cannot give back comes off the decode base
+            fit["decode_base_ms"] = max(0.0, fit["decode_base_ms"] + step)
+        fit["step_overhead_ms"] = max(0.0, step)
+        fitted_ttft = fit["step_overhead_ms"] + prefill(E2E_PROMPT_TOKENS)
+        api_overhead = max(0.0, m["engine_ttft_ms"] - fitted_ttft)
+    ttft_256 = api_overhead + fit["step_overhead_ms"] + prefill(256)
     tpot = fit["step_overhead_ms"] + fit["decode_base_ms"] + fit["decode_ms_per_seq"]
     date = _dt.date.today().isoformat()
     return {
@@ -136,7 +189,9 @@ def build_profile(name: str, m: dict[str, Any], max_batch: int) -> dict[str, Any
             f"python -m benchmarks.server.calibrate on {m['device']}, {date}, torch {m['torch']}: "
             f"median prefill ms by prompt length {m['prefill_ms']}, median decode step ms by batch "
             f"size at 256 tokens of context {m['decode_step_ms_at_ctx256']}; least-squares fit of the "
-            "sim cost model. Engine time only: api_overhead_ms is 0."
+            f"sim cost model; then single {E2E_PROMPT_TOKENS}-token requests through the engine "
+            f"(TTFT {m.get('engine_ttft_ms')} ms, TPOT {m.get('engine_tpot_ms')} ms, medians) set the "
+            "engine's own time per step (added to step_overhead_ms) and per request (api_overhead_ms)."
         ),
         "context_window": m["context_window"],
         "max_batch": max_batch,
@@ -145,7 +200,7 @@ def build_profile(name: str, m: dict[str, Any], max_batch: int) -> dict[str, Any
         "max_batched_tokens": 2048,
         "max_waiting": 1024,
         "cold_start_s": 0.0,
-        "api_overhead_ms": 0.0,
+        "api_overhead_ms": round(api_overhead, 5),
         **{k: round(v, 5) for k, v in fit.items()},
         "prefix_caching": True,
         "targets": {"ttft_ms_256": round(ttft_256, 3), "tpot_ms": round(tpot, 3)},

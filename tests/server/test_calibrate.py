@@ -38,3 +38,47 @@ def test_built_profile_loads_as_a_sim_profile(tmp_path):
     profile = load_profile(str(path))
     assert profile.max_batch == 8 and profile.kv_blocks == 8 * 2048 // 16
     assert "calibrate" in profile.calibrated_from and profile.targets["tpot_ms"] > 0
+
+
+def _measured(engine_ttft: float, engine_tpot: float) -> dict:
+    return {
+        "device": "cpu", "config": "tiny", "params_b": 0.002, "dtype": "torch.float32", "torch": "x",
+        "context_window": 2048, "kv_bytes_per_token": 1024, "free_bytes_after_load": None,
+        "prefill_ms": {n: 1.5 + 0.02 * n for n in (64, 128, 256, 512)},
+        "decode_step_ms_at_ctx256": {b: 7.0 + 0.3 * b for b in (1, 2, 4, 8)},
+        "engine_ttft_ms": engine_ttft, "engine_tpot_ms": engine_tpot,
+    }
+
+
+@pytest.mark.parametrize(("ttft", "tpot"), [(40.0, 25.0), (6.0, 4.0)])
+def test_the_profile_reproduces_single_requests_through_the_engine(ttft: float, tpot: float) -> None:
+    """Bare forward passes leave out the engine's own time: the profile is fitted so that one
+    request's TTFT and TPOT in the sim are what the engine gave end to end, more or less time
+    than the passes alone."""
+    from benchmarks.server.calibrate import E2E_PROMPT_TOKENS
+
+    p = build_profile("m", _measured(ttft, tpot), max_batch=8)
+    sim_tpot = p["step_overhead_ms"] + p["decode_base_ms"] + p["decode_ms_per_seq"]
+    n = E2E_PROMPT_TOKENS
+    sim_ttft = (p["api_overhead_ms"] + p["step_overhead_ms"] + p["prefill_ms_per_token"] * n
+                + p["prefill_attn_ms_per_token_kctx"] * n * n / 2000)
+    assert sim_tpot == pytest.approx(tpot, rel=1e-3)
+    assert sim_ttft == pytest.approx(ttft, rel=1e-3)
+    assert min(p["step_overhead_ms"], p["api_overhead_ms"], p["decode_base_ms"]) >= 0
+    assert f"TPOT {tpot}" in p["calibrated_from"]
+
+
+def test_gpu_sweep_runs_the_torch_engine_and_the_sim_beside_it(tmp_path) -> None:
+    pytest.importorskip("torch")
+    from benchmarks.server.calibrate import measure
+    from benchmarks.server.gpu_sweep import main as sweep_main
+
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps(build_profile("cpu-tiny", measure("tiny", "cpu", 2, 4), max_batch=4)))
+    out = tmp_path / "sweep.json"
+    assert sweep_main(["--config", "tiny", "--device", "cpu", "--max-concurrency", "2", "--prompt-tokens", "16",
+                       "--output-tokens", "8", "--profile", str(profile), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [row["concurrency"] for row in result["levels"]] == [1, 2]
+    assert all(row["tokens_per_s"] > 0 and row["tpot_ms_p50"] > 0 for row in result["levels"])
+    assert [row["concurrency"] for row in result["sim_vs_gpu"]] == [1, 2]

@@ -1,0 +1,171 @@
+"""The torch engine under load, in-process: the GPU memory curve and the sim engine held to it.
+
+    python -m benchmarks.server.gpu_sweep --config 1b --profile measured.json --out sweep.json
+
+For each concurrency (1, 2, 4, ... up to ``--max-concurrency`` or the first out-of-memory) it
+sends that many requests at once to a :class:`TorchEngine` (``--prompt-tokens`` of prompt,
+``--output-tokens`` out, temperature 0) and records tokens per second, the median time to first
+token and time per output token, the peak memory torch allocated, and what NVML reports for the
+device (memory used, utilisation sampled every 50 ms). With ``--profile`` (a ``calibrate``
+output) the ``sim`` engine then runs the same low-load levels with that profile, and the
+result says how far its TTFT and TPOT are from the GPU's.
+
+It needs only torch (and nvidia-ml-py for NVML figures): no HTTP server, no client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .engine import EngineOOM, EngineRequest, create_engine
+
+
+async def _one(engine: Any, prompt: tuple[int, ...], output_tokens: int, rid: str) -> tuple[float, float, int]:
+    """(ttft_ms, tpot_ms, tokens) of one request."""
+    t0 = time.perf_counter()
+    first: float | None = None
+    last = t0
+    n = 0
+    req = EngineRequest(rid, prompt, output_tokens, temperature=0.0, seed=0)
+    async for event in engine.submit(req):
+        now = time.perf_counter()
+        if event.token_ids:
+            n += len(event.token_ids)
+            if first is None:
+                first = now
+            last = now
+    first = first if first is not None else last
+    tpot = (last - first) * 1000 / (n - 1) if n > 1 else 0.0
+    return (first - t0) * 1000, tpot, n
+
+
+class _NvmlSampler:
+    def __init__(self) -> None:
+        self.util: list[float] = []
+        self.used: list[int] = []
+        self._handle: Any = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nv = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:
+            self._handle = None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while self._handle is not None and not stop.is_set():
+            self.util.append(float(self._nv.nvmlDeviceGetUtilizationRates(self._handle).gpu))
+            self.used.append(int(self._nv.nvmlDeviceGetMemoryInfo(self._handle).used))
+            await asyncio.sleep(0.05)
+
+
+async def level(engine: Any, concurrency: int, prompt_tokens: int, output_tokens: int, vocab: int,
+                torch_mod: Any = None) -> dict[str, Any]:
+    prompts = [tuple((i * 7919 + j * 104729 + 13) % (vocab - 1) + 1 for j in range(prompt_tokens))
+               for i in range(concurrency)]
+    cuda = torch_mod is not None and torch_mod.cuda.is_available()
+    if cuda:
+        torch_mod.cuda.reset_peak_memory_stats()
+    sampler = _NvmlSampler() if cuda else None
+    stop = asyncio.Event()
+    watch = asyncio.create_task(sampler.run(stop)) if sampler is not None else None
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(_one(engine, p, output_tokens, f"c{concurrency}-{i}")
+                                     for i, p in enumerate(prompts)))
+    wall = time.perf_counter() - t0
+    stop.set()
+    if watch is not None:
+        await watch
+    row: dict[str, Any] = {
+        "concurrency": concurrency,
+        "tokens_per_s": round(sum(r[2] for r in results) / wall, 1),
+        "ttft_ms_p50": round(statistics.median(r[0] for r in results), 3),
+        "tpot_ms_p50": round(statistics.median(r[1] for r in results), 3),
+        "wall_s": round(wall, 3),
+    }
+    if cuda:
+        row["torch_peak_allocated_mib"] = round(torch_mod.cuda.max_memory_allocated() / 2**20, 1)
+    if sampler is not None and sampler.used:
+        row["nvml_used_mib_max"] = round(max(sampler.used) / 2**20, 1)
+        row["gpu_util_pct_mean"] = round(statistics.fmean(sampler.util), 1)
+        row["gpu_util_pct_max"] = max(sampler.util)
+    return row
+
+
+async def sweep(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    engine = create_engine("torch", args.config, device=args.device, max_batch=args.max_concurrency)
+    t0 = time.perf_counter()
+    await engine.start()
+    load_s = time.perf_counter() - t0
+    vocab = engine.cfg.vocab_size  # type: ignore[attr-defined]
+    out: dict[str, Any] = {"device": engine.device, "config": args.config, "load_s": round(load_s, 2),
+                           "prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens,
+                           "torch": torch.__version__, "levels": []}
+    await level(engine, 1, args.prompt_tokens, args.output_tokens, vocab, torch)  # warm-up
+    c = 1
+    while c <= args.max_concurrency:
+        try:
+            row = await level(engine, c, args.prompt_tokens, args.output_tokens, vocab, torch)
+        except (EngineOOM, torch.cuda.OutOfMemoryError) as exc:
+            out["stopped"] = f"out of memory at concurrency {c}: {exc}"
+            break
+        out["levels"].append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        c *= 2
+    await engine.stop()
+    if args.profile:
+        sim = create_engine("sim", str(args.profile), cold_start_s=0.0)
+        await sim.start()
+        compare = []
+        for c in (1, 2, 4):
+            srow = await level(sim, c, args.prompt_tokens, args.output_tokens, vocab)
+            grow = next((r for r in out["levels"] if r["concurrency"] == c), None)
+            if grow is None:
+                continue
+            compare.append({
+                "concurrency": c,
+                "gpu_ttft_ms": grow["ttft_ms_p50"], "sim_ttft_ms": srow["ttft_ms_p50"],
+                "ttft_ratio": round(srow["ttft_ms_p50"] / grow["ttft_ms_p50"], 3) if grow["ttft_ms_p50"] else None,
+                "gpu_tpot_ms": grow["tpot_ms_p50"], "sim_tpot_ms": srow["tpot_ms_p50"],
+                "tpot_ratio": round(srow["tpot_ms_p50"] / grow["tpot_ms_p50"], 3) if grow["tpot_ms_p50"] else None,
+            })
+        await sim.stop()
+        out["sim_vs_gpu"] = compare
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.server.gpu_sweep", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", default="auto", help="tiny, small, 1b (default: 1b on GPU, tiny on CPU)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--max-concurrency", type=int, default=256)
+    p.add_argument("--prompt-tokens", type=int, default=128)
+    p.add_argument("--output-tokens", type=int, default=64)
+    p.add_argument("--profile", type=Path, help="a calibrate output: compare the sim engine with it")
+    p.add_argument("--out", type=Path, help="where to write the JSON (default: print it)")
+    args = p.parse_args(argv)
+    try:
+        result = asyncio.run(sweep(args))
+    except ImportError:
+        print("gpu_sweep needs torch: pip install 'llmclient[torch]'", file=sys.stderr)
+        return 2
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
