@@ -47,7 +47,11 @@ async def _one(engine: Any, prompt: tuple[int, ...], output_tokens: int, rid: st
 
 
 class _NvmlSampler:
-    def __init__(self) -> None:
+    """NVML's memory used and utilisation, every 50 ms while a level runs (``sample=False``:
+    memory once, after it: on some machines NVML queries slow the engine's kernel launches)."""
+
+    def __init__(self, sample: bool = True) -> None:
+        self.sample = sample
         self.util: list[float] = []
         self.used: list[int] = []
         self._handle: Any = None
@@ -60,21 +64,65 @@ class _NvmlSampler:
         except Exception:
             self._handle = None
 
+    def once(self) -> None:
+        if self._handle is not None:
+            self.used.append(int(self._nv.nvmlDeviceGetMemoryInfo(self._handle).used))
+
     async def run(self, stop: asyncio.Event) -> None:
-        while self._handle is not None and not stop.is_set():
+        while self._handle is not None and self.sample and not stop.is_set():
             self.util.append(float(self._nv.nvmlDeviceGetUtilizationRates(self._handle).gpu))
             self.used.append(int(self._nv.nvmlDeviceGetMemoryInfo(self._handle).used))
             await asyncio.sleep(0.05)
 
 
+class _StepTimes:
+    """Where a torch engine's step time goes: each step, and its prefill, decode and sampling
+    parts, timed around the engine's own methods (wall clock in the engine's worker thread)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.times: dict[str, list[float]] = {"step": [], "prefill": [], "decode": [], "sample": []}
+        self.batches: list[int] = []
+        self.step_starts: list[float] = []
+        for name in self.times:
+            original = getattr(engine, f"_{name}")
+            setattr(engine, f"_{name}", self._timed(name, original))
+        self._engine = engine
+
+    def _timed(self, name: str, fn: Any) -> Any:
+        def run(*args: Any) -> Any:
+            t0 = time.perf_counter()
+            if name == "step":
+                self.step_starts.append(t0)
+                self.batches.append(len(self._engine._running))
+            try:
+                return fn(*args)
+            finally:
+                self.times[name].append((time.perf_counter() - t0) * 1000)
+        return run
+
+    def take(self) -> dict[str, Any]:
+        out: dict[str, Any] = {f"{k}_ms_mean": round(statistics.fmean(v), 3) for k, v in self.times.items() if v}
+        out["steps"] = len(self.times["step"])
+        if len(self.step_starts) > 1:
+            gaps = [(b - a) * 1000 - d for a, b, d in zip(self.step_starts, self.step_starts[1:], self.times["step"], strict=False)]
+            out["gap_between_steps_ms_mean"] = round(statistics.fmean(gaps), 3)
+        if self.batches:
+            out["running_mean"] = round(statistics.fmean(self.batches), 2)
+        for v in self.times.values():
+            v.clear()
+        self.batches.clear()
+        self.step_starts.clear()
+        return out
+
+
 async def level(engine: Any, concurrency: int, prompt_tokens: int, output_tokens: int, vocab: int,
-                torch_mod: Any = None) -> dict[str, Any]:
+                torch_mod: Any = None, steps: _StepTimes | None = None, nvml_sample: bool = True) -> dict[str, Any]:
     prompts = [tuple((i * 7919 + j * 104729 + 13) % (vocab - 1) + 1 for j in range(prompt_tokens))
                for i in range(concurrency)]
     cuda = torch_mod is not None and torch_mod.cuda.is_available()
     if cuda:
         torch_mod.cuda.reset_peak_memory_stats()
-    sampler = _NvmlSampler() if cuda else None
+    sampler = _NvmlSampler(nvml_sample) if cuda else None
     stop = asyncio.Event()
     watch = asyncio.create_task(sampler.run(stop)) if sampler is not None else None
     t0 = time.perf_counter()
@@ -84,6 +132,8 @@ async def level(engine: Any, concurrency: int, prompt_tokens: int, output_tokens
     stop.set()
     if watch is not None:
         await watch
+    if sampler is not None and not nvml_sample:
+        sampler.once()
     row: dict[str, Any] = {
         "concurrency": concurrency,
         "tokens_per_s": round(sum(r[2] for r in results) / wall, 1),
@@ -93,10 +143,13 @@ async def level(engine: Any, concurrency: int, prompt_tokens: int, output_tokens
     }
     if cuda:
         row["torch_peak_allocated_mib"] = round(torch_mod.cuda.max_memory_allocated() / 2**20, 1)
+    if steps is not None:
+        row["engine_steps"] = steps.take()
     if sampler is not None and sampler.used:
         row["nvml_used_mib_max"] = round(max(sampler.used) / 2**20, 1)
-        row["gpu_util_pct_mean"] = round(statistics.fmean(sampler.util), 1)
-        row["gpu_util_pct_max"] = max(sampler.util)
+        if sampler.util:
+            row["gpu_util_pct_mean"] = round(statistics.fmean(sampler.util), 1)
+            row["gpu_util_pct_max"] = max(sampler.util)
     return row
 
 
@@ -111,11 +164,13 @@ async def sweep(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"device": engine.device, "config": args.config, "load_s": round(load_s, 2),
                            "prompt_tokens": args.prompt_tokens, "output_tokens": args.output_tokens,
                            "torch": torch.__version__, "levels": []}
-    await level(engine, 1, args.prompt_tokens, args.output_tokens, vocab, torch)  # warm-up
+    steps = _StepTimes(engine) if args.trace_steps else None
+    await level(engine, 1, args.prompt_tokens, args.output_tokens, vocab, torch, steps, not args.no_nvml)  # warm-up
     c = 1
     while c <= args.max_concurrency:
         try:
-            row = await level(engine, c, args.prompt_tokens, args.output_tokens, vocab, torch)
+            row = await level(engine, c, args.prompt_tokens, args.output_tokens, vocab, torch, steps,
+                              not args.no_nvml)
         except (EngineOOM, torch.cuda.OutOfMemoryError) as exc:
             out["stopped"] = f"out of memory at concurrency {c}: {exc}"
             break
@@ -152,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompt-tokens", type=int, default=128)
     p.add_argument("--output-tokens", type=int, default=64)
     p.add_argument("--profile", type=Path, help="a calibrate output: compare the sim engine with it")
+    p.add_argument("--no-nvml", action="store_true",
+                   help="read NVML once per level, not every 50 ms (no utilisation figures)")
+    p.add_argument("--trace-steps", action="store_true",
+                   help="time the engine's steps and their parts (prefill, decode, sampling) per level")
     p.add_argument("--out", type=Path, help="where to write the JSON (default: print it)")
     args = p.parse_args(argv)
     try:

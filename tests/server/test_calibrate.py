@@ -82,3 +82,38 @@ def test_gpu_sweep_runs_the_torch_engine_and_the_sim_beside_it(tmp_path) -> None
     assert [row["concurrency"] for row in result["levels"]] == [1, 2]
     assert all(row["tokens_per_s"] > 0 and row["tpot_ms_p50"] > 0 for row in result["levels"])
     assert [row["concurrency"] for row in result["sim_vs_gpu"]] == [1, 2]
+
+
+def test_a_batched_decode_step_equals_each_sequence_alone() -> None:
+    """The batched forward pass (one cache scatter per layer for all rows) gives each row the
+    logits and cache it gets alone, at different lengths and slots."""
+    torch = pytest.importorskip("torch")
+    from benchmarks.server.engine.torch_model import (
+        KVCache,
+        build,
+        forward,
+        load_config,
+        rope_tables,
+    )
+
+    cfg, checkpoint = load_config("tiny")
+    dev = torch.device("cpu")
+    net, rope = build(cfg, checkpoint, dev, torch.float32, 0), rope_tables(cfg, dev)
+    batched, alone = KVCache(cfg, 4, 128, dev, torch.float32), KVCache(cfg, 4, 128, dev, torch.float32)
+    gen = torch.Generator().manual_seed(3)
+    lengths = {3: 11, 1: 5}
+    for slot, n in lengths.items():
+        prompt = torch.randint(1, cfg.vocab_size, (1, n), generator=gen)
+        forward(net, batched, rope, [slot], prompt, [0])
+        forward(net, alone, rope, [slot], prompt, [0])
+    for _ in range(3):
+        step = torch.randint(1, cfg.vocab_size, (2, 1), generator=gen)
+        slots, starts = list(lengths), list(lengths.values())
+        together = forward(net, batched, rope, slots, step, starts)
+        for row, (slot, start) in enumerate(zip(slots, starts, strict=True)):
+            one = forward(net, alone, rope, [slot], step[row:row + 1], [start])
+            assert torch.allclose(together[row], one[0], atol=1e-4)
+        lengths = {slot: n + 1 for slot, n in lengths.items()}
+    for layer in range(cfg.num_hidden_layers):
+        assert torch.allclose(batched.k[layer], alone.k[layer], atol=1e-5)
+        assert torch.allclose(batched.v[layer], alone.v[layer], atol=1e-5)

@@ -209,6 +209,7 @@ def forward(
     # mask[b, 0, i, j]: key j visible to query i of row b
     mask = keys[None, None, None, :] <= positions[:, None, :, None]
     slot_t = torch.tensor(slots, device=device)
+    rows = slot_t[:, None].expand(bsz, t)
     x = net.model.embed_tokens(tokens)
     groups = cfg.num_attention_heads // cfg.num_key_value_heads
     for i, layer in enumerate(net.model.layers):
@@ -219,9 +220,11 @@ def forward(
         k = attn.k_proj(h).view(bsz, t, attn.n_kv, attn.head_dim).transpose(1, 2)
         v = attn.v_proj(h).view(bsz, t, attn.n_kv, attn.head_dim).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        for b in range(bsz):
-            cache.k[i][slots[b], :, starts[b] : starts[b] + t] = k[b]
-            cache.v[i][slots[b], :, starts[b] : starts[b] + t] = v[b]
+        # One scatter per layer for the whole batch ([B, T] positions of [B] slots): a copy per
+        # sequence was B kernel launches per layer, which is most of a decode step's time
+        # where launches are slow.
+        cache.k[i][rows, :, positions] = k.transpose(1, 2)
+        cache.v[i][rows, :, positions] = v.transpose(1, 2)
         kk = cache.k[i][slot_t, :, :total]
         vv = cache.v[i][slot_t, :, :total]
         if groups > 1:
