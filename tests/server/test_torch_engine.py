@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch engine needs the 'torch' extra")
 
-from benchmarks.server.engine.base import ContextLengthError, EngineOOM, EngineRequest  # noqa: E402
+from benchmarks.server.engine.base import ContextLengthError, EngineError, EngineOOM, EngineRequest  # noqa: E402
 from benchmarks.server.engine.torch_engine import BLOCK, TorchEngine, block_hashes  # noqa: E402
 
 PROMPT = tuple(range(5, 5 + 3 * BLOCK + 5))  # three whole blocks and a tail
@@ -113,3 +113,62 @@ def test_block_hashes_chain_and_mix_images():
     h = block_hashes(PROMPT)
     assert len(h) == 3 and h[:2] == block_hashes(PROMPT[: 2 * BLOCK])
     assert block_hashes(PROMPT, "img")[0] != h[0]
+
+
+def test_a_sampled_request_without_a_seed_gets_its_tokens():
+    # The request-id hash seeds the sampler; times 1000 it once overflowed torch's 64-bit seed,
+    # the step raised, the step loop died and every request on the engine waited forever.
+    async def go():
+        engine = await fresh_engine()
+        try:
+            req = EngineRequest("a-request-id-whose-hash-is-large", tuple(range(1, 12)), 6, temperature=1.0)
+            tokens, timing = await asyncio.wait_for(collect(engine, req), 30)
+            assert len(tokens) == 6 and timing is not None
+        finally:
+            await engine.stop()
+
+    asyncio.run(go())
+
+
+def test_a_failing_step_fails_its_requests_and_the_engine_goes_on():
+    async def go():
+        engine = await fresh_engine()
+        original = engine._prefill
+        calls = []
+
+        def broken(seq):
+            calls.append(seq)
+            if len(calls) == 1:
+                raise ValueError("boom")
+            return original(seq)
+
+        engine._prefill = broken
+        try:
+            with pytest.raises(EngineError, match="boom"):
+                await asyncio.wait_for(collect(engine, EngineRequest("a", (1, 2, 3), 4, temperature=0.0)), 30)
+            tokens, _ = await asyncio.wait_for(collect(engine, EngineRequest("b", (1, 2, 3), 4, temperature=0.0)), 30)
+            assert len(tokens) == 4
+        finally:
+            await engine.stop()
+
+    asyncio.run(go())
+
+
+def test_the_server_answers_through_the_torch_engine():
+    """End to end: the reference server on the torch engine answers a sampled call and stream
+    (a step that raised used to end the engine's loop, and every later request hung)."""
+    import llmclient
+    from tests.conftest import start_ref_server, stop_ref_server
+
+    server = start_ref_server("--engine", "torch", profile="tiny")
+    try:
+        client = llmclient.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=30)
+        model = client.models.list().data[0].id
+        messages = [{"role": "user", "content": "Tell me about the sea."}]
+        answer = client.chat.completions.create(model=model, messages=messages, max_tokens=8)
+        assert answer.usage.completion_tokens == 8 and answer.timings.server_timing["decode"] >= 0
+        chunks = [c for c in client.chat.completions.create(model=model, messages=messages, max_tokens=8, stream=True)
+                  if c.choices and c.choices[0].delta.content]
+        assert chunks
+    finally:
+        stop_ref_server(server)

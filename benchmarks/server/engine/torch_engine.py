@@ -224,7 +224,7 @@ class TorchEngine:
                 self._prefill(seq)
             if self._running:
                 self._decode()
-        except (torch.OutOfMemoryError, MemoryError, RuntimeError) as exc:
+        except Exception as exc:  # any failure ends this step's requests, never the step loop
             if not _is_oom(exc):
                 self._fail_all(EngineError(f"engine step failed: {type(exc).__name__}: {exc}"))
                 log.exception("engine step failed")
@@ -281,7 +281,8 @@ class TorchEngine:
             self._save_prefix(hashes, seq.slot)
         if seq.req.temperature > 0:
             seed = seq.req.seed if seq.req.seed is not None else int.from_bytes(hashlib.blake2b(seq.req.request_id.encode(), digest_size=8).digest(), "big")
-            seq.generator = torch.Generator().manual_seed(seed * 1000 + seq.req.n_index)
+            # Within the 64-bit seed torch takes (a request-id hash times 1000 is not).
+            seq.generator = torch.Generator().manual_seed((seed * 1000 + seq.req.n_index) % 2**63)
         assert logits is not None
         seq.prefill_ms = (time.perf_counter() - t0) * 1000
         self._stats.prompt_tokens_total += len(prompt)
