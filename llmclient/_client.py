@@ -27,7 +27,7 @@ from ._call import (
     http_client_auth,
     to_timeout,
 )
-from ._codec import JSON_CODEC, Codec
+from ._codec import JSON_CODEC, RESPONSES_PATH, Codec
 from ._compression import (
     MIN_COMPRESS_BYTES,
     CompressionError,
@@ -316,7 +316,7 @@ class BaseClient:
         """JSON unless the call asks for protobuf (the codec is imported on first use). The
         Responses API has no protobuf schema: always JSON."""
         mode = call.options.wire
-        if mode == "json" or call.path == "/responses":
+        if mode == "json" or call.path == RESPONSES_PATH:
             return JSON_CODEC
         from . import _protobuf
 

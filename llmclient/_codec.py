@@ -81,9 +81,23 @@ def _not_json_message(data: bytes, content_type: str, exc: Exception) -> str:
     return f"Malformed response: body is not valid JSON ({exc}): {data[:120]!r}"
 
 
-# The Responses API's stream ends with one of these events (and no ``[DONE]``).
+# The Responses API: its path, and the events its stream ends with (it sends no ``[DONE]``).
+RESPONSES_PATH = "/responses"
 RESPONSE_END_EVENTS: frozenset[str] = frozenset(
     {"response.completed", "response.incomplete", "response.failed", "error"})
+
+
+def has_token(chunk: dict[str, Any]) -> bool:
+    """Whether a stream chunk carries generated output: content, a tool call or completion
+    text; for a Responses API event, a ``*.delta`` (text, refusal or arguments arriving)."""
+    kind = chunk.get("type")
+    if kind is not None:
+        return bool(kind.endswith(".delta"))
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta")
+        if (delta and (delta.get("content") or delta.get("tool_calls"))) or choice.get("text"):
+            return True
+    return False
 
 
 class SSEDecoder:

@@ -37,6 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._codec import RESPONSES_PATH
+
 __all__ = [
     "HEDGE_HEADER",
     "CancelToken",
@@ -50,7 +52,6 @@ __all__ = [
 
 HEDGE_HEADER = "x-llm-hedge"
 _HEDGED_PATHS = ("/chat/completions", "/completions", "/embeddings")
-RESPONSES_PATH = "/responses"
 
 
 @dataclass(frozen=True, slots=True)

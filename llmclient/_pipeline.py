@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from ._codec import JSON_CODEC, Codec
-from ._streaming import _has_token
+from ._codec import JSON_CODEC, Codec, has_token
 
 if TYPE_CHECKING:
     from ._call import Call
@@ -98,7 +97,7 @@ def first_token_probe(response: httpx.Response, codec: Codec) -> Any:
 
     def enough(piece: bytes) -> bool:
         try:
-            return any(_has_token(obj) for obj in decoder.feed(piece)) or decoder.done
+            return any(has_token(obj) for obj in decoder.feed(piece)) or decoder.done
         except Exception:
             return True
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._call import NOT_GIVEN, Call, split_options
+from ._codec import RESPONSES_PATH
 from ._models import (
     AsyncPaginator,
     async_models_page,
@@ -146,7 +147,7 @@ class _ResponsesBase(_Resource):
     def _create_call(self, params: dict[str, Any], stream: Any, extra_headers: Headers,
                      extra_query: Mapping[str, Any] | None, extra_body: Mapping[str, Any] | None,
                      timeout: Any) -> Call:
-        return self._call("POST", "/responses", params, stream=_is_stream(stream), extra_headers=extra_headers,
+        return self._call("POST", RESPONSES_PATH, params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
 
 

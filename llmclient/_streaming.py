@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from . import _otel
-from ._codec import RESPONSE_END_EVENTS
+from ._codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
 from ._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from ._logging import current_trace_id
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["AsyncStream", "Stream"]
 
 _T = TypeVar("_T")
-RESPONSES_PATH = "/responses"
 
 
 class _StreamBase(Generic[_T]):
@@ -72,7 +71,7 @@ class _StreamBase(Generic[_T]):
         for obj in objs:
             if obj.get("error") or obj.get("type") == "error":
                 raise self._annotate(APIError(_error_message(obj), body=obj))
-            if record.first_token_ms is None and _has_token(obj):
+            if record.first_token_ms is None and has_token(obj):
                 record.mark_first_token()
             choices = obj.get("choices")
             if choices:
@@ -91,7 +90,7 @@ class _StreamBase(Generic[_T]):
             kind = obj.get("type")
             if kind is None and obj.get("error"):
                 raise self._annotate(APIError(_error_message(obj), body=obj))
-            if record.first_token_ms is None and kind is not None and kind.endswith(".delta"):
+            if record.first_token_ms is None and has_token(obj):
                 record.mark_first_token()
             if kind in RESPONSE_END_EVENTS:
                 self._end = kind
@@ -273,17 +272,6 @@ def unfinished_message(choices: dict[int, bool], done: bool) -> str | None:
         return f"Incomplete stream: the stream ended {end} but choice {open_[0]} has no finish_reason"
     names = ", ".join(str(i) for i in open_)
     return f"Incomplete stream: the stream ended {end} but choices {names} have no finish_reason"
-
-
-def _has_token(obj: dict[str, Any]) -> bool:
-    kind = obj.get("type")
-    if kind is not None:  # a Responses API event: text, refusal or arguments arriving
-        return bool(kind.endswith(".delta"))
-    for choice in obj.get("choices") or ():
-        delta = choice.get("delta")
-        if (delta and (delta.get("content") or delta.get("tool_calls"))) or choice.get("text"):
-            return True
-    return False
 
 
 def _error_message(obj: dict[str, Any]) -> str:

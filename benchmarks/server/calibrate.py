@@ -76,26 +76,39 @@ E2E_PROMPT_TOKENS = 128  # the end-to-end requests' prompt and answer lengths
 E2E_OUTPUT_TOKENS = 32
 
 
+def synthetic_prompt(i: int, n: int, vocab: int) -> tuple[int, ...]:
+    """The ``i``-th of a family of distinct ``n``-token prompts (no shared prefix to reuse)."""
+    return tuple((i * 7919 + j * 104729 + 13) % (vocab - 1) + 1 for j in range(n))
+
+
+async def time_request(engine: Any, prompt: tuple[int, ...], output_tokens: int, rid: str) -> tuple[float, float, int]:
+    """(TTFT ms, TPOT ms, tokens) of one greedy request through a running engine."""
+    from .engine.base import EngineRequest
+
+    t0 = time.perf_counter()
+    first: float | None = None
+    last = t0
+    n = 0
+    async for event in engine.submit(EngineRequest(rid, prompt, output_tokens, temperature=0.0, seed=0)):
+        if event.token_ids:
+            last = time.perf_counter()
+            first = first if first is not None else last
+            n += len(event.token_ids)
+    first = first if first is not None else last
+    return (first - t0) * 1000, (last - first) * 1000 / (n - 1) if n > 1 else 0.0, n
+
+
 async def _engine_latency(engine: Any, repeats: int) -> tuple[float, float]:
     """Median (TTFT, TPOT) in ms of single requests through the running engine (its step loop,
     scheduling and sampling included, which bare forward passes leave out)."""
-    from .engine.base import EngineRequest
-
     vocab = engine.cfg.vocab_size
     ttfts, tpots = [], []
     for i in range(repeats + 1):  # the first is a warm-up
-        prompt = tuple((i * 7919 + j * 104729 + 13) % (vocab - 1) + 1 for j in range(E2E_PROMPT_TOKENS))
-        t0 = time.perf_counter()
-        first = last = None
-        n = 0
-        async for event in engine.submit(EngineRequest(f"cal-{i}", prompt, E2E_OUTPUT_TOKENS, temperature=0.0)):
-            if event.token_ids:
-                last = time.perf_counter()
-                first = first or last
-                n += len(event.token_ids)
-        if i and first is not None and last is not None and n > 1:
-            ttfts.append((first - t0) * 1000)
-            tpots.append((last - first) * 1000 / (n - 1))
+        ttft, tpot, n = await time_request(engine, synthetic_prompt(i, E2E_PROMPT_TOKENS, vocab),
+                                           E2E_OUTPUT_TOKENS, f"cal-{i}")
+        if i and n > 1:
+            ttfts.append(ttft)
+            tpots.append(tpot)
     return statistics.median(ttfts), statistics.median(tpots)
 
 

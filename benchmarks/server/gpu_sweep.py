@@ -24,26 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .engine import EngineOOM, EngineRequest, create_engine
-
-
-async def _one(engine: Any, prompt: tuple[int, ...], output_tokens: int, rid: str) -> tuple[float, float, int]:
-    """(ttft_ms, tpot_ms, tokens) of one request."""
-    t0 = time.perf_counter()
-    first: float | None = None
-    last = t0
-    n = 0
-    req = EngineRequest(rid, prompt, output_tokens, temperature=0.0, seed=0)
-    async for event in engine.submit(req):
-        now = time.perf_counter()
-        if event.token_ids:
-            n += len(event.token_ids)
-            if first is None:
-                first = now
-            last = now
-    first = first if first is not None else last
-    tpot = (last - first) * 1000 / (n - 1) if n > 1 else 0.0
-    return (first - t0) * 1000, tpot, n
+from .calibrate import synthetic_prompt, time_request
+from .engine import EngineOOM, create_engine
 
 
 class _NvmlSampler:
@@ -117,8 +99,7 @@ class _StepTimes:
 
 async def level(engine: Any, concurrency: int, prompt_tokens: int, output_tokens: int, vocab: int,
                 torch_mod: Any = None, steps: _StepTimes | None = None, nvml_sample: bool = True) -> dict[str, Any]:
-    prompts = [tuple((i * 7919 + j * 104729 + 13) % (vocab - 1) + 1 for j in range(prompt_tokens))
-               for i in range(concurrency)]
+    prompts = [synthetic_prompt(i, prompt_tokens, vocab) for i in range(concurrency)]
     cuda = torch_mod is not None and torch_mod.cuda.is_available()
     if cuda:
         torch_mod.cuda.reset_peak_memory_stats()
@@ -126,7 +107,7 @@ async def level(engine: Any, concurrency: int, prompt_tokens: int, output_tokens
     stop = asyncio.Event()
     watch = asyncio.create_task(sampler.run(stop)) if sampler is not None else None
     t0 = time.perf_counter()
-    results = await asyncio.gather(*(_one(engine, p, output_tokens, f"c{concurrency}-{i}")
+    results = await asyncio.gather(*(time_request(engine, p, output_tokens, f"c{concurrency}-{i}")
                                      for i, p in enumerate(prompts)))
     wall = time.perf_counter() - t0
     stop.set()

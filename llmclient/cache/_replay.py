@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
+from .._codec import has_token
+
 __all__ = ["AsyncReplayStream", "ReplayStream"]
 
 _T = TypeVar("_T")
@@ -34,7 +36,7 @@ class _ReplayBase(Generic[_T]):
         for chunk in self._chunks:
             if self._closed:
                 return
-            if _has_token(chunk):
+            if has_token(chunk):
                 record.mark_first_token()  # idempotent: only the first content chunk counts
             yield self._make(chunk)
         record.finish()
@@ -79,14 +81,3 @@ class AsyncReplayStream(_ReplayBase[_T]):
 
     async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
-
-
-def _has_token(chunk: dict[str, Any]) -> bool:
-    kind = chunk.get("type")
-    if kind is not None:  # a Responses API event
-        return bool(kind.endswith(".delta"))
-    for choice in chunk.get("choices") or ():
-        delta = choice.get("delta")
-        if (delta and (delta.get("content") or delta.get("tool_calls"))) or choice.get("text"):
-            return True
-    return False
