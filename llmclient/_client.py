@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
+import orjson
 
-from . import _otel, _retry
+from . import _retry
 from ._async.pipeline import AsyncPipeline
 from ._call import (
     NOT_GIVEN,
@@ -47,14 +47,27 @@ from ._errors import (
     describe_error_body,
     status_error_class,
 )
-from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack, hedge_config
-from ._hedge import eligible as hedge_eligible
+from ._features import Features
+from ._hedge import hedge_config
 from ._http_clients import client_headers
 from ._logging import logger
 from ._origins import record_for
 from ._passthrough import AsyncPassthrough, SyncPassthrough
-from ._pipeline import RawResponse, has_image_part, response_coding
+from ._pipeline import RawResponse, response_coding, start_task
 from ._proxy import proxy_map
+from ._resources import (
+    AsyncChat,
+    AsyncCompletions,
+    AsyncEmbeddings,
+    AsyncModels,
+    AsyncResponses,
+    Beta,
+    Chat,
+    Completions,
+    Embeddings,
+    Models,
+    Responses,
+)
 from ._sync.pipeline import Pipeline
 from ._transport import (
     AsyncTransport,
@@ -66,19 +79,6 @@ from ._transport import (
 
 if TYPE_CHECKING:
     import asyncio
-
-    from ._resources import (
-        AsyncChat,
-        AsyncCompletions,
-        AsyncEmbeddings,
-        AsyncModels,
-        AsyncResponses,
-        Chat,
-        Completions,
-        Embeddings,
-        Models,
-        Responses,
-    )
 
 __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
 
@@ -92,6 +92,7 @@ class BaseClient:
     """Settings and every decision of a call; no I/O."""
 
     _transport_settings: TransportSettings
+    _on_event_loop: bool  # set by the pipeline mixed in (AsyncPipeline: True)
 
     def __init__(
         self,
@@ -150,20 +151,15 @@ class BaseClient:
         # The client-wide cache is self.cache; CallOptions.cache is the per-call override only.
         self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
                                     hedge=hedge_config(hedge))
-        # Hedged requests (``_hedge``): latencies and budget per (base URL, path, model).
-        self._hedge_tracks: dict[tuple[str, str, str], HedgeTrack] = {}
         self._warm = warm
         # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
         # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
         self._compress = compress
-        # Speculative prefetch and prefix warming (``_prefetch``): state exists once
-        # speculation is configured or first used; calls are observed only while it exists.
-        self._speculation: Any = None
-        if speculation is not None or prefetch:
-            from . import _prefetch
-
-            config = _prefetch.config_from(speculation) or _prefetch.SpeculationConfig()
-            self._speculation = _prefetch.SpeculationState(config)
+        # Images, the cache, speculation and hedging: attached to this client's pipeline here,
+        # reached only through these hooks (``_features``); they see a Port, never the client.
+        self._features = Features(build=self._build_call, request=self._request, defaults=self._options,  # type: ignore[attr-defined]
+                                  is_async=self._on_event_loop, cache=cache, speculation=speculation,
+                                  prefetch=prefetch)
         self._headers = self._default_headers()
         # Whose credentials the calls run under, from the headers that go on the wire (not
         # from api_key alone: a credential may travel in default_headers or extra_headers).
@@ -209,7 +205,7 @@ class BaseClient:
             "wire": self._options.wire,
             "images": self._options.images,
             "prefetch": self._options.prefetch,
-            "speculation": self._speculation.config if self._speculation is not None else None,
+            "speculation": self._features.speculation_config,
             "compress": self._compress,
             "hedge": self._options.hedge or False,
             **self.__dict__.get("_official_kwargs", {}),
@@ -239,8 +235,6 @@ class BaseClient:
     @property
     def beta(self) -> Any:
         """``client.beta.chat.completions.parse / stream``, as in the official client."""
-        from ._resources import Beta
-
         return Beta(self.chat)  # type: ignore[attr-defined]
 
     def is_closed(self) -> bool:
@@ -279,36 +273,6 @@ class BaseClient:
             # ask for none, so that no server or proxy holds chunks back to fill a compressor.
             call.headers["accept-encoding"] = "identity" if stream else accept_encoding()
         return call
-
-    # -- stage: prepare (images) ---------------------------------------------------------------
-
-    @staticmethod
-    def _prepare(call: Call) -> Call:
-        """Hand image parts to ``llmclient._images`` when the payload has any."""
-        if call.body is None or call.options.images is False or not has_image_part(call.body):
-            return call
-        from . import _images  # with Pillow: loaded by the first call that carries an image
-        started = time.perf_counter()
-        body, stats = _images.prepare_payload(call.body, call.options)
-        call.body = body
-        call.record.image_prep_ms = (time.perf_counter() - started) * 1000.0
-        call.record.image_bytes_saved = int(getattr(stats, "bytes_saved", 0) or 0)
-        return call
-
-    # -- stage: lookup / store (cache) ---------------------------------------------------------
-
-    def _cache_for(self, call: Call) -> Any:
-        """The ResponseCache for this call, or None (``llmclient.cache``, imported on first use)."""
-        setting = call.options.cache
-        if setting is False or (setting is None and self.cache is None):
-            return None
-        cache = self.__dict__.get("_response_cache")
-        if cache is None:
-            from .cache import open_cache
-
-            cache = open_cache(self.cache if self.cache is not None else True)
-            self.__dict__["_response_cache"] = cache
-        return cache
 
     # -- stage: encode -------------------------------------------------------------------------
 
@@ -410,8 +374,6 @@ class BaseClient:
         ctype = response.headers.get("content-type", "")
         body: object
         try:
-            import orjson
-
             body = orjson.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace") if raw else None
@@ -444,55 +406,20 @@ class BaseClient:
         call.record.bytes_sent += len(response.request.content) if response.request else 0
         return resend
 
-    # -- stage: hedge (pure decisions in _hedge) ------------------------------------------------
+    # -- stage: hedge (decisions in _features and _hedge) --------------------------------------
 
-    def _hedge_plan(self, call: Call) -> tuple[HedgeTrack, float | None] | None:
-        """The call's hedge track and how long to wait before its copy (None: send none, but
-        learn from its latency); None when the call is not hedged at all."""
-        config = call.options.hedge
-        if config is None or not hedge_eligible(call.method, call.path, call.body):
-            return None
-        # Only our HTTP/2 connections can cancel the losing copy; over HTTP/1.1 (or through a
-        # caller's http_client) a copy would only add load.
+    def _speaks_h2(self, call: Call) -> bool | None:
+        """Whether the call's origin is known to speak HTTP/2 on our connections (None: not
+        known yet; False through a caller's http_client)."""
         transport = getattr(self, "_transport", None)
-        if transport is None or transport.origin_record(_url(call.url)).h2 is False:
-            return None
-        key = (call.base_url, call.path + (" stream" if call.stream else ""),
-               str((call.body or {}).get("model")))
-        track = self._hedge_tracks.get(key)
-        if track is None or track.config != config:  # a per-call hedge=True is a new, equal config
-            track = self._hedge_tracks[key] = HedgeTrack(config)
-        return track, track.plan()
-
-    @staticmethod
-    def _hedge_twin(call: Call) -> Call:
-        """The second copy: same trace and body, marked, with its own Idempotency-Key."""
-        headers = {**call.headers, HEDGE_HEADER: "1"}
-        key = headers.get("idempotency-key")
-        if key:
-            headers["idempotency-key"] = key + "-hedge"
-        call.record.hedged = True
-        copy = call.sibling(headers, call.record.twin(), CancelToken())
-        if _otel._live:
-            _otel.hedge_copy(call, copy)  # its own span, child of and linked to the call's
-        return copy
-
-    @staticmethod
-    def _hedge_racers(call: Call) -> tuple[Call, Any, Any]:
-        """The primary's own Call (the same record: the copy never writes into it), the maker
-        of the copy, and what makes the copy's record the call's when the copy wins."""
-
-        def adopt(copy: Call) -> None:
-            copy.record.hedge_won = True
-            call.record = copy.record
-
-        primary = call.sibling(call.headers, call.record, CancelToken())
-        return primary, lambda: BaseClient._hedge_twin(call), adopt
+        if transport is None:
+            return False
+        h2: bool | None = transport.origin_record(_url(call.url)).h2
+        return h2
 
     def hedge_stats(self) -> dict[str, dict[str, Any]]:
         """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""
-        return {f"{path} {model}": track.stats()
-                for (_, path, model), track in self._hedge_tracks.items()}
+        return self._features.hedge_stats()
 
     # -- stage: decode -------------------------------------------------------------------------
 
@@ -523,17 +450,6 @@ class BaseClient:
             d["timings"] = call.record
             d["_request_id"] = response.headers.get("x-request-id") if response is not None else None
         return obj
-
-    def _stream_parts(self, call: Call, response: httpx.Response, codec: Codec, handle: Any) -> tuple[Any, Any]:
-        """The decoder of a streamed body, and what runs when it completes (the cache's store,
-        then speculation's follow-ups)."""
-        decoder = self._stream_decoder(call, response, codec)
-        on_complete = handle.on_stream_complete if handle is not None else None
-        if call.options.prefetch:
-            from . import _prefetch
-
-            on_complete = _prefetch.on_stream_complete(self, on_complete)
-        return decoder, on_complete
 
     def _stream_decoder(self, call: Call, response: httpx.Response, codec: Codec) -> Any:
         try:
@@ -598,8 +514,6 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
         self._transport: SyncTransport | None = (
             None if self._http_client is not None else shared_sync_transport(self._transport_settings)
         )
-        from ._resources import Chat, Completions, Embeddings, Models, Responses
-
         self.chat: Chat = Chat(self)
         self.completions: Completions = Completions(self)
         self.embeddings: Embeddings = Embeddings(self)
@@ -630,10 +544,7 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
         are kept for the next client. Use :func:`llmclient.close_all` at shutdown if needed.
         Stops keep-warm timers and cancels prefetches in flight."""
         self.__dict__["_closed"] = True
-        if self._speculation is not None:
-            from . import _prefetch
-
-            _prefetch.close(self)
+        self._features.close()
 
     def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
         """Send this prompt with ``max_tokens=1`` so the server's prefix cache holds it.
@@ -642,16 +553,12 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
         (``SpeculationConfig.provider``); a number is that cache's TTL in seconds. Stopped by
         :meth:`close`. Returns the one-token completion (its ``usage`` shows what was cached).
         """
-        from . import _prefetch
-
-        return _prefetch.warm(self, keep_warm, {"messages": messages, "model": model, **params})
+        return self._features.warm(keep_warm, {"messages": messages, "model": model, **params})
 
     def speculation_stats(self) -> dict[str, Any]:
         """Prefetch counters: predictions, sent, warmups, hits, joins, cancelled, refused,
         errors, wasted_tokens, used_tokens, latency_saved_ms, in_flight, extra_load."""
-        from . import _prefetch
-
-        return _prefetch.stats(self)
+        return self._features.speculation_stats()
 
     def __enter__(self) -> OpenAI:
         return self
@@ -665,14 +572,6 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        from ._resources import (
-            AsyncChat,
-            AsyncCompletions,
-            AsyncEmbeddings,
-            AsyncModels,
-            AsyncResponses,
-        )
-
         self.chat: AsyncChat = AsyncChat(self)
         self.completions: AsyncCompletions = AsyncCompletions(self)
         self.embeddings: AsyncEmbeddings = AsyncEmbeddings(self)
@@ -680,12 +579,8 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
         self.models: AsyncModels = AsyncModels(self)
         self._warm_task: asyncio.Task[None] | None = None
         if self._warm:
-            import asyncio  # not at module level: `import llmclient` stays light for sync users
-
-            try:
-                self._warm_task = asyncio.get_running_loop().create_task(self.warmup())
-            except RuntimeError:
-                pass  # no running loop: warm on first call's loop instead (call warmup())
+            # With no running loop, nothing starts: warm on the first call's loop (warmup()).
+            self._warm_task = start_task(self.warmup)
 
     def with_options(self, **overrides: Any) -> AsyncOpenAI:
         return type(self)(**self._copy_kwargs(**overrides))
@@ -709,22 +604,15 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
         """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`
         closes them)."""
         self.__dict__["_closed"] = True
-        if self._speculation is not None:
-            from . import _prefetch
-
-            await _prefetch.aclose(self)
+        await self._features.aclose()
 
     async def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
         """See :meth:`OpenAI.warm`."""
-        from . import _prefetch
-
-        return await _prefetch.awarm(self, keep_warm, {"messages": messages, "model": model, **params})
+        return await self._features.awarm(keep_warm, {"messages": messages, "model": model, **params})
 
     def speculation_stats(self) -> dict[str, Any]:
         """See :meth:`OpenAI.speculation_stats`."""
-        from . import _prefetch
-
-        return _prefetch.stats(self)
+        return self._features.speculation_stats()
 
     async def __aenter__(self) -> AsyncOpenAI:
         return self

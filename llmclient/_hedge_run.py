@@ -10,7 +10,7 @@ When the delay passes, the copy starts (a worker thread, or a task) and whicheve
 wins. A copy that wins cancels the first through the first's CancelToken: over HTTP/2 its stream
 is reset and the caller's wait ends with HedgeLost, which is turned into the copy's answer here.
 Over HTTP/1.1 (httpcore's connections) a request cannot be cancelled from outside, so the client
-does not hedge origins known to speak only that (``BaseClient._hedge_plan``); should a race run
+does not hedge origins known to speak only that (``Features.hedge_plan``); should a race run
 there anyway (an origin's first call), the first copy's answer is used when it comes.
 """
 

@@ -7,6 +7,8 @@ and its generated twin ``llmclient/_sync/pipeline.py``; the client mixes them in
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -14,10 +16,32 @@ import httpx
 from ._codec import JSON_CODEC, Codec, has_token
 
 if TYPE_CHECKING:
-    from ._call import Call
+    from ._call import Call, CallOptions
     from ._client import BaseClient
 
-__all__ = ["Attempts", "RawResponse", "async_sleep", "first_token_probe", "has_image_part", "off_loop", "response_coding"]
+__all__ = ["Attempts", "Port", "RawResponse", "async_sleep", "first_token_probe", "has_image_part", "off_loop",
+           "response_coding", "start_task"]
+
+
+@dataclass(frozen=True, slots=True)
+class Port:
+    """What a feature may do with the client it is attached to, and nothing more: features
+    (``_features``: speculation today) get a Port, never the client.
+
+    ``build`` makes a :class:`~llmclient._call.Call` as the client makes one (its base URL,
+    headers, credential scope, timeout and retries); ``request`` runs one through the whole
+    pipeline (``request(call, make, raw=False, stream_make=None)``; the async client's returns a
+    coroutine); ``lookup`` is the cache stage alone (a handle or None; a coroutine for the async
+    client) and ``cache_for`` the client's response cache for a call, or None.
+    """
+
+    build: Callable[..., Call]
+    request: Callable[..., Any]
+    lookup: Callable[[Call], Any]
+    cache_for: Callable[[Call], Any]
+    defaults: CallOptions  # the client's own options (wire, images, prefetch, hedge)
+    has_cache: bool  # whether the client has a response cache of its own
+    is_async: bool
 
 
 class RawResponse:
@@ -127,8 +151,6 @@ def has_image_part(body: dict[str, Any]) -> bool:
     return False
 
 
-
-
 class Attempts:
     """Where one call stands among its attempts: every decision between two attempts (retry
     or raise, how long to wait, resend plainer), shared by the sync and async send loops, which
@@ -198,8 +220,6 @@ class Attempts:
         self.call.record.new_attempt()
 
 
-
-
 async def async_sleep(delay: float) -> None:
     import asyncio
 
@@ -212,3 +232,15 @@ async def off_loop(fn: Any, arg: Any) -> Any:
     import asyncio
 
     return await asyncio.to_thread(fn, arg)
+
+
+def start_task(coro_fn: Callable[[], Any]) -> Any:
+    """A task running ``coro_fn()`` on the running event loop, or None when no loop runs (then
+    nothing is started)."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop.create_task(coro_fn())

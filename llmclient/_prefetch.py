@@ -1,19 +1,21 @@
-"""Glue from the client to ``speculative``: prefetch follow-ups, join them, warm prefixes.
+"""Glue from the pipeline to ``speculative``: prefetch follow-ups, join them, warm prefixes.
 
 The decisions live in ``speculative`` (what to predict, what the budget allows, what is stale);
-this module only runs them through the client's own pipeline:
+this module only runs them through the client's own pipeline, by the
+:class:`~llmclient._pipeline.Port` a :class:`Speculation` is given (it never sees the client;
+``_features`` attaches it):
 
-* **lookup** (every app call, :func:`lookup` / :func:`alookup`): the speculator observes the
+* **lookup** (every app call, :meth:`Speculation.lookup` / :meth:`Speculation.alookup`): the speculator observes the
   call (budget credit, history learning, cancelling prefetches of a conversation that moved
   on). A call that matches a prefetch exactly reads the response cache even where the cache's
   policy would not (a sampled request), so it is served by the landed answer (``hit``) or joins
   the prefetch still in flight through the cache's single-flight (``join``).
-* **after** (:func:`after_call`, an answer arrived): the speculator plans follow-ups under the
+* **after** (:meth:`Speculation.after`, an answer arrived): the speculator plans follow-ups under the
   client's budget; each is sent in the background (a thread for ``OpenAI``, a task for
   ``AsyncOpenAI``) as a *stream* through the same pipeline, with the cache store forced for
   that exact request. Streaming is what makes cancellation real: closing the stream resets it
   (HTTP/2 RST_STREAM), and the server stops generating.
-* **warm** (:func:`warm` / :func:`awarm`, ``prefetch="prefix"``): the prompt with
+* **warm** (:meth:`Speculation.warm` / :meth:`Speculation.awarm`, ``prefetch="prefix"``): the prompt with
   ``max_tokens=1`` so the server's prefix cache holds it; ``keep_warm`` refreshes it on a timer.
 
 Prefetch and warm requests carry ``x-llm-prefetch: 1`` (``warm`` for warm-ups) and
@@ -62,26 +64,16 @@ from ._logging import get_logger
 from ._redact import redact_text
 
 if TYPE_CHECKING:
-    from ._async.pipeline import AsyncPipeline
-    from ._client import AsyncOpenAI, BaseClient, OpenAI
-    from ._sync.pipeline import Pipeline
+    from ._pipeline import Port
 
 __all__ = [
     "PREFETCH_HEADER",
     "PRIORITY_HEADER",
     "PrefetchError",
+    "Speculation",
     "SpeculationConfig",
     "SpeculationState",
-    "aafter_call",
-    "aclose",
-    "after_call",
-    "alookup",
-    "awarm",
-    "close",
     "config_from",
-    "lookup",
-    "stats",
-    "warm",
 ]
 
 log = get_logger("llmclient.prefetch")
@@ -292,29 +284,61 @@ class SpeculationState:
         return out
 
 
-def state_for(client: BaseClient, create: bool) -> SpeculationState | None:
-    state: SpeculationState | None = client.__dict__.get("_speculation")
-    if state is None and create:
-        state = client.__dict__["_speculation"] = SpeculationState(SpeculationConfig())
-    return state
+class Speculation:
+    """Speculation attached to one client's pipeline (by ``_features``): its state, and the
+    :class:`~llmclient._pipeline.Port` it builds and sends its requests through. It never sees
+    the client itself."""
+
+    __slots__ = ("port", "state")
+
+    def __init__(self, port: Port, config: SpeculationConfig) -> None:
+        self.port = port
+        self.state = SpeculationState(config)
+
+    def lookup(self, call: Call) -> Any:
+        """The cache stage with speculation around it (sync)."""
+        return _lookup(self.port, self.state, call)
+
+    async def alookup(self, call: Call) -> Any:
+        """The cache stage with speculation around it (async)."""
+        return await _alookup(self.port, self.state, call)
+
+    def after(self, call: Call, value: Mapping[str, Any]) -> None:
+        """An answer arrived: plan follow-ups and start them in the background. Never raises."""
+        after_call(self.port, self.state, call, value)
+
+    def on_stream_complete(self, prior: Any) -> Any:
+        """A Stream ``on_complete`` callback: ``prior`` (the cache's store), then plan
+        prefetches from the finished stream's answer."""
+        return _on_stream_complete(self.port, self.state, prior)
+
+    def warm(self, keep_warm: bool | float, args: dict[str, Any]) -> Any:
+        """``client.warm(...)`` (sync)."""
+        return warm(self.port, self.state, keep_warm, args)
+
+    async def awarm(self, keep_warm: bool | float, args: dict[str, Any]) -> Any:
+        """``client.warm(...)`` (async)."""
+        return await awarm(self.port, self.state, keep_warm, args)
+
+    def close(self) -> None:
+        """Stop keep-warm timers and cancel prefetches in flight (sync client)."""
+        close(self.state)
+
+    async def aclose(self) -> None:
+        """Stop keep-warm timers and cancel prefetches in flight (async client)."""
+        await aclose(self.state)
 
 
 def is_prefetch_call(call: Call) -> bool:
     return PREFETCH_HEADER in call.headers
 
 
-def stats(client: BaseClient) -> dict[str, Any]:
-    """``client.speculation_stats()``: counters of this client's speculation."""
-    state = state_for(client, create=False)
-    return state.stats() if state is not None else SpeculationState(SpeculationConfig()).stats()
-
-
 # -- pure decisions ------------------------------------------------------------------------
 
-def _single_use(client: BaseClient, body: Mapping[str, Any]) -> bool:
+def _single_use(port: Port, body: Mapping[str, Any]) -> bool:
     # A sampled answer is a fresh sample; without a cache of its own the client keeps a
     # prefetched answer only until the one call it was fetched for.
-    return is_sampled(body) or client.cache is None
+    return is_sampled(body) or not port.has_cache
 
 
 def _forced_cache_option(setting: Any, single_use: bool, ttl_s: float) -> Any:
@@ -344,21 +368,21 @@ def _prefetch_headers(state: SpeculationState, origin: Call, kind: str) -> dict[
     return headers
 
 
-def _build_prefetch_call(client: BaseClient, state: SpeculationState, origin: Call, prefetch: Prefetch) -> Call:
+def _build_prefetch_call(port: Port, state: SpeculationState, origin: Call, prefetch: Prefetch) -> Call:
     body = dict(prefetch.request)
     warm = prefetch.kind == "warm"
     if warm:
         # Nothing worth keeping comes back (one token); never store it.
         options = CallOptions(cache=False, prefetch=None, images=False, wire=origin.options.wire)
     else:
-        single_use = _single_use(client, body)
+        single_use = _single_use(port, body)
         cache = _forced_cache_option(origin.options.cache, single_use, state.config.single_use_ttl_s)
         options = CallOptions(cache=cache, prefetch=None, images=False, wire=origin.options.wire)
         # Streamed so that cancelling closes the stream and the server stops generating;
         # stream/stream_options are not part of the cache key or of the exact-match fingerprint.
         body["stream"] = True
         body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-    call = client._build_call("POST", origin.path, body, options=options, stream=not warm,
+    call = port.build("POST", origin.path, body, options=options, stream=not warm,
                               extra_headers=_prefetch_headers(state, origin, prefetch.kind),
                               extra_query=origin.query, timeout=origin.timeout)
     call.max_retries = 0  # optional work: a failure is not worth a retry's extra load
@@ -406,9 +430,8 @@ def _identity(value: dict[str, Any]) -> dict[str, Any]:
 
 # -- lookup: every app call ---------------------------------------------------------------
 
-def _match_for(client: BaseClient, call: Call) -> tuple[SpeculationState | None, _Match | None, list[_Landed]]:
-    state = state_for(client, create=bool(call.options.prefetch))
-    if state is None or call.body is None or call.path != CHAT_PATH or is_prefetch_call(call):
+def _match_for(state: SpeculationState, call: Call) -> tuple[SpeculationState | None, _Match | None, list[_Landed]]:
+    if call.body is None or call.path != CHAT_PATH or is_prefetch_call(call):
         return None, None, []
     try:
         match, wasted = state.observe(call.body, call.scope)
@@ -442,14 +465,13 @@ def _settle(state: SpeculationState, call: Call, match: _Match, handle: Any) -> 
     return handle, match.single_use
 
 
-def lookup(client: Pipeline, call: Call) -> Any:
-    """The client's cache lookup with speculation around it (sync)."""
-    state, match, wasted = _match_for(client, call)
+def _lookup(port: Port, speculation: SpeculationState, call: Call) -> Any:
+    state, match, wasted = _match_for(speculation, call)
     for item in wasted:
         if item.single_use:
             _discard(item.cache, item.cache_key)
     if state is None:
-        return client._lookup(call)
+        return port.lookup(call)
     if match is not None and match.prefetch is not None and call.stream:
         # Streams do not join in the cache; wait on the prefetch's flight, then replay it.
         flight = match.cache.flights.begin(match.cache_key)
@@ -457,45 +479,44 @@ def lookup(client: Pipeline, call: Call) -> Any:
             flight.fail()
         else:
             flight.wait(call.timeout.read)
-    handle = client._lookup(call)
+    handle = port.lookup(call)
     if match is not None:
         handle, discard = _settle(state, call, match, handle)
         if discard:
             _discard(match.cache, match.cache_key)
-    _chain(client, call, handle)
+    _chain(port, speculation, call, handle)
     return handle
 
 
-async def alookup(client: AsyncPipeline, call: Call) -> Any:
-    """The client's cache lookup with speculation around it (async)."""
-    state, match, wasted = _match_for(client, call)
+async def _alookup(port: Port, speculation: SpeculationState, call: Call) -> Any:
+    state, match, wasted = _match_for(speculation, call)
     for item in wasted:
         if item.single_use:
             await _adiscard(item.cache, item.cache_key)
     if state is None:
-        return await client._lookup(call)
+        return await port.lookup(call)
     if match is not None and match.prefetch is not None and call.stream:
         flight = match.cache.aflights.begin(match.cache_key)
         if flight.leader:
             flight.fail()
         else:
             await flight.wait(call.timeout.read)
-    handle = await client._lookup(call)
+    handle = await port.lookup(call)
     if match is not None:
         handle, discard = _settle(state, call, match, handle)
         if discard:
             await _adiscard(match.cache, match.cache_key)
-    _chain(client, call, handle)
+    _chain(port, speculation, call, handle)
     return handle
 
 
-def _chain(client: BaseClient, call: Call, handle: Any) -> None:
+def _chain(port: Port, state: SpeculationState, call: Call, handle: Any) -> None:
     """An answer served from the cache plans the next prefetches too (the client's ``_after``
     runs only for answers that came from the server)."""
     if call.options.prefetch and handle is not None and handle.entry is not None:
         from .cache import replay_response
 
-        after_call(client, call, replay_response(handle.entry))
+        after_call(port, state, call, replay_response(handle.entry))
 
 
 def _discard(cache: Any, key: str) -> None:
@@ -518,21 +539,15 @@ async def _adiscard(cache: Any, key: str) -> None:
 
 # -- after: plan and start prefetches -----------------------------------------------------
 
-def after_call(client: BaseClient, call: Call, value: Mapping[str, Any]) -> None:
+def after_call(port: Port, state: SpeculationState, call: Call, value: Mapping[str, Any]) -> None:
     """An answer arrived: plan follow-ups and start them in the background. Never raises."""
     try:
-        _after(client, call, value)
+        _after(port, state, call, value)
     except Exception:
         log.warning("speculation: planning failed (trace_id=%s)", call.trace.trace_id, exc_info=True)
 
 
-async def aafter_call(client: BaseClient, call: Call, value: Mapping[str, Any]) -> None:
-    after_call(client, call, value)
-
-
-def on_stream_complete(client: BaseClient, prior: Any) -> Any:
-    """A Stream ``on_complete`` callback: ``prior`` (the cache's store), then plan prefetches
-    from the finished stream's answer."""
+def _on_stream_complete(port: Port, state: SpeculationState, prior: Any) -> Any:
 
     def complete(call: Call, chunks: list[dict[str, Any]]) -> None:
         if prior is not None:
@@ -545,16 +560,14 @@ def on_stream_complete(client: BaseClient, prior: Any) -> Any:
             log.warning("speculation: could not read the finished stream (trace_id=%s)",
                         call.trace.trace_id, exc_info=True)
             return
-        after_call(client, call, answer)
+        after_call(port, state, call, answer)
 
     return complete
 
 
-def _after(client: BaseClient, call: Call, value: Mapping[str, Any]) -> None:
+def _after(port: Port, state: SpeculationState, call: Call, value: Mapping[str, Any]) -> None:
     if not call.options.prefetch or call.body is None or call.path != CHAT_PATH or is_prefetch_call(call):
         return
-    state = state_for(client, create=True)
-    assert state is not None
     if state.closed:
         return
     if call.options.cache is False and call.options.prefetch != "prefix":
@@ -569,25 +582,23 @@ def _after(client: BaseClient, call: Call, value: Mapping[str, Any]) -> None:
     for prefetch in state.speculator.plan(body, value, call.options.prefetch):
         state.note_in_flight()
         try:
-            _start(client, state, call, prefetch)
+            _start(port, state, call, prefetch)
         except Exception as exc:
             state.speculator.done(prefetch, tokens=None, error=exc)
 
 
-def _start(client: BaseClient, state: SpeculationState, origin: Call, prefetch: Prefetch) -> None:
-    from ._client import AsyncOpenAI, OpenAI
-
-    pcall = _build_prefetch_call(client, state, origin, prefetch)
-    if isinstance(client, AsyncOpenAI):
-        _start_async(client, state, origin, prefetch, pcall)
-    elif isinstance(client, OpenAI):
-        _start_sync(client, state, origin, prefetch, pcall)
+def _start(port: Port, state: SpeculationState, origin: Call, prefetch: Prefetch) -> None:
+    pcall = _build_prefetch_call(port, state, origin, prefetch)
+    if port.is_async:
+        _start_async(port, state, origin, prefetch, pcall)
+    else:
+        _start_sync(port, state, origin, prefetch, pcall)
 
 
-def _claim(client: BaseClient, state: SpeculationState, prefetch: Prefetch, pcall: Call,
+def _claim(port: Port, state: SpeculationState, prefetch: Prefetch, pcall: Call,
            is_async: bool) -> tuple[Any, _Claim, Any] | None:
     """Lead the prefetch's single-flight now, before the app can ask: its identical call joins."""
-    cache = client._cache_for(pcall)
+    cache = port.cache_for(pcall)
     plan = cache.plan(pcall) if cache is not None else None
     if plan is None:
         state.refuse("no cache plan for the prefetch")
@@ -598,37 +609,37 @@ def _claim(client: BaseClient, state: SpeculationState, prefetch: Prefetch, pcal
         state.refuse("already in flight")
         state.speculator.done(prefetch, tokens=0, error=None)
         return None
-    claim = _Claim(plan.key, _single_use(client, pcall.body or {}), cache, pcall.scope)
+    claim = _Claim(plan.key, _single_use(port, pcall.body or {}), cache, pcall.scope)
     with state._lock:
         state.claims[(pcall.scope, prefetch.key)] = claim
     prefetch.token.on_cancel(flight.fail)
     return plan, claim, flight
 
 
-def _start_sync(client: OpenAI, state: SpeculationState, origin: Call, prefetch: Prefetch, pcall: Call) -> None:
+def _start_sync(port: Port, state: SpeculationState, origin: Call, prefetch: Prefetch, pcall: Call) -> None:
     if prefetch.kind == "warm":
-        run_in_thread(state.speculator, prefetch, lambda p: _send_warm(client, state, origin, pcall))
+        run_in_thread(state.speculator, prefetch, lambda p: _send_warm(port, state, origin, pcall))
         return
-    claimed = _claim(client, state, prefetch, pcall, is_async=False)
+    claimed = _claim(port, state, prefetch, pcall, is_async=False)
     if claimed is not None:
         plan, claim, flight = claimed
         run_in_thread(state.speculator, prefetch,
-                      lambda p: _send_followup(client, state, origin, p, pcall, plan, claim, flight))
+                      lambda p: _send_followup(port, state, origin, p, pcall, plan, claim, flight))
 
 
-def _start_async(client: AsyncOpenAI, state: SpeculationState, origin: Call, prefetch: Prefetch,
+def _start_async(port: Port, state: SpeculationState, origin: Call, prefetch: Prefetch,
                  pcall: Call) -> None:
     if prefetch.kind == "warm":
-        run_in_task(state.speculator, prefetch, lambda p: _asend_warm(client, state, origin, pcall))
+        run_in_task(state.speculator, prefetch, lambda p: _asend_warm(port, state, origin, pcall))
         return
-    claimed = _claim(client, state, prefetch, pcall, is_async=True)
+    claimed = _claim(port, state, prefetch, pcall, is_async=True)
     if claimed is not None:
         plan, claim, flight = claimed
         run_in_task(state.speculator, prefetch,
-                    lambda p: _asend_followup(client, state, origin, p, pcall, plan, claim, flight))
+                    lambda p: _asend_followup(port, state, origin, p, pcall, plan, claim, flight))
 
 
-def _send_followup(client: OpenAI, state: SpeculationState, origin: Call, prefetch: Prefetch,
+def _send_followup(port: Port, state: SpeculationState, origin: Call, prefetch: Prefetch,
                    pcall: Call, plan: Any, claim: _Claim, flight: Any) -> int:
     started = time.perf_counter()
     chunks: list[dict[str, Any]] = []
@@ -636,7 +647,7 @@ def _send_followup(client: OpenAI, state: SpeculationState, origin: Call, prefet
     try:
         if prefetch.token.cancelled:
             return 0
-        stream = client._request(pcall, _identity, False, _identity)
+        stream = port.request(pcall, _identity, False, _identity)
         it = iter(stream)
         try:
             for chunk in it:
@@ -667,13 +678,13 @@ def _send_followup(client: OpenAI, state: SpeculationState, origin: Call, prefet
             state.unclaim(prefetch, pcall.scope)
 
 
-async def _asend_followup(client: AsyncOpenAI, state: SpeculationState, origin: Call, prefetch: Prefetch,
+async def _asend_followup(port: Port, state: SpeculationState, origin: Call, prefetch: Prefetch,
                           pcall: Call, plan: Any, claim: _Claim, flight: Any) -> int:
     started = time.perf_counter()
     chunks: list[dict[str, Any]] = []
     resolved = False
     try:
-        stream = await client._request(pcall, _identity, False, _identity)
+        stream = await port.request(pcall, _identity, False, _identity)
         try:
             async for chunk in stream:
                 chunks.append(chunk)
@@ -704,37 +715,37 @@ def _warm_tokens(value: Mapping[str, Any]) -> int:
     return int(usage.get("completion_tokens") or 0)
 
 
-def _send_warm(client: OpenAI, state: SpeculationState, origin: Call, wcall: Call) -> int:
+def _send_warm(port: Port, state: SpeculationState, origin: Call, wcall: Call) -> int:
     try:
-        return _warm_tokens(client._request(wcall, _identity))
+        return _warm_tokens(port.request(wcall, _identity))
     except Exception as exc:
         raise _failure(state, wcall, origin.trace.trace_id, exc) from exc
 
 
-async def _asend_warm(client: AsyncOpenAI, state: SpeculationState, origin: Call, wcall: Call) -> int:
+async def _asend_warm(port: Port, state: SpeculationState, origin: Call, wcall: Call) -> int:
     try:
-        return _warm_tokens(await client._request(wcall, _identity))
+        return _warm_tokens(await port.request(wcall, _identity))
     except Exception as exc:
         raise _failure(state, wcall, origin.trace.trace_id, exc) from exc
 
 
 # -- client.warm(...) ----------------------------------------------------------------------
 
-def _warm_call(client: BaseClient, state: SpeculationState, args: dict[str, Any]) -> Call:
+def _warm_call(port: Port, state: SpeculationState, args: dict[str, Any]) -> Call:
     from ._call import split_options
 
     extra_headers = args.get("extra_headers") or {}
     params = {k: v for k, v in args.items() if k not in ("extra_headers", "extra_query", "extra_body", "timeout")}
-    body, _ = split_options(params, client._options)
+    body, _ = split_options(params, port.defaults)
     body = warm_request(body)
-    options = CallOptions(cache=False, prefetch=None, images=None, wire=client._options.wire)
+    options = CallOptions(cache=False, prefetch=None, images=None, wire=port.defaults.wire)
     headers = {**dict(extra_headers), **{k.lower(): str(v) for k, v in state.config.headers.items()},
                PREFETCH_HEADER: "warm"}
     if state.config.priority:
         headers[PRIORITY_HEADER] = state.config.priority
     from ._call import NOT_GIVEN
 
-    call = client._build_call("POST", CHAT_PATH, body, options=options, extra_headers=headers,
+    call = port.build("POST", CHAT_PATH, body, options=options, extra_headers=headers,
                               extra_query=args.get("extra_query"), extra_body=args.get("extra_body"),
                               timeout=args.get("timeout", NOT_GIVEN))
     return call
@@ -761,16 +772,14 @@ def _keeper(state: SpeculationState, args: dict[str, Any], ttl: float) -> _KeepW
                      time.monotonic())
 
 
-def warm(client: OpenAI, keep_warm: bool | float, args: dict[str, Any]) -> Any:
+def warm(port: Port, state: SpeculationState, keep_warm: bool | float, args: dict[str, Any]) -> Any:
     """``client.warm(...)``: send the prefix now (raises on failure); maybe keep it warm."""
-    state = state_for(client, create=True)
-    assert state is not None
     ttl = _keep_warm_ttl(state, keep_warm)
-    result = client._request(_warm_call(client, state, args), _completion_model())
+    result = port.request(_warm_call(port, state, args), _completion_model())
     _count_warm(state)
     if ttl is not None:
         keeper = _keeper(state, args, ttl)
-        keeper.runner = threading.Thread(target=_refresh_loop, args=(client, state, keeper),
+        keeper.runner = threading.Thread(target=_refresh_loop, args=(port, state, keeper),
                                          name="llmclient-keep-warm", daemon=True)
         with state._lock:
             state.keepers.append(keeper)
@@ -778,15 +787,13 @@ def warm(client: OpenAI, keep_warm: bool | float, args: dict[str, Any]) -> Any:
     return result
 
 
-async def awarm(client: AsyncOpenAI, keep_warm: bool | float, args: dict[str, Any]) -> Any:
-    state = state_for(client, create=True)
-    assert state is not None
+async def awarm(port: Port, state: SpeculationState, keep_warm: bool | float, args: dict[str, Any]) -> Any:
     ttl = _keep_warm_ttl(state, keep_warm)
-    result = await client._request(_warm_call(client, state, args), _completion_model())
+    result = await port.request(_warm_call(port, state, args), _completion_model())
     _count_warm(state)
     if ttl is not None:
         keeper = _keeper(state, args, ttl)
-        keeper.runner = asyncio.get_running_loop().create_task(_arefresh_loop(client, state, keeper))
+        keeper.runner = asyncio.get_running_loop().create_task(_arefresh_loop(port, state, keeper))
         with state._lock:
             state.keepers.append(keeper)
     return result
@@ -803,19 +810,19 @@ def _next_wait(keeper: _KeepWarm) -> float:
     return max(0.0, keeper.last_used + keeper.interval_s - time.monotonic())
 
 
-def _refresh_loop(client: OpenAI, state: SpeculationState, keeper: _KeepWarm) -> None:
+def _refresh_loop(port: Port, state: SpeculationState, keeper: _KeepWarm) -> None:
     while not keeper.stop.wait(_next_wait(keeper)):
         if time.monotonic() - keeper.last_used < keeper.interval_s:
             continue
         keeper.last_used = time.monotonic()
         try:
-            client._request(_warm_call(client, state, keeper.call_args), _identity)
+            port.request(_warm_call(port, state, keeper.call_args), _identity)
             _count_warm(state)
         except Exception as exc:
             _refresh_failed(state, exc)
 
 
-async def _arefresh_loop(client: AsyncOpenAI, state: SpeculationState, keeper: _KeepWarm) -> None:
+async def _arefresh_loop(port: Port, state: SpeculationState, keeper: _KeepWarm) -> None:
     while not keeper.stop.is_set():
         await asyncio.sleep(_next_wait(keeper))
         if keeper.stop.is_set():
@@ -824,7 +831,7 @@ async def _arefresh_loop(client: AsyncOpenAI, state: SpeculationState, keeper: _
             continue
         keeper.last_used = time.monotonic()
         try:
-            await client._request(_warm_call(client, state, keeper.call_args), _identity)
+            await port.request(_warm_call(port, state, keeper.call_args), _identity)
             _count_warm(state)
         except Exception as exc:
             _refresh_failed(state, exc)
@@ -839,10 +846,7 @@ def _refresh_failed(state: SpeculationState, exc: BaseException) -> None:
 
 # -- close ---------------------------------------------------------------------------------
 
-def _stop(client: BaseClient) -> list[_KeepWarm]:
-    state = state_for(client, create=False)
-    if state is None:
-        return []
+def _stop(state: SpeculationState) -> list[_KeepWarm]:
     state.closed = True
     with state._lock:
         keepers, state.keepers = state.keepers, []
@@ -852,15 +856,15 @@ def _stop(client: BaseClient) -> list[_KeepWarm]:
     return keepers
 
 
-def close(client: OpenAI) -> None:
+def close(state: SpeculationState) -> None:
     """Stop keep-warm timers and cancel prefetches in flight (``client.close()``)."""
-    for keeper in _stop(client):
+    for keeper in _stop(state):
         if isinstance(keeper.runner, threading.Thread) and keeper.runner is not threading.current_thread():
             keeper.runner.join(timeout=5.0)  # a refresh in progress finishes (its own timeout bounds it)
 
 
-async def aclose(client: AsyncOpenAI) -> None:
-    for keeper in _stop(client):
+async def aclose(state: SpeculationState) -> None:
+    for keeper in _stop(state):
         task = keeper.runner
         if isinstance(task, asyncio.Task) and not task.done():
             task.cancel()

@@ -18,7 +18,7 @@ from .. import _otel, _pipeline  # unasync: sync=from .. import _otel
 from .._codec import Codec
 from .._http_clients import asend_through
 from .._logging import current_trace_id
-from .._pipeline import Attempts, RawResponse, first_token_probe, has_image_part, response_coding
+from .._pipeline import Attempts, RawResponse, first_token_probe, response_coding
 from .._streaming import AsyncStream
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ class AsyncPipeline(_Stages):
     """Mixed into the async client (before :class:`~llmclient._client.BaseClient`)."""
 
     _transport: Any  # the client's shared transport; None with a caller's http_client
+    _on_event_loop = True  # unasync: sync=_on_event_loop = False
 
     async def _send_once(self, request: httpx.Request) -> httpx.Response:
         transport = self._transport
@@ -72,7 +73,7 @@ class AsyncPipeline(_Stages):
 
     async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         """_send, or a race of two copies when the call is hedged (``_hedge``)."""
-        plan = self._hedge_plan(call)
+        plan = self._features.hedge_plan(call, self._speaks_h2)
         if plan is None:
             return await self._send(call, content, codec)
         track, delay = plan
@@ -81,11 +82,9 @@ class AsyncPipeline(_Stages):
             response = await self._send_first(call, content, codec)
             track.observe((time.perf_counter() - t0) * 1000.0)
             return response
-        from .._hedge_run import race_async
-
-        primary, twin, adopt = self._hedge_racers(call)
-        return await race_async(lambda c: self._send_first(c, content, codec), primary, twin, track,
-                                delay, adopt)
+        primary, twin, adopt = self._features.hedge_racers(call)
+        return await self._features.race_async(lambda c: self._send_first(c, content, codec), primary, twin,
+                                               track, delay, adopt)
 
     async def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         """_send; for a stream, also until its first token (what a hedged stream races on: a
@@ -106,18 +105,13 @@ class AsyncPipeline(_Stages):
             make, stream_make = span.wrap(make, stream_make)
         token = current_trace_id.set(call.trace.trace_id)
         handle: Any = None
+        features = self._features  # images, cache, speculation, hedging: their hooks (_features)
         try:
-            if call.body is not None and call.options.images is not False and has_image_part(call.body):
+            if features.has_images(call):
                 # Decoding and resizing a photo takes ~100 ms of CPU: not on the event loop.
-                call = await _pipeline.off_loop(self._prepare, call)  # unasync: sync=call = self._prepare(call)
-            if raw:  # with_raw_response / with_streaming_response want the server's own answer
-                handle = None
-            elif self._speculation is None and not call.options.prefetch:
-                handle = await self._lookup(call)
-            else:
-                from .. import _prefetch
-
-                handle = await _prefetch.alookup(self, call)
+                call = await _pipeline.off_loop(features.prepare, call)  # unasync: sync=call = features.prepare(call)
+            if not raw:  # with_raw_response / with_streaming_response want the server's own answer
+                handle = await features.alookup(call)
             if handle is not None and handle.entry is not None:
                 if call.stream:
                     return handle.areplay_stream(stream_make or make)
@@ -126,7 +120,8 @@ class AsyncPipeline(_Stages):
             content = self._encode(call, codec)
             response = await self._send_call(call, content, codec)
             if call.stream:
-                decoder, on_complete = self._stream_parts(call, response, codec, handle)
+                decoder = self._stream_decoder(call, response, codec)
+                on_complete = features.on_stream_complete(call, handle)
                 result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
                 if span is not None:
                     span.stream = True  # ends when the stream does (_streaming)
@@ -144,9 +139,9 @@ class AsyncPipeline(_Stages):
             call.record.finish()
             value = self._decode(call, response, data, codec)
             if handle is not None:
-                await self._store(handle, value)
+                await handle.astore_response(value)  # the cache keeps a complete answer
             obj = self._finish(call, make(value), response)
-            await self._after(call, value)
+            features.after(call, value)
             return RawResponse(response, obj) if raw else obj
         except BaseException as exc:
             if span is not None:
@@ -158,19 +153,3 @@ class AsyncPipeline(_Stages):
             current_trace_id.reset(token)
             if span is not None and not span.stream:
                 span.end(call, None)
-
-    async def _lookup(self, call: Call) -> Any:
-        """Cache seam: a CacheHandle (hit, join or lead) or None when not cached."""
-        cache = self._cache_for(call)
-        return await cache.abegin(call) if cache is not None else None
-
-    async def _store(self, handle: Any, value: dict[str, Any]) -> None:
-        """Cache seam: keep a complete non-stream answer."""
-        await handle.astore_response(value)
-
-    async def _after(self, call: Call, value: dict[str, Any]) -> None:
-        """Speculation: predict and send the follow-ups of a call that asked for it."""
-        if call.options.prefetch:
-            from .. import _prefetch
-
-            await _prefetch.aafter_call(self, call, value)

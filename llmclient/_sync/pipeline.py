@@ -20,7 +20,7 @@ from .. import _otel
 from .._codec import Codec
 from .._http_clients import send_through
 from .._logging import current_trace_id
-from .._pipeline import Attempts, RawResponse, first_token_probe, has_image_part, response_coding
+from .._pipeline import Attempts, RawResponse, first_token_probe, response_coding
 from .._streaming import Stream
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class Pipeline(_Stages):
     """Mixed into the sync client (before :class:`~llmclient._client.BaseClient`)."""
 
     _transport: Any  # the client's shared transport; None with a caller's http_client
+    _on_event_loop = False
 
     def _send_once(self, request: httpx.Request) -> httpx.Response:
         transport = self._transport
@@ -74,7 +75,7 @@ class Pipeline(_Stages):
 
     def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         """_send, or a race of two copies when the call is hedged (``_hedge``)."""
-        plan = self._hedge_plan(call)
+        plan = self._features.hedge_plan(call, self._speaks_h2)
         if plan is None:
             return self._send(call, content, codec)
         track, delay = plan
@@ -83,11 +84,9 @@ class Pipeline(_Stages):
             response = self._send_first(call, content, codec)
             track.observe((time.perf_counter() - t0) * 1000.0)
             return response
-        from .._hedge_run import race_sync
-
-        primary, twin, adopt = self._hedge_racers(call)
-        return race_sync(lambda c: self._send_first(c, content, codec), primary, twin, track,
-                                delay, adopt)
+        primary, twin, adopt = self._features.hedge_racers(call)
+        return self._features.race_sync(lambda c: self._send_first(c, content, codec), primary, twin,
+                                               track, delay, adopt)
 
     def _send_first(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         """_send; for a stream, also until its first token (what a hedged stream races on: a
@@ -108,18 +107,13 @@ class Pipeline(_Stages):
             make, stream_make = span.wrap(make, stream_make)
         token = current_trace_id.set(call.trace.trace_id)
         handle: Any = None
+        features = self._features  # images, cache, speculation, hedging: their hooks (_features)
         try:
-            if call.body is not None and call.options.images is not False and has_image_part(call.body):
+            if features.has_images(call):
                 # Decoding and resizing a photo takes ~100 ms of CPU: not on the event loop.
-                call = self._prepare(call)
-            if raw:  # with_raw_response / with_streaming_response want the server's own answer
-                handle = None
-            elif self._speculation is None and not call.options.prefetch:
-                handle = self._lookup(call)
-            else:
-                from .. import _prefetch
-
-                handle = _prefetch.lookup(self, call)
+                call = features.prepare(call)
+            if not raw:  # with_raw_response / with_streaming_response want the server's own answer
+                handle = features.lookup(call)
             if handle is not None and handle.entry is not None:
                 if call.stream:
                     return handle.replay_stream(stream_make or make)
@@ -128,7 +122,8 @@ class Pipeline(_Stages):
             content = self._encode(call, codec)
             response = self._send_call(call, content, codec)
             if call.stream:
-                decoder, on_complete = self._stream_parts(call, response, codec, handle)
+                decoder = self._stream_decoder(call, response, codec)
+                on_complete = features.on_stream_complete(call, handle)
                 result: Any = Stream(response, call, decoder, stream_make or make, on_complete)
                 if span is not None:
                     span.stream = True  # ends when the stream does (_streaming)
@@ -146,9 +141,9 @@ class Pipeline(_Stages):
             call.record.finish()
             value = self._decode(call, response, data, codec)
             if handle is not None:
-                self._store(handle, value)
+                handle.store_response(value)  # the cache keeps a complete answer
             obj = self._finish(call, make(value), response)
-            self._after(call, value)
+            features.after(call, value)
             return RawResponse(response, obj) if raw else obj
         except BaseException as exc:
             if span is not None:
@@ -160,19 +155,3 @@ class Pipeline(_Stages):
             current_trace_id.reset(token)
             if span is not None and not span.stream:
                 span.end(call, None)
-
-    def _lookup(self, call: Call) -> Any:
-        """Cache seam: a CacheHandle (hit, join or lead) or None when not cached."""
-        cache = self._cache_for(call)
-        return cache.begin(call) if cache is not None else None
-
-    def _store(self, handle: Any, value: dict[str, Any]) -> None:
-        """Cache seam: keep a complete non-stream answer."""
-        handle.store_response(value)
-
-    def _after(self, call: Call, value: dict[str, Any]) -> None:
-        """Speculation: predict and send the follow-ups of a call that asked for it."""
-        if call.options.prefetch:
-            from .. import _prefetch
-
-            _prefetch.after_call(self, call, value)

@@ -257,7 +257,7 @@ def test_signing_key_from_the_environment(ref_server: Any, redis_url: str,
     monkeypatch.setenv(ENV_SIGNING_KEY, KEY)
     backend = RedisBackend(redis_url, prefix=f"t-{uuid.uuid4().hex[:8]}:")
     with OpenAI(base_url=ref_server.base_url, api_key="k", cache=backend) as client:
-        cache = client._cache_for(client._build_call("POST", "/chat/completions", {}))
+        cache = client._features.cache_for(client._build_call("POST", "/chat/completions", {}))
         assert cache is not None and cache.signed
         messages = question()
         plant(cache, client, messages)

@@ -216,7 +216,7 @@ def test_no_hedge_without_the_option_or_when_the_call_turns_it_off(stalling_serv
 def test_the_copy_is_marked_and_keeps_the_trace(ref_server: Any) -> None:
     with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
         call = client._build_call("POST", "/chat/completions", BODY)
-        twin = client._hedge_twin(call)
+        twin = client._features.hedge_twin(call)
     assert twin.headers["x-llm-hedge"] == "1"
     assert twin.headers["idempotency-key"] == call.headers["idempotency-key"] + "-hedge"
     assert twin.headers["traceparent"] == call.headers["traceparent"]
