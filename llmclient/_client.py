@@ -17,6 +17,13 @@ import orjson
 
 from . import _retry
 from ._async.pipeline import AsyncPipeline
+from ._async.resources import (
+    AsyncChat,
+    AsyncCompletions,
+    AsyncEmbeddings,
+    AsyncModels,
+    AsyncResponses,
+)
 from ._call import (
     NOT_GIVEN,
     Call,
@@ -55,20 +62,9 @@ from ._origins import record_for
 from ._passthrough import AsyncPassthrough, SyncPassthrough
 from ._pipeline import RawResponse, response_coding, start_task
 from ._proxy import proxy_map
-from ._resources import (
-    AsyncChat,
-    AsyncCompletions,
-    AsyncEmbeddings,
-    AsyncModels,
-    AsyncResponses,
-    Beta,
-    Chat,
-    Completions,
-    Embeddings,
-    Models,
-    Responses,
-)
+from ._resources import Beta
 from ._sync.pipeline import Pipeline
+from ._sync.resources import Chat, Completions, Embeddings, Models, Responses
 from ._transport import (
     AsyncTransport,
     SyncTransport,

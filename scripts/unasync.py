@@ -10,7 +10,8 @@ tokens, so strings and comments stay where they are and line numbers match betwe
   ``__aenter__`` -> ``__enter__``, ``asleep`` -> ``sleep``...), in code, and as whole words in
   docstrings and comments;
 - a line ending in ``# unasync: sync=<text>`` is replaced by ``<text>`` (indentation kept),
-  for the few places where the two really differ in one expression.
+  for the few places where the two really differ in one expression; a line ending in
+  ``# unasync: drop`` has no sync twin (an import only the async code uses).
 
 ``python scripts/unasync.py`` rewrites the generated files; ``--check`` (run by ``make lint``)
 fails, with a diff, when one is not what its source gives.
@@ -36,6 +37,10 @@ RENAMES: dict[str, str] = {
     "AsyncTransport": "SyncTransport",
     "AsyncPassthrough": "SyncPassthrough",
     "asynccontextmanager": "contextmanager",
+    # the structured-output helpers and the models page (llmclient/lib/_structured.py, _models)
+    "async_parse": "parse",
+    "async_stream": "stream",
+    "async_models_page": "models_page",
 }
 # Each ``_``-separated part of a name: ``aclose_all`` -> ``close_all``, ``__aenter__`` ->
 # ``__enter__``, ``shared_async_transport`` -> ``shared_sync_transport``; and a part
@@ -52,6 +57,7 @@ PART_RENAMES: dict[str, str] = {
 HEADER = ("# Generated from llmclient/_async/{name} by scripts/unasync.py: do not edit here, edit that\n"
           "# file and run `python scripts/unasync.py` (make lint checks that this file is current).\n")
 PRAGMA = re.compile(r"^(?P<indent>\s*)(?P<code>.*?)\s*# unasync: sync=(?P<sync>.*)$")
+DROP = re.compile(r"#\s*unasync: drop\s*$")
 _WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
@@ -113,6 +119,8 @@ def unasync_source(source: str) -> str:
         lines[row - 1] = line[:start] + new + line[end:]
     out = []
     for line in lines:
+        if DROP.search(line.rstrip("\r\n")):
+            continue
         match = PRAGMA.match(line.rstrip("\r\n"))
         if match is not None:
             line = f"{match.group('indent')}{match.group('sync')}\n"

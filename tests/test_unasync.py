@@ -78,11 +78,17 @@ def test_a_module_becomes_its_sync_twin_line_for_line() -> None:
     ast.parse(out)
 
 
+def test_a_dropped_line_has_no_sync_twin() -> None:
+    source = "from x import (\n    AsyncPaginator,  # unasync: drop\n    page,\n)\n"
+    assert unasync.unasync_source(source) == "from x import (\n    page,\n)\n"
+
+
 @pytest.mark.parametrize(("name", "sync"), [
     ("AsyncOpenAI", "OpenAI"), ("AsyncTransport", "SyncTransport"), ("aclose_all", "close_all"),
     ("__aexit__", "__exit__"), ("shared_async_transport", "shared_sync_transport"),
     ("asyncio", "asyncio"), ("Asyncio", "Asyncio"), ("abegin", "begin"), ("anext", "next"),
     ("_AsyncAttempts", "_Attempts"), ("StopAsyncIteration", "StopIteration"), ("async_", "sync_"),
+    ("async_parse", "parse"), ("async_models_page", "models_page"),
 ])
 def test_names(name: str, sync: str) -> None:
     assert unasync.rename(name) == sync
