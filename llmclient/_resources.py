@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ._call import NOT_GIVEN, Call, split_options
-from ._codec import RESPONSES_PATH
 from ._models import (
     AsyncPaginator,
     async_models_page,
@@ -28,6 +27,7 @@ from ._models import (
 )
 from ._models import model as model_object
 from ._models import response as response_object
+from .wire.codec import RESPONSES_PATH
 
 if TYPE_CHECKING:
     # The official types are what create() returns when ``openai`` is installed (_models).
