@@ -8,7 +8,7 @@ ARGS   ?=
 
 .PHONY: setup bench bench-full test test-interop test-torch lint typecheck check ci clean system-deps
 
-$(STAMP): pyproject.toml llmclient/_pbparse.c
+$(STAMP): pyproject.toml llmclient/wire/_pbparse.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[bench,test]'

@@ -115,7 +115,7 @@ def probe_capabilities(reference: bool, tls: bool, extra: list[str]) -> set[str]
 
         caps.add("openai")
     for module, cap in (("llmclient.cache", "llmclient.cache"),
-                        ("llmclient._protobuf", "llmclient.protobuf"),
+                        ("llmclient.wire.protobuf", "llmclient.protobuf"),
                         ("llmclient._images", "llmclient.images"),
                         ("llmclient._prefetch", "llmclient.prefetch")):
         with contextlib.suppress(Exception):

@@ -23,8 +23,9 @@ microseconds, through the same codec objects the client uses):
   same on every wire and this is where wires differ: the "decode no slower than orjson"
   verdicts are on this column, with both columns' ratios printed beside them.
 
-Protobuf bodies are parsed by the compiled parser (``llmclient/_pbparse.c``) when it was built
-at install time; ``LLMCLIENT_PURE_PYTHON=1`` times the pure-Python one (the output says which).
+Protobuf bodies are parsed by the compiled parser (``llmclient/wire/_pbparse.c``) when it was
+built at install time; ``LLMCLIENT_PURE_PYTHON=1`` times the pure-Python one (the output says
+which).
 The targets are checked in the last lines, on ``dec us``; nothing here is
 hard-coded, every figure is measured on this run.
 """
@@ -358,7 +359,7 @@ def json_format_comparison(budget_s: float) -> dict[str, float]:
     """The hand-written mapping against google.protobuf.json_format on the 10-turn request."""
     from google.protobuf import json_format
 
-    from llmclient.proto import llmclient_pb2 as pb
+    from llmclient.wire.proto import llmclient_pb2 as pb
 
     path = "/v1/chat/completions"
     req, _ = ten_turn(random.Random(8))
@@ -441,12 +442,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser_in_use() -> str:
-    from llmclient import _protobuf
+    from llmclient.wire import protobuf
 
-    _protobuf._module()
-    if _protobuf._parse_body_fn is _protobuf._parse_body:
-        return "pure Python (llmclient._pbparse not built, or LLMCLIENT_PURE_PYTHON=1)"
-    return "compiled (llmclient._pbparse; LLMCLIENT_PURE_PYTHON=1 times the Python one)"
+    protobuf._module()
+    if protobuf._parse_body_fn is protobuf._parse_body:
+        return "pure Python (llmclient.wire._pbparse not built, or LLMCLIENT_PURE_PYTHON=1)"
+    return "compiled (llmclient.wire._pbparse; LLMCLIENT_PURE_PYTHON=1 times the Python one)"
 
 
 def targets(results: dict[str, Any]) -> list[str]:

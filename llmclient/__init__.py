@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
 from ._client import AsyncOpenAI, OpenAI, RawResponse, __version__
-from ._codec import Codec, JsonCodec, SSEDecoder, StreamDecoder
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -34,6 +33,7 @@ from ._streaming import AsyncStream, Stream
 from ._timings import CallRecord
 from ._tracing import TraceContext
 from ._transport import aclose_all, close_all
+from .wire.codec import Codec, JsonCodec, SSEDecoder, StreamDecoder
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers
     from llmclient.preprocess import ImageError

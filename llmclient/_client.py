@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import httpx
 import orjson
 
-from . import _retry
+from . import _retry, wire
 from ._async.pipeline import AsyncPipeline
 from ._async.resources import (
     AsyncChat,
@@ -33,16 +33,6 @@ from ._call import (
     credential_scope,
     http_client_auth,
     to_timeout,
-)
-from ._codec import JSON_CODEC, RESPONSES_PATH, Codec
-from ._compression import (
-    MIN_COMPRESS_BYTES,
-    CompressionError,
-    accept_encoding,
-    choose_request_encoding,
-    compress,
-    decompress,
-    parse_accept_encoding,
 )
 from ._errors import (
     APIConnectionError,
@@ -71,6 +61,16 @@ from ._transport import (
     TransportSettings,
     shared_async_transport,
     shared_sync_transport,
+)
+from .wire.codec import JSON_CODEC, RESPONSES_PATH, Codec
+from .wire.compression import (
+    MIN_COMPRESS_BYTES,
+    CompressionError,
+    accept_encoding,
+    choose_request_encoding,
+    compress,
+    decompress,
+    parse_accept_encoding,
 )
 
 if TYPE_CHECKING:
@@ -273,21 +273,19 @@ class BaseClient:
     # -- stage: encode -------------------------------------------------------------------------
 
     def _codec_for(self, call: Call) -> Codec:
-        """JSON unless the call asks for protobuf (the codec is imported on first use). The
-        Responses API has no protobuf schema: always JSON."""
+        """JSON unless the call asks for protobuf (``llmclient.wire`` loads the protobuf codec
+        on first use). The Responses API has no protobuf schema: always JSON."""
         mode = call.options.wire
         if mode == "json" or call.path == RESPONSES_PATH:
             return JSON_CODEC
-        from . import _protobuf
-
-        state = record_for(call.base_url).wire or _protobuf.WireState()
-        chosen = _protobuf.choose_wire(mode, state)
+        state = record_for(call.base_url).wire or wire.WireState()
+        chosen = wire.choose_wire(mode, state)
         call.record.wire = chosen
-        return _protobuf.PROTOBUF_CODEC if chosen == "protobuf" else JSON_CODEC
+        return wire.PROTOBUF_CODEC if chosen == "protobuf" else JSON_CODEC
 
     def _encode(self, call: Call, codec: Codec) -> bytes | None:
         """The request body's bytes: codec-encoded, then compressed where the origin reads a
-        coding and the body is big enough to pay (``_compression.choose_request_encoding``)."""
+        coding and the body is big enough to pay (``wire.compression.choose_request_encoding``)."""
         if call.body is None:
             return None
         content = codec.encode(call.path, call.body)
@@ -305,12 +303,10 @@ class BaseClient:
     def _observe_wire(call: Call, response: httpx.Response) -> bool:
         """Record what the origin showed about protobuf; True when this call failed only because
         of the wire (415 or an unparsed protobuf body) and must be sent again as JSON."""
-        from . import _protobuf
-
         record = record_for(call.base_url)
-        state = record.wire or _protobuf.WireState()
+        state = record.wire or wire.WireState()
         sent: Literal["json", "protobuf"] = "protobuf" if call.record.wire == "protobuf" else "json"
-        seen = _protobuf.observe_response(state, sent, response.status_code, response.headers)
+        seen = wire.observe_response(state, sent, response.status_code, response.headers)
         record.wire = seen.state
         return seen.retry_as_json
 

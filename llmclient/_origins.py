@@ -23,7 +23,7 @@ __all__ = ["ServerRecord", "forget_all", "record_for"]
 @dataclass(slots=True)
 class ServerRecord:
     base_url: str
-    wire: Any = None  # a _protobuf.WireState once a response said something; None: nothing yet
+    wire: Any = None  # a wire.protobuf.WireState once a response said something; else None
     codings: frozenset[str] | None = None  # the request codings it reads; None: not known yet
 
 

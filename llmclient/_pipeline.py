@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from ._codec import JSON_CODEC, Codec, has_token
+from .wire.codec import JSON_CODEC, Codec, has_token
 
 if TYPE_CHECKING:
     from ._call import Call, CallOptions

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._call import NOT_GIVEN, Call, split_options
-from ._codec import RESPONSES_PATH
 from ._models import create_embedding_response, jsonable
+from .wire.codec import RESPONSES_PATH
 
 if TYPE_CHECKING:
     from ._client import BaseClient

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from . import _otel
-from ._codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
 from ._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from ._logging import current_trace_id
+from .wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
 
 if TYPE_CHECKING:
     from ._call import Call
-    from ._codec import StreamDecoder
     from ._timings import CallRecord
+    from .wire.codec import StreamDecoder
 
 __all__ = ["AsyncStream", "Stream"]
 

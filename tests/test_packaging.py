@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ SOURCES = ("pyproject.toml", "README.md", *INSTALLED_AS)
 SCRIPTS = {"llmclient-bench": "llmclient_bench.cli:main",
            "llmclient-server": "llmclient_bench.server.__main__:main"}
 # Data files the installed code reads (package-data), beyond the .py files.
-DATA = ("llmclient/py.typed", "llmclient/proto/llmclient.proto",
+DATA = ("llmclient/py.typed", "llmclient/wire/proto/llmclient.proto", "llmclient/wire/_pbparse.pyi",
         "llmclient/preprocess/py.typed", "llmclient/speculative/py.typed",
         "llmclient_bench/server/vocab.txt",
         *(f"llmclient_bench/server/profiles/{p.name}"
@@ -113,6 +114,16 @@ def test_data_files_and_no_checkout_only_stubs(names: set[str]) -> None:
     # they would shadow the packages for type checkers and point at names that are not there.
     assert "llmclient/preprocess.pyi" not in names
     assert "llmclient/speculative.pyi" not in names
+
+
+def test_the_compiled_parser_lands_beside_its_codec(names: set[str]) -> None:
+    # Optional (no C compiler, no extension), but where this environment built it the wheel
+    # has it too, as llmclient.wire._pbparse, next to llmclient/wire/protobuf.py that loads it.
+    compiled = [n for n in names
+                if n.rsplit("/", 1)[-1].startswith("_pbparse.") and n.endswith((".so", ".pyd"))]
+    assert all(n.startswith("llmclient/wire/_pbparse.") for n in compiled), compiled
+    if importlib.util.find_spec("llmclient.wire._pbparse") is not None:
+        assert len(compiled) == 1, compiled
 
 
 def test_metadata_names_the_console_scripts(wheel: Path, names: set[str]) -> None:

@@ -2,7 +2,7 @@
 
 Requests and responses are plain dicts in OpenAI's JSON shape whichever wire carries them.
 JSON (orjson) and SSE, and protobuf (``application/x-protobuf``, llmclient's wire schema in
-``llmclient/proto/llmclient.proto``) are served; nothing else in the server looks at
+``llmclient/wire/proto/llmclient.proto``) are served; nothing else in the server looks at
 content types. A response is protobuf when the request's ``Accept`` ranks protobuf at least as
 high as JSON/SSE. Every response advertises what we read (``ADVERTISED_HEADERS``), so clients
 in ``wire="auto"`` switch to protobuf after their first call.

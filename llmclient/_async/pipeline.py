@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .. import _otel, _pipeline  # unasync: sync=from .. import _otel
-from .._codec import Codec
 from .._http_clients import asend_through
 from .._logging import current_trace_id
 from .._pipeline import Attempts, RawResponse, first_token_probe, response_coding
 from .._streaming import AsyncStream
+from ..wire.codec import Codec
 
 if TYPE_CHECKING:
     from .._call import Call

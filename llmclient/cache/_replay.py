@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from .._codec import has_token
+from ..wire.codec import has_token
 
 __all__ = ["AsyncReplayStream", "ReplayStream"]
 

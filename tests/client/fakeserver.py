@@ -168,7 +168,7 @@ class FakeApp:
         if "badjson" in fault:
             return await _respond(send, 200, b'{"id": "x", "choices": [', b"application/json", out_headers)
         if "encoded" in fault:
-            from llmclient._compression import compress
+            from llmclient.wire.compression import compress
 
             coding, megabytes = fault["encoded"].split(":")
             answer = chat_completion("test-model", "x" * int(float(megabytes) * 1024 * 1024))

@@ -12,7 +12,7 @@ import pytest
 
 import llmclient
 from llmclient import AsyncOpenAI, OpenAI
-from llmclient._compression import supported_encodings
+from llmclient.wire.compression import supported_encodings
 
 from .fakeserver import H1Server, HypercornServer
 

@@ -12,11 +12,11 @@ import pytest
 import llmclient
 from llmclient import _retry
 from llmclient._call import NOT_GIVEN, CallOptions, split_options
-from llmclient._codec import JSON_CODEC, SSEDecoder
 from llmclient._errors import describe_error_body, status_error_class
 from llmclient._models import ChatCompletion, ChatCompletionChunk
 from llmclient._timings import parse_server_timing
 from llmclient._tracing import new_trace_context, parse_traceparent
+from llmclient.wire.codec import JSON_CODEC, SSEDecoder
 
 
 def test_public_all_is_sorted_and_every_name_exists() -> None:
@@ -29,7 +29,8 @@ def test_public_all_is_sorted_and_every_name_exists() -> None:
 def test_import_does_not_load_optional_heavy_modules() -> None:
     code = "import sys, llmclient; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    for heavy in ("google.protobuf", "PIL", "opentelemetry", "redis", "h2", "hpack", "asyncio", "openai"):
+    for heavy in ("google.protobuf", "PIL", "opentelemetry", "redis", "h2", "hpack", "asyncio", "openai",
+                  "llmclient.wire.protobuf"):
         assert heavy not in out, f"import llmclient loaded {heavy}"
 
 

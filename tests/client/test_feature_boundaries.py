@@ -16,7 +16,7 @@ CLIENT_MODULES = {"_client", "_async.pipeline", "_sync.pipeline", "_resources", 
 FEATURES = ["_features.py", "_prefetch.py", "_images.py", "_hedge.py", "_hedge_run.py",
             *(f"cache/{p.name}" for p in sorted((ROOT / "cache").glob("*.py")))]
 # The client core: features are reached through ``self._features``, never imported in a function.
-CORE = ["_async/pipeline.py", "_sync/pipeline.py"]
+CORE = ["_client.py", "_async/pipeline.py", "_sync/pipeline.py"]
 
 
 def _imports(tree: ast.AST) -> list[tuple[str, int]]:

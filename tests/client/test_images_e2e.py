@@ -27,7 +27,6 @@ import llmclient
 from benchmarks.photos import GPS_IFD, camera_photo
 from benchmarks.server.vision import image_tokens
 from llmclient import _images
-from llmclient._compression import decompress
 from llmclient.preprocess import (
     CorruptImage,
     ImageError,
@@ -35,6 +34,7 @@ from llmclient.preprocess import (
     parse_data_url,
     prepare_image,
 )
+from llmclient.wire.compression import decompress
 
 PROMPT = "What is in this photo?"
 # The photo is 4000x3000 in the file, shown 3000x4000 (orientation 6); openai-high fits it in

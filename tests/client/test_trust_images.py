@@ -23,8 +23,8 @@ from PIL import Image
 
 import llmclient
 from llmclient import _images
-from llmclient._compression import decompress
 from llmclient.preprocess import MAX_SOURCE_BYTES, ImageSourceError
+from llmclient.wire.compression import decompress
 
 MODEL = "sim-zero"
 MARKER = b"TOP-SECRET-FILE-CONTENT"

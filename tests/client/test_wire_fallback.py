@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from llmclient import AsyncOpenAI, OpenAI
-from llmclient._compression import MIN_COMPRESS_BYTES, supported_encodings
+from llmclient.wire.compression import MIN_COMPRESS_BYTES, supported_encodings
 
 from .fakeserver import HypercornServer
 

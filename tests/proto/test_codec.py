@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from llmclient._codec import JSON_CODEC
 from llmclient._errors import MalformedResponseError
-from llmclient._protobuf import (
+from llmclient.wire.codec import JSON_CODEC
+from llmclient.wire.protobuf import (
     PROTOBUF_CODEC,
     PROTOBUF_CONTENT_TYPE,
     decode_body,
@@ -117,7 +117,7 @@ def test_bad_bodies_raise_a_decode_error_naming_the_problem(data: bytes) -> None
 
 
 def test_a_done_marker_is_not_a_body() -> None:
-    from llmclient._protobuf import StreamEncoder
+    from llmclient.wire.protobuf import StreamEncoder
 
     frame = StreamEncoder().done()
     with pytest.raises(MalformedResponseError, match="end marker"):
@@ -125,7 +125,7 @@ def test_a_done_marker_is_not_a_body() -> None:
 
 
 def test_import_llmclient_does_not_import_protobuf() -> None:
-    code = "import sys, llmclient, llmclient._protobuf; print('google.protobuf' in sys.modules)"
+    code = "import sys, llmclient, llmclient.wire.protobuf; print('google.protobuf' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmclient._compression import (
+from llmclient.wire.compression import (
     MIN_COMPRESS_BYTES,
     CompressionError,
     accept_encoding,

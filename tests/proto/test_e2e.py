@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from llmclient import OpenAI
-from llmclient._compression import compress, supported_encodings
 from llmclient._errors import IncompleteStreamError, MalformedResponseError
-from llmclient._protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE
+from llmclient.wire.compression import compress, supported_encodings
+from llmclient.wire.protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE
 
 PB_HEADERS = {"content-type": PROTOBUF_CONTENT_TYPE, "accept": PROTOBUF_CODEC.accept}
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello there"}],

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llmclient._errors import IncompleteStreamError, MalformedResponseError
-from llmclient._protobuf import (
+from llmclient.wire.protobuf import (
     PROTOBUF_CODEC,
     PROTOBUF_CONTENT_TYPE,
     ProtobufStreamDecoder,

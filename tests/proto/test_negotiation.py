@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmclient._protobuf import (
+from llmclient.wire.protobuf import (
     PROTOBUF_CONTENT_TYPE,
     WireObservation,
     WireState,
@@ -88,7 +88,7 @@ def test_accept_header_per_wire() -> None:
 
 
 def test_the_codings_an_origin_reads_are_recorded_for_compression() -> None:
-    from llmclient._compression import choose_request_encoding
+    from llmclient.wire.compression import choose_request_encoding
 
     seen = observe_response(UNKNOWN, "json", 200, {**PLAIN_JSON, "accept-encoding": "gzip"})
     assert seen.state.encodings == {"gzip"} and seen.state.protobuf is None

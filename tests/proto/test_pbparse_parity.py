@@ -1,10 +1,11 @@
-"""The compiled protobuf parser (llmclient/_pbparse.c) against the pure-Python one.
+"""The compiled protobuf parser (llmclient/wire/_pbparse.c) against the pure-Python one.
 
 ``decode_body`` uses the compiled parser when it was built at install time; the Python parser
-(``_protobuf._parse_body``) is the reference and the fallback. Both must give the same dicts,
-in the same key order, for every valid body, and the same error (type and message) for every
-invalid one: valid bodies of every message type, random dicts of every type, mutations of them
-(flipped, dropped and inserted bytes, truncations), random bytes, and the saved fuzz corpus.
+(``llmclient.wire.protobuf._parse_body``) is the reference and the fallback. Both must give the
+same dicts, in the same key order, for every valid body, and the same error (type and message)
+for every invalid one: valid bodies of every message type, random dicts of every type, mutations
+of them (flipped, dropped and inserted bytes, truncations), random bytes, and the saved fuzz
+corpus.
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmclient import _protobuf as P
+from llmclient.wire import protobuf as P
 
 from . import samples as s
 from .test_roundtrip_property import _spec_dicts
 
 P._module()
 try:
-    from llmclient import _pbparse
+    from llmclient.wire import _pbparse
 except ImportError:  # pragma: no cover - an install without a C compiler
     pytest.skip(
-        "llmclient._pbparse is not built (no C compiler at install): the pure-Python parser "
+        "llmclient.wire._pbparse is not built (no C compiler at install): the pure-Python parser "
         "serves alone, and the rest of tests/proto covers it",
         allow_module_level=True,
     )
@@ -174,7 +175,7 @@ def test_no_reference_leaks_on_success_or_error() -> None:
 
 def test_pure_python_switch() -> None:
     code = (
-        "from llmclient import _protobuf as P; P._module(); "
+        "from llmclient.wire import protobuf as P; P._module(); "
         "print(P._parse_body_fn is P._parse_body)"
     )
     env = {**os.environ, "LLMCLIENT_PURE_PYTHON": "1"}

@@ -12,13 +12,13 @@ import httpx
 import pytest
 
 from llmclient import AsyncOpenAI, OpenAI
-from llmclient._compression import (
+from llmclient.wire.compression import (
     MIN_COMPRESS_BYTES,
     accept_encoding,
     decompress,
     supported_encodings,
 )
-from llmclient._protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE
+from llmclient.wire.protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE
 from tests.conftest import start_ref_server, stop_ref_server
 
 EMB = {"model": "text-embedding-3-small", "input": ["the cat sat on the mat", "a dog ran"]}

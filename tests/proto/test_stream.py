@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from llmclient._codec import SSEDecoder
 from llmclient._errors import IncompleteStreamError, MalformedResponseError
-from llmclient._protobuf import (
+from llmclient.wire.codec import SSEDecoder
+from llmclient.wire.protobuf import (
     PROTOBUF_CODEC,
     PROTOBUF_CONTENT_TYPE,
     ProtobufStreamDecoder,
@@ -157,7 +157,7 @@ def test_nothing_is_decoded_after_the_done_frame() -> None:
 
 
 def test_self_contained_frames_inherit_nothing() -> None:
-    from llmclient._protobuf import encode_chunk
+    from llmclient.wire.protobuf import encode_chunk
 
     base = s.chunks(["a", "b"], usage=False)
     chunks = [base[0], {k: v for k, v in base[1].items() if k != "model"}, base[2], base[3]]

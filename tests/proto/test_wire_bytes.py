@@ -8,8 +8,8 @@ import struct
 import orjson
 
 from benchmarks import wire_bytes
-from llmclient._codec import JSON_CODEC
-from llmclient._protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE, encode_response
+from llmclient.wire.codec import JSON_CODEC
+from llmclient.wire.protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE, encode_response
 
 
 def test_benchmark_runs_and_protobuf_saves_the_bytes_it_should() -> None:

@@ -1,4 +1,4 @@
-# Types of the compiled protobuf parser (llmclient/_pbparse.c); see llmclient/_protobuf.py.
+# Types of the compiled protobuf parser (llmclient/wire/_pbparse.c); see llmclient/wire/protobuf.py.
 from collections.abc import Callable
 from typing import Any
 

@@ -1,8 +1,11 @@
-"""Wire codecs: how a request body becomes bytes and response bytes become plain dicts.
+"""Owns the codec contract and the JSON wire: the :class:`Codec` and :class:`StreamDecoder`
+protocols every wire implements, the JSON codec (orjson; :data:`JSON_CODEC`), the Server-Sent
+Events decoder (:class:`SSEDecoder`), and what a stream chunk means (:func:`has_token`,
+:data:`RESPONSES_PATH`, :data:`RESPONSE_END_EVENTS`).
 
 A :class:`Codec` is chosen per call by ``CallOptions.wire``; whatever the wire, decoded values
-are plain dicts in the OpenAI JSON shape. JSON (orjson, with Server-Sent Events for streams) is
-the default; the protobuf codec (``llmclient/_protobuf.py``) implements the same Protocol.
+are plain dicts in the OpenAI JSON shape. JSON is the default; the protobuf codec
+(``llmclient/wire/protobuf.py``) implements the same Protocol.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
-from ._errors import IncompleteStreamError, MalformedResponseError
+from .._errors import IncompleteStreamError, MalformedResponseError
 
 __all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder"]
 

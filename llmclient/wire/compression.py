@@ -1,4 +1,5 @@
-"""Request/response body compression (``Content-Encoding``), only where it pays.
+"""Owns body compression (``Content-Encoding``): compressing request bodies only where it pays,
+decompressing (capped against bombs), and reading and choosing the codings an origin accepts.
 
 A server says which codings it reads in request bodies by sending ``Accept-Encoding`` in a
 response (RFC 7694, section 3); we compress a request body only for such an origin and only

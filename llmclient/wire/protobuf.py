@@ -1,8 +1,10 @@
-"""Protobuf wire codec (``application/x-protobuf``) and the choice between it and JSON.
+"""Owns the protobuf wire (``application/x-protobuf``): the codec, the dict <-> message mapping,
+stream framing and encoders, the pure-Python parser (the reference for its compiled twin
+``_pbparse.c``), and the negotiation that chooses between protobuf and JSON per origin.
 
-Bodies are one ``llmclient.v1.Body`` envelope (``llmclient/proto/llmclient.proto``); streams
-are length-delimited ``Body`` frames (a base-128 varint length, then the message: protobuf's
-``writeDelimitedTo`` framing) ended by a ``done`` frame, the ``data: [DONE]`` of SSE.
+Bodies are one ``llmclient.v1.Body`` envelope (``llmclient/wire/proto/llmclient.proto``);
+streams are length-delimited ``Body`` frames (a base-128 varint length, then the message:
+protobuf's ``writeDelimitedTo`` framing) ended by a ``done`` frame, the ``data: [DONE]`` of SSE.
 
 Dicts and messages are mapped by hand from tables built once from the descriptors, not with
 ``google.protobuf.json_format`` (far slower to encode, and it cannot say null or []): dicts
@@ -13,7 +15,7 @@ message does not pay either: the runtime's parse is cheap, but exact reads and d
 errors need every message's ``nulls``, ``empty``, ``extra`` and JSON fields looked at, and that
 walk through the runtime's Python objects costs about what ``_parse`` does, so through the
 response objects an app reads (``python -m benchmarks.wire_bytes``, ``dec us``) it stayed
-slower than orjson. What closed the gap is ``llmclient/_pbparse.c``, the compiled twin of
+slower than orjson. What closed the gap is ``llmclient/wire/_pbparse.c``, the compiled twin of
 ``_parse``/``_parse_body``: it walks the same tables and builds the same dicts, on par with
 orjson on the same answer (figures in README, What it measured). It is built at install time
 when a C compiler is there (optional: without one the install succeeds and the Python parser
@@ -52,10 +54,10 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from ._call import Wire
-from ._codec import JSON_CODEC, SSEDecoder
-from ._compression import parse_accept_encoding
-from ._errors import IncompleteStreamError, MalformedResponseError
+from .._call import Wire
+from .._errors import IncompleteStreamError, MalformedResponseError
+from .codec import JSON_CODEC, SSEDecoder
+from .compression import parse_accept_encoding
 
 __all__ = [
     "ALIASES",
@@ -172,7 +174,7 @@ class _Spec:
         # Wire tag (field number << 3 | wire type) -> (JSON key, _K_* kind, aux): the decoder.
         self.tags: dict[int, tuple[str, int, Any]] = {}
         # `tags` again as a list indexed by tag, for one-byte tags (field numbers < 16): the
-        # compiled parser's table (llmclient/_pbparse.c); None where no field is.
+        # compiled parser's table (llmclient/wire/_pbparse.c); None where no field is.
         self.low: list[tuple[str, int, Any] | None] = []
         # Field number -> JSON key, for the numbers a null/empty mark may name.
         self.mark_keys: dict[int, str] = {}
@@ -770,13 +772,13 @@ def _body_json(data: bytes) -> dict[str, Any]:
 
 
 _BodyParser = Callable[[bytes], "tuple[str | None, dict[str, Any] | None, list[str]]"]
-# The parser decode_body uses: the compiled twin of _parse_body (llmclient/_pbparse.c) when it
+# The parser decode_body uses: the compiled twin of _parse_body (llmclient/wire/_pbparse.c) when it
 # was built at install time and not turned off with LLMCLIENT_PURE_PYTHON=1; else _parse_body.
 _parse_body_fn: _BodyParser = _parse_body
 
 
 def _compiled_parser() -> _BodyParser | None:
-    """llmclient._pbparse set up with this module's tables, or None (not built, or turned off)."""
+    """llmclient.wire._pbparse set up with this module's tables, or None (not built, or turned off)."""
     if os.environ.get("LLMCLIENT_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
@@ -1062,7 +1064,7 @@ class ProtobufStreamDecoder:
 
 
 class ProtobufCodec:
-    """The Codec (``llmclient/_codec.py``) for ``application/x-protobuf``.
+    """The Codec (``llmclient/wire/codec.py``) for ``application/x-protobuf``.
 
     Answers in JSON (a server that ignored our protobuf, or an error page from a proxy) are
     decoded as JSON, so a fallback costs nothing but the bytes.
@@ -1108,7 +1110,7 @@ PROTOBUF_CODEC: Final = ProtobufCodec()
 class WireState:
     """What one origin has shown: protobuf (None unknown, True accepts, False refused) and the
     content-codings it reads in request bodies (its ``Accept-Encoding``, RFC 7694), for
-    ``llmclient._compression.choose_request_encoding(len(body), state.encodings)``."""
+    ``llmclient.wire.compression.choose_request_encoding(len(body), state.encodings)``."""
 
     protobuf: bool | None = None
     encodings: frozenset[str] = frozenset()

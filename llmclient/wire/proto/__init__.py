@@ -1,8 +1,11 @@
-"""The wire schema (``llmclient.proto``) and its generated module ``llmclient_pb2``.
+"""Owns the protobuf wire schema: ``llmclient.proto`` (the ``llmclient.v1`` messages) and its
+generated module ``llmclient_pb2``; the codec that maps them to dicts is
+``llmclient.wire.protobuf``.
 
 Importing this package does not import ``google.protobuf``; ``llmclient_pb2`` is loaded on
-first use (``from llmclient.proto import llmclient_pb2``), so ``import llmclient`` stays light.
-Regenerate the module with ``regen.sh`` after editing the schema.
+first use (``from llmclient.wire.proto import llmclient_pb2``), so ``import llmclient`` stays
+light. Regenerate the module with ``regen.sh`` after editing the schema: it compiles from this
+folder, so the descriptor's file name stays ``llmclient.proto`` wherever the folder lives.
 """
 
 from __future__ import annotations

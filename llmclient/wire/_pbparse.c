@@ -1,5 +1,5 @@
 /* Protobuf wire bytes -> dicts, in C: the compiled twin of `_parse` and `_parse_body` in
- * llmclient/_protobuf.py.
+ * llmclient/wire/protobuf.py.
  *
  * Why it exists: the pure-Python table-driven parser takes several times orjson's time on the
  * same answer's JSON, and protobuf decode must be no slower than orjson (figures in README,
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Decoder kinds: the _K_* constants of _protobuf.py (checked by setup()). */
+/* Decoder kinds: the _K_* constants of protobuf.py (checked by setup()). */
 enum {
     K_STR, K_RSTR, K_MSG, K_RMSG, K_BYTES, K_INT64, K_UINT32, K_BOOL, K_DOUBLE,
     K_RINT_PACKED, K_RINT, K_MARKS_PACKED, K_MARKS, K_EXTRA, K_COUNT
@@ -30,7 +30,7 @@ enum {
 enum { W_VARINT = 0, W_I64 = 1, W_LEN = 2, W_I32 = 5 };
 enum { NULLS = 15, EMPTY = 101 };  /* the field numbers of the marks (_NULLS, _EMPTY) */
 
-static PyObject *Bad;         /* _protobuf._Bad */
+static PyObject *Bad;         /* protobuf._Bad */
 static PyObject *finish;      /* finish(spec, out, marks or None, extra or None) -> None */
 static PyObject *body_json;   /* body_json(bytes) -> dict (raises MalformedResponseError) */
 static PyObject *body_kinds;  /* {field number: (kind name, _Spec)} for Body's message fields */
@@ -142,7 +142,7 @@ append_new(PyObject *lst, PyObject *value)
 
 static PyObject *parse_message(PyObject *spec, PyObject *data, Py_ssize_t i, Py_ssize_t end);
 
-/* A message's null/empty marks, applied after its fields (as _protobuf._finish does). */
+/* A message's null/empty marks, applied after its fields (as protobuf._finish does). */
 typedef struct {
     uint64_t number;
     int is_null;  /* `nulls` (15) or `empty` (101) */
@@ -202,7 +202,7 @@ apply_marks(PyObject *spec, PyObject *out, Marks *m)
                 Py_XDECREF(one);
                 Py_XDECREF(r);
                 if (r != NULL)
-                    PyErr_SetString(PyExc_SystemError, "llmclient._pbparse: a mark with no key");
+                    PyErr_SetString(PyExc_SystemError, "llmclient.wire._pbparse: a mark with no key");
             }
             rc = -1;
         }
@@ -283,7 +283,7 @@ len_field(PyObject *spec, PyObject *data, PyObject *out, PyObject *key, long kin
         return 0;
     }
     default:
-        PyErr_Format(PyExc_SystemError, "llmclient._pbparse: kind %ld on a LEN tag", kind);
+        PyErr_Format(PyExc_SystemError, "llmclient.wire._pbparse: kind %ld on a LEN tag", kind);
         return -1;
     }
 }
@@ -342,7 +342,7 @@ entry(PyObject *low, PyObject *tags, uint64_t tag)
         Py_DECREF(k);
     }
     if (ent != NULL && !(PyTuple_CheckExact(ent) && PyTuple_GET_SIZE(ent) == 3)) {
-        PyErr_SetString(PyExc_SystemError, "llmclient._pbparse: a tag entry is not a 3-tuple");
+        PyErr_SetString(PyExc_SystemError, "llmclient.wire._pbparse: a tag entry is not a 3-tuple");
         return NULL;
     }
     return ent;
@@ -436,7 +436,7 @@ tables(PyObject *spec, PyObject **low, PyObject **tags)
         || (*low = PyObject_GetAttr(spec, s_low)) == NULL)
         return -1;
     if (!PyDict_CheckExact(*tags) || !PyList_CheckExact(*low)) {
-        PyErr_SetString(PyExc_TypeError, "llmclient._pbparse: spec.tags/low are not a dict/list");
+        PyErr_SetString(PyExc_TypeError, "llmclient.wire._pbparse: spec.tags/low are not a dict/list");
         return -1;
     }
     return 0;
@@ -467,7 +467,7 @@ remember_specs(PyObject *specs)
     return 0;
 }
 
-/* One `spec` message in data[i:end] -> a new dict (the twin of _protobuf._parse). */
+/* One `spec` message in data[i:end] -> a new dict (the twin of protobuf._parse). */
 static PyObject *
 parse_message(PyObject *spec, PyObject *data, Py_ssize_t i, Py_ssize_t end)
 {
@@ -511,7 +511,7 @@ static int
 check_ready(void)
 {
     if (Bad == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "llmclient._pbparse.setup() was not called");
+        PyErr_SetString(PyExc_RuntimeError, "llmclient.wire._pbparse.setup() was not called");
         return -1;
     }
     return 0;
@@ -547,7 +547,7 @@ py_parse(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return parse_message(args[0], args[1], i, end);
 }
 
-/* Body bytes -> (kind or None, dict or None, dropped): the twin of _protobuf._parse_body. */
+/* Body bytes -> (kind or None, dict or None, dropped): the twin of protobuf._parse_body. */
 static PyObject *
 py_parse_body(PyObject *self, PyObject *data)
 {
@@ -604,7 +604,7 @@ py_parse_body(PyObject *self, PyObject *data)
         }
         if (known != NULL) {
             if (!(PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 2)) {
-                PyErr_SetString(PyExc_SystemError, "llmclient._pbparse: body kinds entry");
+                PyErr_SetString(PyExc_SystemError, "llmclient.wire._pbparse: body kinds entry");
                 goto fail;
             }
             PyObject *v = parse_message(PyTuple_GET_ITEM(known, 1), data, i, j);
@@ -672,13 +672,13 @@ py_setup(PyObject *self, PyObject *args)
         return NULL;
     /* The kinds the Python side numbers must be the ones compiled here. */
     if (PyTuple_GET_SIZE(consts) != K_COUNT) {
-        PyErr_SetString(PyExc_ValueError, "llmclient._pbparse: decoder kinds changed");
+        PyErr_SetString(PyExc_ValueError, "llmclient.wire._pbparse: decoder kinds changed");
         return NULL;
     }
     for (Py_ssize_t k = 0; k < K_COUNT; k++) {
         if (PyLong_AsLong(PyTuple_GET_ITEM(consts, k)) != k) {
             if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "llmclient._pbparse: decoder kinds changed");
+                PyErr_SetString(PyExc_ValueError, "llmclient.wire._pbparse: decoder kinds changed");
             return NULL;
         }
     }
@@ -697,15 +697,15 @@ static PyMethodDef methods[] = {
      "setup(bad, finish, body_json, body_kinds, token_spec, kinds, specs): the Python side's "
      "hooks and tables."},
     {"parse", (PyCFunction)(void (*)(void))py_parse, METH_FASTCALL,
-     "parse(spec, data, start, end) -> dict: one message, as _protobuf._parse."},
+     "parse(spec, data, start, end) -> dict: one message, as protobuf._parse."},
     {"parse_body", py_parse_body, METH_O,
-     "parse_body(data) -> (kind or None, dict or None, dropped): as _protobuf._parse_body."},
+     "parse_body(data) -> (kind or None, dict or None, dropped): as protobuf._parse_body."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "llmclient._pbparse",
-    "Compiled protobuf wire parser (see llmclient/_protobuf.py).", -1, methods,
+    PyModuleDef_HEAD_INIT, "llmclient.wire._pbparse",
+    "Compiled protobuf wire parser (see llmclient/wire/protobuf.py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
