@@ -1,8 +1,8 @@
-"""``python -m benchmarks``: see :mod:`benchmarks.cli`."""
+"""``python -m benchmarks``: see :mod:`benchmarks.harness.cli`."""
 
 import sys
 
-from .cli import main
+from .harness.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -20,24 +20,20 @@ Redis is a private ``redis-server`` on a free loopback port (skipped if the bina
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from llmclient.cache import RedisBackend, ResponseCache, replay_response, scope_hash
 
-from .load import zipf_indices
-from .stats import percentile
+from .fixtures.redis import redis_server
+from .harness.load import zipf_indices
+from .harness.stats import percentile
 
 TARGET_US = {"memory": 50.0, "sqlite": 1000.0, "redis": 1000.0}
 
@@ -55,31 +51,6 @@ BODY: dict[str, Any] = {
     "messages": [{"role": "system", "content": "Classify the sentiment. " * 20},
                  {"role": "user", "content": "I loved this film, the ending was perfect."}],
 }
-
-
-@contextmanager
-def redis_server() -> Iterator[str | None]:
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not os.path.exists(binary):
-        yield None
-        return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def time_us(fn: Callable[[], Any], n: int, warmup: int = 200) -> list[float]:
@@ -122,7 +93,7 @@ def bench_client_layer(spec: str | Any, n: int) -> dict[str, float] | None:
     try:
         from llmclient import OpenAI
 
-        from .serverproc import start_server
+        from .harness.serverproc import start_server
     except ImportError:
         return None
     server = start_server("zero")
@@ -150,7 +121,7 @@ def zipf_workload(requests: int, prompts: int, s: float, seed: int) -> list[int]
 def bench_zipf(specs: dict[str, Callable[[], Any]], args: argparse.Namespace) -> dict[str, Any]:
     from llmclient import OpenAI
 
-    from .serverproc import start_server
+    from .harness.serverproc import start_server
 
     order = zipf_workload(args.requests, args.prompts, args.zipf_s, args.seed)
     server = start_server(args.profile)

@@ -518,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         base_url = args.url.rstrip("/")
     else:
-        from .serverproc import start_server
+        from .harness.serverproc import start_server
 
         server = start_server(profile="zero", extra_args=("--http1-only",) if args.http1 else ())
         base_url = server.base_url

@@ -3,7 +3,7 @@
     python -m benchmarks.image_prep [--runs 7] [--seed 0] [--photos 1] [--cpu 0]
                                     [--target openai-high]
 
-For generated 12-megapixel camera JPEGs (benchmarks.photos), per photo, three ways of
+For generated 12-megapixel camera JPEGs (benchmarks.fixtures.photos), per photo, three ways of
 uploading it side by side (``UPLOADS``):
   * ``raw``: the file as it is;
   * ``q95``: the earlier fixed-quality preparation, at quality 95 with full-resolution
@@ -210,7 +210,7 @@ def describe_summary(s: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .photos import camera_photo
+    from .fixtures.photos import camera_photo
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=7)

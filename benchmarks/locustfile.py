@@ -13,7 +13,7 @@
 Each call fires three Locust request events under type ``LLM``: ``e2e`` (end-to-end latency),
 ``ttft`` (time to the first non-empty content chunk; streams only) and, on failure, ``e2e`` with
 the exception, so Locust's statistics, percentiles and charts (and its master/worker
-aggregation) carry the LLM metrics. Prompts and lengths come from ``benchmarks.load``'s
+aggregation) carry the LLM metrics. Prompts and lengths come from ``benchmarks.harness.load``'s
 lognormal mix, seeded per user.
 """
 
@@ -29,7 +29,7 @@ try:
 except ImportError as exc:  # pragma: no cover - needs the bench extra
     raise SystemExit("locust is not installed: pip install 'llmclient[bench]'") from exc
 
-from llmclient_bench.load import LengthModel, readable_text
+from llmclient_bench.harness.load import LengthModel, readable_text
 
 REQUEST_TYPE = "LLM"
 

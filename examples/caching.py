@@ -22,7 +22,7 @@ def endpoint() -> Iterator[tuple[str, str, str]]:
         yield (os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_API_KEY", ""),
                os.environ.get("LLM_MODEL", "gpt-4o-mini"))
         return
-    from llmclient_bench.serverproc import start_server
+    from llmclient_bench.harness.serverproc import start_server
 
     with start_server("zero") as server:
         yield server.base_url, "sk-example", "sim-zero"

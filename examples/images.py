@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from llmclient.preprocess import prepare_image
-from llmclient_bench.photos import camera_photo
+from llmclient_bench.fixtures.photos import camera_photo
 
 
 def main() -> None:

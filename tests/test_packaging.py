@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 INSTALLED_AS = {"llmclient": "llmclient", "preprocess": "llmclient/preprocess",
                 "speculative": "llmclient/speculative", "benchmarks": "llmclient_bench"}
 SOURCES = ("pyproject.toml", "README.md", *INSTALLED_AS)
-SCRIPTS = {"llmclient-bench": "llmclient_bench.cli:main",
+SCRIPTS = {"llmclient-bench": "llmclient_bench.harness.cli:main",
            "llmclient-server": "llmclient_bench.server.__main__:main"}
 # Data files the installed code reads (package-data), beyond the .py files.
 DATA = ("llmclient/py.typed", "llmclient/wire/proto/llmclient.proto", "llmclient/wire/_pbparse.pyi",
@@ -103,7 +103,10 @@ def test_every_module_lands_under_its_installed_name(names: set[str]) -> None:
     assert not missing, "not in the wheel; add the package to [tool.setuptools] packages:\n" + \
         "\n".join(missing)
     for key in ("llmclient/preprocess/__init__.py", "llmclient/speculative/__init__.py",
-                "llmclient_bench/__init__.py", "llmclient_bench/server/__init__.py",
+                "llmclient_bench/__init__.py", "llmclient_bench/__main__.py",
+                "llmclient_bench/harness/__init__.py", "llmclient_bench/harness/cli.py",
+                "llmclient_bench/fixtures/__init__.py", "llmclient_bench/fixtures/photos.py",
+                "llmclient_bench/fixtures/redis.py", "llmclient_bench/server/__init__.py",
                 "llmclient_bench/server/__main__.py", "llmclient_bench/server/engine/__init__.py"):
         assert key in names
 
@@ -163,6 +166,7 @@ import sys
 from importlib.metadata import entry_points
 import llmclient, llmclient.preprocess, llmclient.speculative, llmclient_bench
 import llmclient_bench.server.app, llmclient_bench.scenarios
+import llmclient_bench.fixtures.photos, llmclient_bench.fixtures.redis
 from llmclient._images import ImageSettings
 from llmclient.preprocess import ImageError
 import llmclient.preprocess as pre
@@ -192,13 +196,23 @@ print('ok')
     assert "usage:" in proc.stdout
 
 
+def test_installed_package_runs_as_a_module(installed: Path, tmp_path: Path) -> None:
+    # python -m llmclient_bench: the package's __main__ hands over to the harness's command line,
+    # which names itself after the package it was run as.
+    code = ("import runpy, sys; sys.argv = ['x', '--help']\n"
+            "runpy.run_module('llmclient_bench', run_name='__main__')")
+    proc = _run_installed(installed, code, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("usage: python -m llmclient_bench"), proc.stdout[:200]
+
+
 def test_installed_bench_starts_its_reference_server(installed: Path, tmp_path: Path) -> None:
-    # llmclient_bench.serverproc runs the server as a module of its own package (here
+    # llmclient_bench.harness.serverproc runs the server as a module of its own package (here
     # llmclient_bench.server, from a checkout benchmarks.server), with its profile and vocabulary
     # from package data; llmclient from the same copy talks to it.
     code = f"""
 import llmclient
-from llmclient_bench.serverproc import start_server
+from llmclient_bench.harness.serverproc import start_server
 with start_server('zero') as server:
     client = llmclient.OpenAI(base_url=server.base_url, api_key='bench-key')
     reply = client.chat.completions.create(model=server.model() or '',

@@ -1,8 +1,8 @@
 """The savings suite's scenarios, discovered by module.
 
 Every module in this package that defines ``SCENARIOS`` (a sequence of objects following
-``benchmarks._scenario.Scenario``) contributes them; add a file, edit nothing here. Order in the
-suite is the modules' ``ORDER`` (an int, default 100) then the module name.
+``benchmarks.harness._scenario.Scenario``) contributes them; add a file, edit nothing here.
+Order in the suite is the modules' ``ORDER`` (an int, default 100) then the module name.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 
-from .._scenario import Scenario
+from ..harness._scenario import Scenario
 
 __all__ = ["DiscoveryError", "discover", "select"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import random
 
-from .._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
-from ..load import LengthModel, mixed_requests, run_closed_loop
-from ..serverproc import ServerError
+from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness.load import LengthModel, mixed_requests, run_closed_loop
+from ..harness.serverproc import ServerError
 
 ORDER = 10
 

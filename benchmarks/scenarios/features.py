@@ -30,7 +30,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .._scenario import (
+from ..fixtures.redis import redis_server
+from ..harness._scenario import (
     ChatRequest,
     Context,
     NotAvailable,
@@ -38,8 +39,7 @@ from .._scenario import (
     Row,
     ScenarioResult,
 )
-from ..cache_hit import redis_server
-from ..load import readable_text, zipf_indices
+from ..harness.load import readable_text, zipf_indices
 
 ORDER = 70
 

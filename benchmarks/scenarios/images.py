@@ -1,6 +1,6 @@
 """Image uploads: 12-megapixel camera photos sent raw vs prepared on the client.
 
-Each photo (benchmarks.photos: compresses like a camera JPEG, carries EXIF and GPS) goes to
+Each photo (benchmarks.fixtures.photos: compresses like a camera JPEG, carries EXIF and GPS) goes to
 the reference server as a data URL, which really decodes and resizes it (benchmarks/server/
 vision.py), through whatever network the suite emulates:
   (a) ``raw``: llmclient with ``images=False, compress=False``: the original bytes, base64
@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._scenario import ChatRequest, Context, Driver, RequestRecord, Row, ScenarioResult
+from ..harness._scenario import ChatRequest, Context, Driver, RequestRecord, Row, ScenarioResult
 
 ORDER = 60
 
@@ -116,7 +116,7 @@ def photo_bytes(seed: int) -> bytes:
     server view and the prepared one are comparable pixel for pixel."""
     from PIL import __version__ as pillow
 
-    from .. import photos
+    from ..fixtures import photos
 
     generator = hashlib.sha256(Path(photos.__file__).read_bytes()).hexdigest()[:12]
     folder = f"llmclient-bench-photos-pillow{pillow}-{generator}"
@@ -214,7 +214,7 @@ def prep_and_quality(photos: list[bytes]) -> dict[str, Any]:
 
 def upload_figures(records: Mapping[str, list[RequestRecord]],
                    photos: list[bytes]) -> dict[str, Any]:
-    from ..stats import percentile
+    from ..harness.stats import percentile
 
     out: dict[str, Any] = {"photo_bytes": [len(p) for p in photos]}
     lat: dict[str, dict[str, float]] = {}

@@ -24,7 +24,7 @@ import time
 import uuid
 from typing import Any
 
-from .._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
 
 ORDER = 60
 

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
-from ..load import (
+from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness.load import (
     LengthModel,
     long_prompt,
     mixed_requests,
@@ -29,8 +29,8 @@ from ..load import (
     run_open_loop,
     run_sweep,
 )
-from ..serverproc import ServerError
-from ..stats import find_knee
+from ..harness.serverproc import ServerError
+from ..harness.stats import find_knee
 
 ORDER = 80
 

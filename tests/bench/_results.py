@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from benchmarks._scenario import RequestRecord, Row, ScenarioResult
-from benchmarks.report import build_result
+from benchmarks.harness._scenario import RequestRecord, Row, ScenarioResult
+from benchmarks.harness.report import build_result
 
 
 def records(variant: str, median_ms: float, n: int = 200, seed: int = 0,

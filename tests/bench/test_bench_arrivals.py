@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from benchmarks.load import (
+from benchmarks.harness.load import (
     LengthModel,
     gamma_arrivals,
     long_prompt,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.compare import BadInput, compare_docs, gate, main, parse_threshold
+from benchmarks.harness.compare import BadInput, compare_docs, gate, main, parse_threshold
 
 from ._results import result_doc
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks._scenario import CAPABILITIES, Scenario
+from benchmarks.harness._scenario import CAPABILITIES, Scenario
 from benchmarks.scenarios import discover, select
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._scenario import ChatRequest
-from benchmarks.load import zipf_indices
+from benchmarks.harness._scenario import ChatRequest
+from benchmarks.harness.load import zipf_indices
 from benchmarks.scenarios.features import _json_size, conversation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from benchmarks.fixtures.photos import camera_photo
 from benchmarks.image_prep import (
     FIXED_QUALITY,
     UPLOADS,
@@ -18,7 +19,6 @@ from benchmarks.image_prep import (
     measure_photo,
     summary,
 )
-from benchmarks.photos import camera_photo
 from benchmarks.scenarios.images import describe, describe_photos
 from llmclient.preprocess import SIMILARITY_THRESHOLD
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from benchmarks._scenario import ChatRequest, Context, Driver, RequestRecord
-from benchmarks.drivers import classify_error, parse_server_timing
-from benchmarks.load import run_closed_loop, run_interleaved, run_open_loop
-from benchmarks.sampler import parse_prometheus
+from benchmarks.harness._scenario import ChatRequest, Context, Driver, RequestRecord
+from benchmarks.harness.drivers import classify_error, parse_server_timing
+from benchmarks.harness.load import run_closed_loop, run_interleaved, run_open_loop
+from benchmarks.harness.sampler import parse_prometheus
 
 
 def _ctx() -> Context:
@@ -125,7 +125,7 @@ def test_prometheus_samples_are_summed_over_labels() -> None:
 
 
 def test_interleaved_copies_differ_across_variants_but_repeat_within_one() -> None:
-    from benchmarks.load import distinct_for
+    from benchmarks.harness.load import distinct_for
 
     request = ChatRequest(messages=[{"role": "system", "content": "be brief"},
                                     {"role": "user", "content": "hello"}])

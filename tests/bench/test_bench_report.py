@@ -6,9 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from benchmarks._scenario import RequestRecord
-from benchmarks.advice import advise
-from benchmarks.report import render_html, render_table, write_result
+from benchmarks.harness._scenario import RequestRecord
+from benchmarks.harness.advice import advise
+from benchmarks.harness.report import render_html, render_table, write_result
 
 from ._results import result_doc
 

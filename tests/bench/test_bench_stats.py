@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from benchmarks._scenario import RequestRecord
-from benchmarks.stats import (
+from benchmarks.harness._scenario import RequestRecord
+from benchmarks.harness.stats import (
     SLO,
     cdf,
     find_knee,
@@ -95,7 +95,7 @@ def test_tpot_and_goodput_follow_their_definitions() -> None:
 
 
 def test_slo_option_parses_milliseconds_and_names_bad_items() -> None:
-    from benchmarks.cli import parse_slo
+    from benchmarks.harness.cli import parse_slo
 
     assert parse_slo("ttft=500, tpot=50") == SLO(ttft_ms=500.0, tpot_ms=50.0, e2e_ms=None)
     with pytest.raises(ValueError, match="latency=1"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchmarks.report import (
+from benchmarks.harness.report import (
     headline,
     latency_split,
     render_html,

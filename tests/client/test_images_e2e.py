@@ -1,6 +1,6 @@
 """Image preparation end to end: llmclient against the live reference server.
 
-A 12-megapixel camera JPEG with EXIF orientation 6 and GPS (benchmarks.photos) goes into a
+A 12-megapixel camera JPEG with EXIF orientation 6 and GPS (benchmarks.fixtures.photos) goes into a
 chat message as a data URL, a path or a PIL image. What reached the server is checked from
 three sides: the bytes on the wire (a request hook on the ``http_client``), the server's own
 image-token count (``usage.prompt_tokens`` less the same prompt without the image, under the
@@ -24,7 +24,7 @@ import pytest
 from PIL import Image
 
 import llmclient
-from benchmarks.photos import GPS_IFD, camera_photo
+from benchmarks.fixtures.photos import GPS_IFD, camera_photo
 from benchmarks.server.vision import image_tokens
 from llmclient import _images
 from llmclient.preprocess import (

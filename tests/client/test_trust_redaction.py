@@ -146,7 +146,7 @@ def test_build_call_repr_never_shows_credentials() -> None:
 
 def test_benchmark_result_command_line_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     """What ``python -m benchmarks --api-key ...`` writes as ``command`` in result.json."""
-    from benchmarks.cli import _command_line
+    from benchmarks.harness.cli import _command_line
 
     monkeypatch.setattr(sys, "argv", ["benchmarks", "--base-url", f"https://u:{PASSWORD}@h/v1",
                                       "--api-key", KEY])

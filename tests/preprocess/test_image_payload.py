@@ -186,7 +186,7 @@ def test_fetch_downloads_and_shrinks_http_images_when_asked() -> None:
 
 
 def test_stats_say_the_quality_chosen_per_image_cache_hits_included() -> None:
-    from benchmarks.photos import camera_pixels
+    from benchmarks.fixtures.photos import camera_pixels
 
     _images.clear_cache()
     buf = io.BytesIO()

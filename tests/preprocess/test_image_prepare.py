@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from benchmarks.photos import GPS_IFD, camera_exif, screenshot
+from benchmarks.fixtures.photos import GPS_IFD, camera_exif, screenshot
 from llmclient.preprocess import (
     ANTHROPIC,
     OPENAI_HIGH,

@@ -9,7 +9,7 @@ import math
 import pytest
 from PIL import Image, ImageDraw
 
-from benchmarks.photos import camera_photo, camera_pixels, compression_at
+from benchmarks.fixtures.photos import camera_photo, camera_pixels, compression_at
 from llmclient.preprocess import (
     OPENAI_HIGH,
     QUALITY_LADDER,
@@ -173,7 +173,7 @@ def test_photo_bytes_near_plain_q85_and_similarity_above_threshold(target: str) 
 
 def test_heic_input_where_pillow_heif_is_installed() -> None:
     pillow_heif = pytest.importorskip("pillow_heif", reason="the heic extra installs pillow-heif")
-    from benchmarks.photos import camera_exif
+    from benchmarks.fixtures.photos import camera_exif
 
     pillow_heif.register_heif_opener()
     upright = Image.new("RGB", (320, 200), (128, 128, 128))

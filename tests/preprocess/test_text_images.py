@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from benchmarks.photos import camera_pixels
+from benchmarks.fixtures.photos import camera_pixels
 from llmclient.preprocess import SIMILARITY_THRESHOLD, prepare_image, prepare_pixels, ssim
 
 pytesseract = pytest.importorskip("pytesseract", reason="the test extra installs pytesseract")

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.serverproc import ServerProcess, start_server
+from benchmarks.harness.serverproc import ServerProcess, start_server
 from llmclient import OpenAI
 from llmclient._prefetch import SpeculationConfig
 from llmclient.speculative import BudgetConfig, HistoryPredictor

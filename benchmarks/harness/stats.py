@@ -1,6 +1,6 @@
 """Metrics, defined once. Every number in a report comes from these functions.
 
-Per request (from a :class:`~benchmarks._scenario.RequestRecord`):
+Per request (from a :class:`~benchmarks.harness._scenario.RequestRecord`):
   e2e latency   ``latency_ms``: from the send (closed loop) or the *scheduled* send (open loop,
                 so client-side queueing is not hidden: no coordinated omission) to the last byte.
   TTFT          time to the first streamed chunk whose ``delta.content`` is non-empty (role-only

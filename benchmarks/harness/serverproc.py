@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["ServerError", "ServerProcess", "parse_ready", "start_server"]
 
+# The benchmarks package this runs from: benchmarks in a checkout, llmclient_bench installed.
+_PACKAGE = __name__.split(".")[0]
 _READY = re.compile(r"^READY\s+(https?://[^\s]+)")
 _CA = re.compile(r"^CA\s+(\S+)")
 
@@ -111,13 +113,14 @@ def start_server(profile: str = "zero", tls: bool = False, faults: str | None = 
                  log_dir: str | None = None) -> ServerProcess:
     """Spawn the reference server on a free port and wait for READY."""
     # benchmarks.server from a checkout, llmclient_bench.server installed
-    args = [sys.executable, "-m", f"{__package__}.server", "--port", "0", "--profile", profile]
+    args = [sys.executable, "-m", f"{_PACKAGE}.server", "--port", "0", "--profile", profile]
     if tls:
         args.append("--tls")
     if faults:
         args += ["--faults", faults]
     args += list(extra_args)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # the folder holding the package (the checkout, or site-packages installed)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     log_fd, log_path = tempfile.mkstemp(prefix=f"refserver-{profile}-", suffix=".log",

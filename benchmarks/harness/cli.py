@@ -38,7 +38,7 @@ def _prog() -> str:
     """How this was started, for usage lines: the ``llmclient-bench`` command, else
     ``python -m benchmarks`` (``python -m llmclient_bench`` when installed)."""
     command = os.path.basename(sys.argv[0])
-    return command if command == "llmclient-bench" else f"python -m {__package__}"
+    return command if command == "llmclient-bench" else f"python -m {__name__.split('.')[0]}"
 
 
 NETWORKS = ("wan", "lan", "mobile", "loopback", "none")
@@ -155,7 +155,7 @@ def _network(profile: str, host: str, port: int, scheme: str, verify: str | bool
     if profile == "none":
         yield f"{scheme}://{host}:{port}", {"profile": "none (direct)"}
         return
-    from .netem import Network, measure_network
+    from ..netem import Network, measure_network
 
     with Network(profile=profile, upstream=(host, port), seed=seed) as net:
         measured: dict[str, Any] = {}
@@ -262,10 +262,10 @@ def _one_line(result: ScenarioResult, seconds: float) -> str:
 
 
 def run_suite(args: argparse.Namespace) -> int:
+    from ..scenarios import discover, select
     from .load import measure_scheduler_overhead
     from .report import build_result, headline, render_table, write_result
     from .sampler import MetricsSampler
-    from .scenarios import discover, select
 
     scenarios, errors = discover()
     for err in errors:
@@ -426,7 +426,7 @@ def _describe_network(measured: dict[str, Any]) -> str:
     if "rtt_ms" not in measured:
         return f"  network: {measured.get('profile')}"
     with contextlib.suppress(Exception):
-        from .netem import format_measurement
+        from ..netem import format_measurement
 
         return "\n".join("  " + line for line in format_measurement(measured).splitlines())
     return f"  network: {measured}"

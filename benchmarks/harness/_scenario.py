@@ -5,7 +5,7 @@ A scenario is a module in ``benchmarks/scenarios/`` that defines one or more obj
 module-level ``SCENARIOS`` tuple. Discovery (``benchmarks.scenarios.discover``) imports every
 module of that package, so adding a file is enough; nobody edits a central list.
 
-    from .._scenario import Context, Row, ScenarioResult
+    from ..harness._scenario import Context, Row, ScenarioResult
 
     class Caching:
         name = "cache"
@@ -29,7 +29,7 @@ is made up. A scenario that finds out only while running that it cannot go on ra
 
 Everything a scenario measures is a :class:`RequestRecord` per request, grouped by *variant*
 (``"openai"``, ``"fresh-connection"``, ``"llmclient"``, ...). Stats (percentiles, failures by
-status and kind, breakdowns) are derived from those records by ``benchmarks.stats`` when the
+status and kind, breakdowns) are derived from those records by ``benchmarks.harness.stats`` when the
 result is reported, so every scenario is summarised the same way. A :class:`Row` says which two
 variants the savings table compares (baseline first).
 

@@ -2,8 +2,8 @@
 
 This module imports nothing of the harness (drivers, load, stats, report import it; it imports
 none of them), so the records can be read, written and summarised without starting anything.
-Scenario authors import these names from ``benchmarks._scenario``, which re-exports them beside
-:class:`~benchmarks._scenario.Context`.
+Scenario authors import these names from ``benchmarks.harness._scenario``, which re-exports
+them beside :class:`~benchmarks.harness._scenario.Context`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """Load patterns: arrivals, workloads and the loops that drive them.
 
 Arrival generators and workload builders are pure (seeded ``random.Random``); the runners are
-thin asyncio loops around a :data:`~benchmarks._scenario.Driver`.
+thin asyncio loops around a :data:`~benchmarks.harness._scenario.Driver`.
 
 - closed loop: ``concurrency`` workers, each sends its next request when the last one finished.
 - open loop: requests are sent at pre-computed arrival times (Poisson or gamma inter-arrivals)
   whether or not earlier ones finished, and each latency is measured from the *scheduled* send
   time, so a stalled client or server cannot hide its queueing (no coordinated omission; see
   Gil Tene, "How NOT to measure latency", 2015).
-- rate sweep: open loop at increasing rates; ``benchmarks.stats.find_knee`` marks where latency
-  turns up.
+- rate sweep: open loop at increasing rates; ``benchmarks.harness.stats.find_knee`` marks where
+  latency turns up.
 """
 
 from __future__ import annotations
