@@ -18,11 +18,14 @@ import orjson
 __all__ = [
     "REQUEST_ID",
     "TRACEPARENT",
+    "Abort",
     "BodyTimeout",
     "BodyTooLarge",
+    "Cut",
     "Receive",
     "Scope",
     "Send",
+    "close_quietly",
     "configure_logging",
     "error_body",
     "header",
@@ -34,6 +37,27 @@ __all__ = [
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+
+class Abort(Exception):
+    """Raised inside the app to abort the response (fault ``reset``): the server resets the
+    HTTP/2 stream (RST_STREAM) or closes the HTTP/1.1 connection mid-body."""
+
+
+class Cut(Exception):
+    """Fault ``cut_after``: end the stream here, without finish_reason or [DONE]."""
+
+
+async def close_quietly(it: Any) -> None:
+    """Close an engine's token stream (an async generator), logging what closing raises."""
+    aclose = getattr(it, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            logging.getLogger("benchmarks.server.app").debug("closing an engine stream failed", exc_info=True)
+
 
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 TRACEPARENT: contextvars.ContextVar[str] = contextvars.ContextVar("traceparent", default="-")

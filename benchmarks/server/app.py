@@ -31,11 +31,14 @@ from . import responses, wire
 from ._http import (
     REQUEST_ID,
     TRACEPARENT,
+    Abort,
     BodyTimeout,
     BodyTooLarge,
+    Cut,
     Receive,
     Scope,
     Send,
+    close_quietly,
     error_body,
     header,
     read_body,
@@ -102,11 +105,6 @@ OFFLOAD_EMBEDDING_VALUES = 64 * 1024
 MAX_EMBEDDING_VALUES = 2048 * 3072
 
 _T = TypeVar("_T")
-
-
-class _Abort(Exception):
-    """Raised inside the app to abort the response (fault ``reset``): the server resets the
-    HTTP/2 stream (RST_STREAM) or closes the HTTP/1.1 connection mid-body."""
 
 
 @dataclass
@@ -234,7 +232,7 @@ class App:
         self.counters.in_flight += 1
         try:
             await self._dispatch(scope, receive, counting_send, req)
-        except _Abort:
+        except Abort:
             log.info("fault: reset")
             raise
         except (ConnectionError, OSError, asyncio.CancelledError):
@@ -405,7 +403,7 @@ class App:
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", content_type.encode())]})
         if fault.reset:
-            raise _Abort("injected reset")
+            raise Abort("injected reset")
         cut = fault.cut_after if fault.cut_after is not None else len(body) // 2
         await send({"type": "http.response.body", "body": body[:cut]})
 
@@ -605,8 +603,8 @@ class App:
                     parts.append(text.flush())
                     break
         finally:
-            await _close(paced)
-            await _close(events)
+            await close_quietly(paced)
+            await close_quietly(events)
         req.add_engine_timing(timing)
         return "".join(parts), finish, timing
 
@@ -628,13 +626,13 @@ class App:
             await send({"type": "http.response.start", "status": 200, "headers": [
                 (b"content-type", writer.content_type.encode()), (b"cache-control", b"no-cache")]})
             if fault is not None and fault.reset:
-                raise _Abort("injected reset")
+                raise Abort("injected reset")
             sent = 0
 
             async def emit(chunk: dict[str, Any]) -> None:
                 nonlocal sent
                 if fault is not None and fault.cut_after is not None and sent >= fault.cut_after:
-                    raise _Cut
+                    raise Cut
                 data = writer.chunk({**head, **chunk})
                 if fault is not None and fault.malformed_sse and sent == 1:
                     data = data[: len(data) // 2] + b"\n\n"
@@ -647,11 +645,11 @@ class App:
             trailer = writer.comment(b"server-timing " + req.header_value())
             await send({"type": "http.response.body", "body": trailer + writer.done(),
                         "more_body": False})
-        except _Cut:
+        except Cut:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             for it in iters:
-                await _close(it)
+                await close_quietly(it)
 
     async def _stream_choices(self, req: _Req, iters: list[AsyncIterator[TokenEvent]],
                               p: ChatParams | CompletionParams, chat: bool,
@@ -732,10 +730,6 @@ class App:
                 chunk["choices"][0]["logprobs"] = chat_logprobs(logprobs.keys[i], group, logprobs.top)
             await emit(chunk)
         return str(choice["finish_reason"])
-
-
-class _Cut(Exception):
-    """Fault ``cut_after``: end the stream here, without finish_reason or [DONE]."""
 
 
 # -- pure helpers ------------------------------------------------------------------------
@@ -961,10 +955,3 @@ async def _cancel_on_disconnect(receive: Receive, task: asyncio.Task[Any] | None
         task.cancel()
 
 
-async def _close(it: AsyncIterator[TokenEvent]) -> None:
-    aclose = getattr(it, "aclose", None)
-    if aclose is not None:
-        try:
-            await aclose()
-        except Exception:
-            log.debug("closing an engine stream failed", exc_info=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ._http import Send
+from ._http import Abort, Cut, Send, close_quietly
 from ._validate import ChatParams, InvalidRequest, _int_field, _is_int, _model, _temperature
 
 __all__ = ["MAX_STORED", "ResponseParams", "ResponseStore", "handle_create", "handle_stored",
@@ -262,8 +262,6 @@ async def handle_create(app: Any, store: ResponseStore, send: Send, req: Any,
 
 async def _stream(app: Any, send: Send, req: Any, ereqs: list[Any], p: ResponseParams,
                   prompt_text: str, rid: str, item_id: str, created: int, finish: Any) -> None:
-    from .app import _Abort, _close, _Cut  # the app imports this module
-
     fault = req.fault
     iters = [app.engine.submit(e) for e in ereqs]  # admission errors (429, 503) before headers
     seq = 0
@@ -272,7 +270,7 @@ async def _stream(app: Any, send: Send, req: Any, ereqs: list[Any], p: ResponseP
     async def event(kind: str, **fields: Any) -> None:
         nonlocal seq, sent
         if fault is not None and fault.cut_after is not None and sent >= fault.cut_after:
-            raise _Cut
+            raise Cut
         data = _sse({"type": kind, "sequence_number": seq, **fields})
         if fault is not None and fault.malformed_sse and sent == 1:
             data = data[: len(data) // 2] + b"\n\n"
@@ -293,7 +291,7 @@ async def _stream(app: Any, send: Send, req: Any, ereqs: list[Any], p: ResponseP
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", SSE_TYPE), (b"cache-control", b"no-cache")]})
         if fault is not None and fault.reset:
-            raise _Abort("injected reset")
+            raise Abort("injected reset")
         started = _response(rid, created, p, "in_progress", [], None)
         await event("response.created", response=started)
         await event("response.in_progress", response=started)
@@ -316,11 +314,11 @@ async def _stream(app: Any, send: Send, req: Any, ereqs: list[Any], p: ResponseP
                     else "response.incomplete", response=response)
         trailer = b": server-timing " + req.header_value() + b"\n\n"
         await send({"type": "http.response.body", "body": trailer, "more_body": False})
-    except _Cut:
+    except Cut:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         for it in iters:
-            await _close(it)
+            await close_quietly(it)
 
 
 async def handle_stored(app: Any, store: ResponseStore, send: Send, req: Any, method: str,
