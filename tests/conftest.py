@@ -4,6 +4,8 @@
 trust) and ``ref_server_h1`` (HTTP/1.1 only), each started once per session with
 ``python -m benchmarks.server --port 0 --profile zero --allow-fault-headers`` (tests inject
 faults per request with the ``x-fault`` header) and killed at the end.
+
+``drive`` runs a test on both clients, ``OpenAI`` and ``AsyncOpenAI`` (tests/_both.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests._both import KINDS, Drive
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 60.0
@@ -109,3 +113,14 @@ def ref_server_h1() -> Iterator[RefServer]:
     server = start_ref_server(FAULT_HEADERS, "--http1-only")
     yield server
     stop_ref_server(server)
+
+
+@pytest.fixture(params=KINDS)
+def drive(request: pytest.FixtureRequest) -> Iterator[Drive]:
+    """The test body runs twice: on ``OpenAI`` (``[sync]``) and ``AsyncOpenAI`` (``[async]``);
+    see tests/_both.py."""
+    driver = Drive(request.param)
+    try:
+        yield driver
+    finally:
+        driver.close()

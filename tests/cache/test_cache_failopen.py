@@ -1,12 +1,12 @@
 """Cache backends fail open: an unusable backend is a logged, counted miss.
 
-Real SQLite files and a real redis-server; the calls go to the live reference server. Also:
+Real SQLite files and a real redis-server; the calls go to the live reference server, through
+``OpenAI`` and ``AsyncOpenAI`` (``drive``: each such test runs on both). Also:
 ``~`` in SQLite specs, 0600 files, and signed entries that refuse a forged one.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from llmclient import AsyncOpenAI, OpenAI
 from llmclient.cache import CachedEntry, RedisBackend, ResponseCache, SQLiteBackend, encode_entry
 from llmclient.cache._signing import ENV_SIGNING_KEY, SignatureError, sign, unsign
+from tests._both import Drive
 
 MODEL = "sim-zero"
 KEY = "deployment-key-0123456789"
@@ -30,13 +30,8 @@ def question() -> list[dict[str, str]]:
     return [{"role": "user", "content": f"classify {uuid.uuid4().hex}"}]
 
 
-def ask(client: OpenAI, messages: list[dict[str, str]]) -> Any:
-    return client.chat.completions.create(model=MODEL, messages=messages, temperature=0, max_tokens=4)
-
-
-async def aask(client: AsyncOpenAI, messages: list[dict[str, str]]) -> Any:
-    return await client.chat.completions.create(model=MODEL, messages=messages, temperature=0,
-                                                max_tokens=4)
+def ask(drive: Drive, client: Any, messages: list[dict[str, str]]) -> Any:
+    return drive(client.chat.completions.create(model=MODEL, messages=messages, temperature=0, max_tokens=4))
 
 
 def not_a_database(tmp_path: Path) -> str:
@@ -64,15 +59,16 @@ KINDS = ["sqlite-not-a-database", "sqlite-path-under-a-file", "redis-down"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_unusable_backend_is_a_counted_miss_and_the_call_goes_on_sync(
-        ref_server: Any, tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_unusable_backend_is_a_counted_miss_and_the_call_goes_on(
+        drive: Drive, ref_server: Any, tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture) -> None:
     spec = unusable(kind, tmp_path)
     cache = ResponseCache(spec) if isinstance(spec, str) else spec
     messages = question()
-    with caplog.at_level(logging.WARNING, logger="llmclient.cache"), \
-            OpenAI(base_url=ref_server.base_url, api_key="k", cache=cache) as client:
-        first = ask(client, messages)
-        second = ask(client, messages)
+    with caplog.at_level(logging.WARNING, logger="llmclient.cache"):
+        client = drive.client(base_url=ref_server.base_url, api_key="k", cache=cache)
+        first = ask(drive, client, messages)
+        second = ask(drive, client, messages)
+        drive(client.close())
     assert first.choices[0].message.content and second.id != first.id  # both from the server
     assert first.timings.cache == second.timings.cache == "miss"
     stats = cache.stats()
@@ -81,39 +77,24 @@ def test_unusable_backend_is_a_counted_miss_and_the_call_goes_on_sync(
     assert stats["last_error"] and "calls go upstream" in caplog.text
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_unusable_backend_is_a_counted_miss_and_the_call_goes_on_async(
-        ref_server: Any, tmp_path: Path, kind: str) -> None:
-    spec = unusable(kind, tmp_path)
-    cache = ResponseCache(spec) if isinstance(spec, str) else spec
-
-    async def go() -> tuple[Any, Any]:
-        async with AsyncOpenAI(base_url=ref_server.base_url, api_key="k", cache=cache) as client:
-            messages = question()
-            return await aask(client, messages), await aask(client, messages)
-
-    first, second = asyncio.run(go())
-    assert first.timings.cache == second.timings.cache == "miss" and second.id != first.id
-    assert cache.stats()["errors"] >= 1 and cache.stats()["misses"] == 2
-
-
-def test_client_cache_spec_naming_a_bad_file_does_not_fail_the_call(ref_server: Any, tmp_path: Path) -> None:
+def test_client_cache_spec_naming_a_bad_file_does_not_fail_the_call(
+        drive: Drive, ref_server: Any, tmp_path: Path) -> None:
     """The probe as reported: ``OpenAI(cache="sqlite:///<a file that is not a database>")``."""
-    with OpenAI(base_url=ref_server.base_url, api_key="k", cache=not_a_database(tmp_path)) as client:
-        r = ask(client, question())
+    client = drive.client(base_url=ref_server.base_url, api_key="k", cache=not_a_database(tmp_path))
+    r = ask(drive, client, question())
     assert r.timings.cache == "miss"
 
 
-def test_backend_that_recovers_is_used_again(ref_server: Any, tmp_path: Path) -> None:
+def test_backend_that_recovers_is_used_again(drive: Drive, ref_server: Any, tmp_path: Path) -> None:
     path = tmp_path / "cache.db"
     path.write_bytes(b"junk" * 100)
     cache = ResponseCache(f"sqlite://{path}", retry_after_s=0)
     messages = question()
-    with OpenAI(base_url=ref_server.base_url, api_key="k", cache=cache) as client:
-        assert ask(client, messages).timings.cache == "miss"
-        path.unlink()  # the operator fixes it
-        assert ask(client, messages).timings.cache == "miss"  # stored this time
-        assert ask(client, messages).timings.cache == "hit"
+    client = drive.client(base_url=ref_server.base_url, api_key="k", cache=cache)
+    assert ask(drive, client, messages).timings.cache == "miss"
+    path.unlink()  # the operator fixes it
+    assert ask(drive, client, messages).timings.cache == "miss"  # stored this time
+    assert ask(drive, client, messages).timings.cache == "hit"
 
 
 # -- paths and modes -------------------------------------------------------------------------
@@ -203,64 +184,52 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     backend.close()
 
 
-def test_forged_entry_is_served_without_signing_and_refused_with_it_sync(ref_server: Any, store: Any) -> None:
+def test_forged_entry_is_served_without_signing_and_refused_with_it(
+        drive: Drive, ref_server: Any, store: Any) -> None:
     unsigned = ResponseCache(store)
-    signed = ResponseCache(store, signing_key=KEY)
-    with OpenAI(base_url=ref_server.base_url, api_key="k", cache=unsigned) as plain, \
-            OpenAI(base_url=ref_server.base_url, api_key="k", cache=signed) as guarded:
-        messages = question()
-        plant(unsigned, plain, messages)
-        assert ask(plain, messages).id == "chatcmpl-forged"  # the threat, without a key
-        messages = question()
-        plant(signed, guarded, messages)
-        refused = ask(guarded, messages)
-        assert refused.id != "chatcmpl-forged" and refused.timings.cache == "miss"
-        assert signed.stats()["rejected"] == 1 and signed.signed
-        again = ask(guarded, messages)  # its own signed answer replaced the forgery
-        assert again.timings.cache == "hit" and again.id == refused.id
-
-
-def test_forged_entry_is_refused_with_signing_async(ref_server: Any, store: Any) -> None:
-    signed = ResponseCache(store, signing_key=KEY.encode())
-
-    async def go() -> tuple[Any, Any]:
-        async with AsyncOpenAI(base_url=ref_server.base_url, api_key="k", cache=signed) as client:
-            messages = question()
-            plant(signed, client, messages)
-            return await aask(client, messages), await aask(client, messages)
-
-    refused, again = asyncio.run(go())
+    signed = ResponseCache(store, signing_key=KEY.encode())  # a key as bytes (a str: below)
+    plain = drive.client(base_url=ref_server.base_url, api_key="k", cache=unsigned)
+    guarded = drive.client(base_url=ref_server.base_url, api_key="k", cache=signed)
+    messages = question()
+    plant(unsigned, plain, messages)
+    assert ask(drive, plain, messages).id == "chatcmpl-forged"  # the threat, without a key
+    messages = question()
+    plant(signed, guarded, messages)
+    refused = ask(drive, guarded, messages)
     assert refused.id != "chatcmpl-forged" and refused.timings.cache == "miss"
-    assert again.timings.cache == "hit" and signed.stats()["rejected"] == 1
+    assert signed.stats()["rejected"] == 1 and signed.signed
+    again = ask(drive, guarded, messages)  # its own signed answer replaced the forgery
+    assert again.timings.cache == "hit" and again.id == refused.id
 
 
-def test_signed_entry_copied_to_another_tenants_key_is_refused(ref_server: Any, redis_url: str) -> None:
+def test_signed_entry_copied_to_another_tenants_key_is_refused(
+        drive: Drive, ref_server: Any, redis_url: str) -> None:
     backend = RedisBackend(redis_url, prefix=f"t-{uuid.uuid4().hex[:8]}:")
     cache = ResponseCache(backend, signing_key=KEY)
     messages = question()
-    with OpenAI(base_url=ref_server.base_url, api_key="sk-alice", cache=cache) as alice, \
-            OpenAI(base_url=ref_server.base_url, api_key="sk-bob", cache=cache) as bob:
-        answer = ask(alice, messages)
-        body = {"model": MODEL, "messages": messages, "temperature": 0, "max_tokens": 4}
-        alice_key = cache.key_for(alice._build_call("POST", "/chat/completions", body))
-        bob_key = cache.key_for(bob._build_call("POST", "/chat/completions", body))
-        assert alice_key and bob_key and alice_key != bob_key
-        backend.set(bob_key, backend.get(alice_key) or b"", None)  # replayed under bob's key
-        assert ask(bob, messages).id != answer.id
-        assert cache.stats()["rejected"] == 1
+    alice = drive.client(base_url=ref_server.base_url, api_key="sk-alice", cache=cache)
+    bob = drive.client(base_url=ref_server.base_url, api_key="sk-bob", cache=cache)
+    answer = ask(drive, alice, messages)
+    body = {"model": MODEL, "messages": messages, "temperature": 0, "max_tokens": 4}
+    alice_key = cache.key_for(alice._build_call("POST", "/chat/completions", body))
+    bob_key = cache.key_for(bob._build_call("POST", "/chat/completions", body))
+    assert alice_key and bob_key and alice_key != bob_key
+    backend.set(bob_key, backend.get(alice_key) or b"", None)  # replayed under bob's key
+    assert ask(drive, bob, messages).id != answer.id
+    assert cache.stats()["rejected"] == 1
     backend.clear()
     backend.close()
 
 
-def test_signing_key_from_the_environment(ref_server: Any, redis_url: str,
+def test_signing_key_from_the_environment(drive: Drive, ref_server: Any, redis_url: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_SIGNING_KEY, KEY)
     backend = RedisBackend(redis_url, prefix=f"t-{uuid.uuid4().hex[:8]}:")
-    with OpenAI(base_url=ref_server.base_url, api_key="k", cache=backend) as client:
-        cache = client._features.cache_for(client._build_call("POST", "/chat/completions", {}))
-        assert cache is not None and cache.signed
-        messages = question()
-        plant(cache, client, messages)
-        assert ask(client, messages).id != "chatcmpl-forged"
+    client = drive.client(base_url=ref_server.base_url, api_key="k", cache=backend)
+    cache = client._features.cache_for(client._build_call("POST", "/chat/completions", {}))
+    assert cache is not None and cache.signed
+    messages = question()
+    plant(cache, client, messages)
+    assert ask(drive, client, messages).id != "chatcmpl-forged"
     backend.clear()
     backend.close()

@@ -4,12 +4,12 @@ A 12-megapixel camera JPEG with EXIF orientation 6 and GPS (benchmarks.fixtures.
 chat message as a data URL, a path or a PIL image. What reached the server is checked from
 three sides: the bytes on the wire (a request hook on the ``http_client``), the server's own
 image-token count (``usage.prompt_tokens`` less the same prompt without the image, under the
-server's rule in benchmarks/server/vision.py) and its request counters in ``/metrics``.
+server's rule in benchmarks/server/vision.py) and its request counters in ``/metrics``. Each test
+runs through ``OpenAI`` and ``AsyncOpenAI`` (``drive``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import copy
 import io
@@ -35,6 +35,7 @@ from llmclient.preprocess import (
     prepare_image,
 )
 from llmclient.wire.compression import decompress
+from tests._both import Drive
 
 PROMPT = "What is in this photo?"
 # The photo is 4000x3000 in the file, shown 3000x4000 (orientation 6); openai-high fits it in
@@ -113,9 +114,6 @@ class Wire:
             coding = request.headers.get("content-encoding")
             self.bodies.append(decompress(request.content, coding) if coding else request.content)
 
-    async def ahook(self, request: httpx.Request) -> None:
-        self.hook(request)
-
     def images(self, index: int = -1) -> list[tuple[str, Image.Image]]:
         """(media type, decoded image) of every image part of one sent body."""
         body = orjson.loads(self.bodies[index])
@@ -153,12 +151,12 @@ def corrupt_request(photo: bytes) -> list[dict[str, Any]]:
     return ask(data_url(small.getvalue()), data_url(photo[:20_000]))
 
 
-# -- sync client ----------------------------------------------------------------------------
+# -- tests ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["data-url", "path", "pathlib", "file-url", "pil"])
 def test_each_source_kind_reaches_the_server_resized_and_stripped(
-    kind: str, photo: bytes, photo_path: Path, ref_server: Any, model: str, text_tokens: int
+    drive: Drive, kind: str, photo: bytes, photo_path: Path, ref_server: Any, model: str, text_tokens: int
 ) -> None:
     source: Any = {
         "data-url": data_url(photo),
@@ -170,12 +168,11 @@ def test_each_source_kind_reaches_the_server_resized_and_stripped(
     # Strings in messages are never read as files unless the program opts in.
     images = {"local_paths": True} if kind in ("path", "file-url") else None
     wire = Wire()
-    http_client = httpx.Client(event_hooks={"request": [wire.hook]})
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
     messages = ask(source)
     snapshot, shape = copy.deepcopy(messages), structure(messages)
-    with llmclient.OpenAI(base_url=ref_server.base_url, api_key="k", http_client=http_client) as c:
-        r = c.chat.completions.create(model=model, messages=messages, max_tokens=1, images=images)
-    http_client.close()
+    c = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    r = drive(c.chat.completions.create(model=model, messages=messages, max_tokens=1, images=images))
 
     [(media, sent)] = wire.images()
     assert media == "image/jpeg" and sent.format == "JPEG" and sent.size == PREPARED
@@ -195,18 +192,17 @@ def test_each_source_kind_reaches_the_server_resized_and_stripped(
 
 
 def test_prepared_upload_is_what_preprocess_makes_and_images_false_sends_raw(
-    photo: bytes, ref_server: Any, model: str, text_tokens: int
+    drive: Drive, photo: bytes, ref_server: Any, model: str, text_tokens: int
 ) -> None:
     messages = ask(data_url(photo))
     snapshot = copy.deepcopy(messages)
     expected = prepare_image(photo, "openai-high")
     wire = Wire()
-    http_client = httpx.Client(event_hooks={"request": [wire.hook]})
-    with llmclient.OpenAI(base_url=ref_server.base_url, api_key="k", http_client=http_client) as client:
-        prepared = client.chat.completions.create(model=model, messages=messages, max_tokens=1)
-        raw = client.chat.completions.create(model=model, messages=messages, max_tokens=1,
-                                             images=False)
-    http_client.close()
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
+    client = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    prepared = drive(client.chat.completions.create(model=model, messages=messages, max_tokens=1))
+    raw = drive(client.chat.completions.create(model=model, messages=messages, max_tokens=1,
+                                               images=False))
     overhead = len(wire.bodies[0]) - len(expected.data_url)
     assert 0 < overhead < 1000  # the body is the prepared data URL plus the JSON around it
     assert (prepared.timings.bytes_sent, raw.timings.bytes_sent) == tuple(wire.sizes)
@@ -220,28 +216,27 @@ def test_prepared_upload_is_what_preprocess_makes_and_images_false_sends_raw(
 
 
 def test_client_wide_images_false_sends_the_caller_bytes(
-    photo: bytes, ref_server: Any, model: str
+    drive: Drive, photo: bytes, ref_server: Any, model: str
 ) -> None:
     wire = Wire()
-    http_client = httpx.Client(event_hooks={"request": [wire.hook]})
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
     url = data_url(photo)
-    with llmclient.OpenAI(base_url=ref_server.base_url, api_key="k", http_client=http_client,
-                          images=False) as client:
-        client.chat.completions.create(model=model, messages=ask(url), max_tokens=1)
-    http_client.close()
+    client = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client,
+                          images=False)
+    drive(client.chat.completions.create(model=model, messages=ask(url), max_tokens=1))
     sent = orjson.loads(wire.bodies[-1])["messages"][0]["content"][1]["image_url"]["url"]
     assert sent == url and _images.cache_info().misses == 0
 
 
-def test_a_resent_image_is_prepared_once(photo: bytes, ref_server: Any, model: str) -> None:
+def test_a_resent_image_is_prepared_once(drive: Drive, photo: bytes, ref_server: Any, model: str) -> None:
     url = data_url(photo)
-    with llmclient.OpenAI(base_url=ref_server.base_url, api_key="k") as client:
-        first = client.chat.completions.create(model=model, messages=ask(url), max_tokens=1)
-        after_first = _images.cache_info()
-        # The next turn of the conversation sends the same photo again.
-        turn = [*ask(url), {"role": "assistant", "content": first.choices[0].message.content},
-                {"role": "user", "content": "And the colours?"}]
-        second = client.chat.completions.create(model=model, messages=turn, max_tokens=1)
+    client = drive.client(base_url=ref_server.base_url, api_key="k")
+    first = drive(client.chat.completions.create(model=model, messages=ask(url), max_tokens=1))
+    after_first = _images.cache_info()
+    # The next turn of the conversation sends the same photo again.
+    turn = [*ask(url), {"role": "assistant", "content": first.choices[0].message.content},
+            {"role": "user", "content": "And the colours?"}]
+    second = drive(client.chat.completions.create(model=model, messages=turn, max_tokens=1))
     after_second = _images.cache_info()
     assert (after_first.hits, after_first.misses) == (0, 1)
     assert (after_second.hits, after_second.misses) == (1, 1)
@@ -252,18 +247,17 @@ def test_a_resent_image_is_prepared_once(photo: bytes, ref_server: Any, model: s
 
 
 def test_detail_low_and_a_per_call_target_send_the_low_image(
-    photo: bytes, ref_server: Any, model: str, text_tokens: int
+    drive: Drive, photo: bytes, ref_server: Any, model: str, text_tokens: int
 ) -> None:
     wire = Wire()
-    http_client = httpx.Client(event_hooks={"request": [wire.hook]})
-    with llmclient.OpenAI(base_url=ref_server.base_url, api_key="k", http_client=http_client) as c:
-        low = c.chat.completions.create(model=model, messages=ask(data_url(photo), detail="low"),
-                                        max_tokens=1)
-        [(_, by_detail)] = wire.images()
-        c.chat.completions.create(model=model, messages=ask(data_url(photo)), max_tokens=1,
-                                  images="openai-low")
-        [(_, by_target)] = wire.images()
-    http_client.close()
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
+    c = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    low = drive(c.chat.completions.create(model=model, messages=ask(data_url(photo), detail="low"),
+                                          max_tokens=1))
+    [(_, by_detail)] = wire.images()
+    drive(c.chat.completions.create(model=model, messages=ask(data_url(photo)), max_tokens=1,
+                                    images="openai-low"))
+    [(_, by_target)] = wire.images()
     assert by_detail.size == by_target.size == (384, 512)  # fits 512x512, shown upright
     assert low.usage.prompt_tokens - text_tokens == image_tokens(384, 512, "low")
     body = orjson.loads(wire.bodies[0])
@@ -271,48 +265,35 @@ def test_detail_low_and_a_per_call_target_send_the_low_image(
 
 
 def test_a_corrupt_image_raises_naming_the_part_and_sends_nothing(
-    photo: bytes, photo_path: Path, ref_server: Any, model: str
+    drive: Drive, photo: bytes, photo_path: Path, ref_server: Any, model: str
 ) -> None:
     before = metrics(ref_server)
-    with llmclient.OpenAI(base_url=ref_server.base_url, api_key="k") as client:
-        with pytest.raises(CorruptImage, match=r"^messages\[0\]\.content\[2\]: cannot decode"):
-            client.chat.completions.create(model=model, messages=corrupt_request(photo),
-                                           max_tokens=1)
-        missing = photo_path.with_name("missing.jpg")
-        with pytest.raises(ImageSourceError, match=r"^messages\[0\]\.content\[1\]: image file"):
-            client.chat.completions.create(model=model, messages=ask(missing), max_tokens=1)
+    client = drive.client(base_url=ref_server.base_url, api_key="k")
+    with pytest.raises(CorruptImage, match=r"^messages\[0\]\.content\[2\]: cannot decode"):
+        drive(client.chat.completions.create(model=model, messages=corrupt_request(photo),
+                                             max_tokens=1))
+    missing = photo_path.with_name("missing.jpg")
+    with pytest.raises(ImageSourceError, match=r"^messages\[0\]\.content\[1\]: image file"):
+        drive(client.chat.completions.create(model=model, messages=ask(missing), max_tokens=1))
     responses, tokens = metrics(ref_server)
     assert tokens == before[1]  # no prompt reached the engine
     assert responses - before[0] <= 1  # at most the first /metrics scrape itself
 
 
-# -- async client ---------------------------------------------------------------------------
-
-
-def test_async_client_prepares_in_parallel_caches_and_refuses_corrupt_images(
-    photo: bytes, photo_path: Path, ref_server: Any, model: str, text_tokens: int
+def test_two_photos_are_prepared_cached_and_a_corrupt_one_refused(
+    drive: Drive, photo: bytes, photo_path: Path, ref_server: Any, model: str, text_tokens: int
 ) -> None:
     wire = Wire()
-
-    async def go() -> tuple[Any, Any, tuple[int, int]]:
-        http_client = httpx.AsyncClient(event_hooks={"request": [wire.ahook]})
-        async with llmclient.AsyncOpenAI(base_url=ref_server.base_url, api_key="k",
-                                         http_client=http_client) as client:
-            # Two different photos in one message: prepared in parallel threads.
-            messages = ask(data_url(photo), photo_path.with_name("other.jpg"))
-            first = await client.chat.completions.create(model=model, messages=messages,
-                                                         max_tokens=1)
-            again = await client.chat.completions.create(model=model, messages=messages,
-                                                         max_tokens=1)
-            before = await asyncio.to_thread(metrics, ref_server)
-            with pytest.raises(ImageError, match=r"^messages\[0\]\.content\[2\]"):
-                await client.chat.completions.create(model=model, messages=corrupt_request(photo),
-                                                     max_tokens=1)
-        await http_client.aclose()
-        return first, again, before
-
     photo_path.with_name("other.jpg").write_bytes(camera_photo(4, orientation=1, gps=True))
-    first, again, before = asyncio.run(go())
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
+    client = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    # Two different photos in one message (the async client prepares them in parallel threads).
+    messages = ask(data_url(photo), photo_path.with_name("other.jpg"))
+    first = drive(client.chat.completions.create(model=model, messages=messages, max_tokens=1))
+    again = drive(client.chat.completions.create(model=model, messages=messages, max_tokens=1))
+    before = metrics(ref_server)
+    with pytest.raises(ImageError, match=r"^messages\[0\]\.content\[2\]"):
+        drive(client.chat.completions.create(model=model, messages=corrupt_request(photo), max_tokens=1))
     sizes = [img.size for _, img in wire.images(0)]
     assert sizes == [PREPARED, PREPARED[::-1]]  # orientation 6 turned upright; 1 as is
     assert all(not img.getexif() for _, img in wire.images(0))

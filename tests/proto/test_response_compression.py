@@ -1,17 +1,15 @@
 """Response body compression end to end: the reference server compresses whole bodies of 1 KiB
 and more with the best coding the request's Accept-Encoding lists; llmclient asks for it on
 whole bodies (never on streams), undoes it through httpx, and counts the bytes as they were
-on the wire."""
+on the wire. The llmclient tests run through ``OpenAI`` and ``AsyncOpenAI`` (``drive``)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
 import pytest
 
-from llmclient import AsyncOpenAI, OpenAI
 from llmclient.wire.compression import (
     MIN_COMPRESS_BYTES,
     accept_encoding,
@@ -19,6 +17,7 @@ from llmclient.wire.compression import (
     supported_encodings,
 )
 from llmclient.wire.protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE
+from tests._both import Drive
 from tests.conftest import start_ref_server, stop_ref_server
 
 EMB = {"model": "text-embedding-3-small", "input": ["the cat sat on the mat", "a dog ran"]}
@@ -77,12 +76,14 @@ def test_the_server_can_be_told_not_to_compress() -> None:
         stop_ref_server(srv)
 
 
-def test_llmclient_asks_for_compressed_whole_bodies_and_counts_wire_bytes(ref_server: Any) -> None:
-    with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
-        raw = client.embeddings.with_raw_response.create(**EMB)
-        r = raw.parse()
+@pytest.mark.parametrize("wire", ["auto", "protobuf"])
+def test_llmclient_asks_for_compressed_whole_bodies_and_counts_wire_bytes(
+        drive: Drive, ref_server: Any, wire: str) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k", wire=wire)
+    raw = drive(client.embeddings.with_raw_response.create(**EMB))
+    r = drive(raw.parse())
     assert raw.headers["content-encoding"] == supported_encodings()[0]
-    assert len(r.data) == 2 and len(r.data[0].embedding) == 1536
+    assert [len(d.embedding) for d in r.data] == [1536, 1536]
     decoded = len(decompress(_body_bytes(ref_server, supported_encodings()[0]), supported_encodings()[0]))
     assert r.timings.bytes_received < decoded  # wire bytes, not the decoded size
 
@@ -93,37 +94,26 @@ def _body_bytes(ref_server: Any, coding: str) -> bytes:
         return b"".join(r.iter_raw())
 
 
-def test_llmclient_streams_ask_for_identity_and_callers_may_choose(ref_server: Any) -> None:
-    with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
-        call = client._build_call("POST", "/chat/completions", SMALL_CHAT, stream=True)
-        assert call.headers["accept-encoding"] == "identity"
-        call = client._build_call("POST", "/embeddings", EMB)
-        assert call.headers["accept-encoding"] == accept_encoding()
-        call = client._build_call("POST", "/embeddings", EMB, extra_headers={"Accept-Encoding": "gzip"})
-        assert call.headers["accept-encoding"] == "gzip"
-        raw = client.embeddings.with_raw_response.create(**EMB, extra_headers={"accept-encoding": "gzip"})
-        assert raw.headers["content-encoding"] == "gzip" and len(raw.parse().data) == 2
-        chunks = list(client.chat.completions.create(**{**SMALL_CHAT, "max_tokens": 300}, stream=True))
-        assert chunks and chunks[-1].choices[0].finish_reason
+def test_llmclient_streams_ask_for_identity_and_callers_may_choose(drive: Drive, ref_server: Any) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k")
+    call = client._build_call("POST", "/chat/completions", SMALL_CHAT, stream=True)
+    assert call.headers["accept-encoding"] == "identity"
+    call = client._build_call("POST", "/embeddings", EMB)
+    assert call.headers["accept-encoding"] == accept_encoding()
+    call = client._build_call("POST", "/embeddings", EMB, extra_headers={"Accept-Encoding": "gzip"})
+    assert call.headers["accept-encoding"] == "gzip"
+    raw = drive(client.embeddings.with_raw_response.create(**EMB, extra_headers={"accept-encoding": "gzip"}))
+    assert raw.headers["content-encoding"] == "gzip" and len(drive(raw.parse()).data) == 2
+    chunks = drive.iterate(drive(client.chat.completions.create(**{**SMALL_CHAT, "max_tokens": 300}, stream=True)))
+    assert chunks and chunks[-1].choices[0].finish_reason
 
 
-def test_async_client_reads_compressed_bodies(ref_server: Any) -> None:
-    async def go() -> tuple[Any, Any]:
-        async with AsyncOpenAI(base_url=ref_server.base_url, api_key="k", wire="protobuf") as client:
-            raw = await client.embeddings.with_raw_response.create(**EMB)
-            return raw, raw.parse()
-
-    raw, r = asyncio.run(go())
-    assert raw.headers["content-encoding"] == supported_encodings()[0]
-    assert [len(d.embedding) for d in r.data] == [1536, 1536]
-
-
-def test_reference_embeddings_are_dense_and_similar_texts_are_close(ref_server: Any) -> None:
-    with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
-        vecs = [d.embedding for d in client.embeddings.create(
-            model="text-embedding-3-small",
-            input=["the cat sat on the mat", "the cat sat on a mat", "stock prices fell sharply"],
-        ).data]
+def test_reference_embeddings_are_dense_and_similar_texts_are_close(drive: Drive, ref_server: Any) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k")
+    vecs = [d.embedding for d in drive(client.embeddings.create(
+        model="text-embedding-3-small",
+        input=["the cat sat on the mat", "the cat sat on a mat", "stock prices fell sharply"],
+    )).data]
     assert sum(1 for v in vecs[0] if v != 0.0) > 0.95 * len(vecs[0])  # dense, as real models give
 
     def cos(a: list[float], b: list[float]) -> float:
