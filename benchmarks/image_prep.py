@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import math
 import os
 import statistics
 import time
@@ -35,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from PIL import Image, ImageChops
+from PIL import Image
 
 from llmclient.preprocess import (
     OPENAI_HIGH,
@@ -48,6 +47,8 @@ from llmclient.preprocess import (
     ssim,
 )
 
+from .fixtures.photos import psnr
+
 SERVER_RESAMPLE = Image.Resampling.BICUBIC  # what benchmarks/server/vision.py uses
 # The earlier fixed-quality preparation: every photo at quality 95, 4:4:4.
 FIXED_QUALITY = 95
@@ -55,16 +56,6 @@ UPLOADS = ("raw", "q95", "prepared")
 # Targets on photos: bytes against the plain q85 JPEG, preparation time per photo.
 MAX_BYTES_VS_Q85 = 1.1
 MAX_PREP_MS = 100.0
-
-
-def psnr(a: Image.Image, b: Image.Image) -> float:
-    """Peak signal-to-noise ratio (dB) over all RGB samples; inf when identical."""
-    if a.size != b.size:
-        raise ValueError(f"sizes differ: {a.size} vs {b.size}")
-    hist = ImageChops.difference(a.convert("RGB"), b.convert("RGB")).histogram()
-    sq = sum(count * (i % 256) ** 2 for i, count in enumerate(hist))
-    mse = sq / (a.width * a.height * 3)
-    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
 
 
 def decoded(data: bytes) -> Image.Image:
