@@ -74,11 +74,11 @@ class Drive:
         return client
 
     def http_client(self, event_hooks: dict[str, list[Callable[[Any], None]]] | None = None,
-                    **kwargs: Any) -> httpx.Client | httpx.AsyncClient:
-        """An ``httpx.Client`` or ``httpx.AsyncClient`` (sync hooks made awaitable for it),
-        closed at teardown."""
+                    module: ModuleType = httpx, **kwargs: Any) -> Any:
+        """A ``module.Client`` or ``module.AsyncClient`` (httpx, or httpx2: sync hooks made
+        awaitable for it), closed at teardown."""
         if not self.is_async:
-            sync = httpx.Client(event_hooks=event_hooks, **kwargs)
+            sync = module.Client(event_hooks=event_hooks, **kwargs)
             self._closers.append(sync.close)
             return sync
 
@@ -88,7 +88,7 @@ class Drive:
             return run
 
         hooks = {name: [wrap(h) for h in hs] for name, hs in (event_hooks or {}).items()}
-        http = httpx.AsyncClient(event_hooks=hooks, **kwargs)
+        http = module.AsyncClient(event_hooks=hooks, **kwargs)
         self._closers.append(http.aclose)
         return http
 

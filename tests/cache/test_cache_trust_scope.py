@@ -3,13 +3,13 @@
 The probe: two tenants whose credential travels in a header (``default_headers``,
 ``extra_headers``, Azure's ``api-key``, ``x-api-key``, ``Cookie``, ``proxy-authorization``)
 with the same placeholder ``api_key`` shared cache entries, and prefetched answers. Checked
-against the live reference server with real SQLite and real Redis, sync and async, plus a
-property test over every header form.
+against the live reference server with real SQLite and real Redis, through ``OpenAI`` and
+``AsyncOpenAI`` (``drive``: each client test runs on both), plus a property test over every
+header form.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -21,11 +21,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmclient import AsyncOpenAI, OpenAI
+from llmclient import OpenAI
 from llmclient._call import SCOPE_HEADERS, credential_scope
 from llmclient._prefetch import SpeculationConfig
 from llmclient.cache import ResponseCache
 from llmclient.speculative import BudgetConfig
+from tests._both import Drive
 
 MODEL = "sim-zero"
 PLACEHOLDER = "unused"  # the api_key gateways ignore when the credential is a header
@@ -125,45 +126,25 @@ def shared_cache(request: pytest.FixtureRequest, tmp_path: Path) -> ResponseCach
     return ResponseCache(request.getfixturevalue("redis_backend"))
 
 
-def tenant(ref_server: Any, form: str, secret: str, cache: Any, cls: Any = OpenAI) -> tuple[Any, dict[str, Any]]:
+def tenant(drive: Drive, ref_server: Any, form: str, secret: str, cache: Any) -> tuple[Any, dict[str, Any]]:
     client_kw, call_kw = FORMS[form](secret)
     client_kw.setdefault("api_key", PLACEHOLDER)
-    return cls(base_url=ref_server.base_url, cache=cache, **client_kw), call_kw
+    return drive.client(base_url=ref_server.base_url, cache=cache, **client_kw), call_kw
 
 
 HEADER_FORMS = [f for f in FORMS if f not in ("api_key", "organization", "project")]
 
 
 @pytest.mark.parametrize("form", HEADER_FORMS)
-def test_second_tenant_with_header_credentials_misses_sync(ref_server: Any, form: str,
-                                                           shared_cache: ResponseCache) -> None:
+def test_second_tenant_with_header_credentials_misses(drive: Drive, ref_server: Any, form: str,
+                                                      shared_cache: ResponseCache) -> None:
     messages = question()
     args = {"model": MODEL, "messages": messages, "temperature": 0, "max_tokens": 4}
-    alice, alice_kw = tenant(ref_server, form, "alice-secret", shared_cache)
-    bob, bob_kw = tenant(ref_server, form, "bob-secret", shared_cache)
-    with alice, bob:
-        first = alice.chat.completions.create(**args, **alice_kw)
-        again = alice.chat.completions.create(**args, **alice_kw)
-        other = bob.chat.completions.create(**args, **bob_kw)
-    assert (first.timings.cache, again.timings.cache) == ("miss", "hit")
-    assert other.timings.cache == "miss" and other.id != first.id
-
-
-@pytest.mark.parametrize("form", ["default Authorization", "extra api-key", "cookie"])
-def test_second_tenant_with_header_credentials_misses_async(ref_server: Any, form: str,
-                                                            shared_cache: ResponseCache) -> None:
-    async def go() -> tuple[Any, Any, Any]:
-        messages = question()
-        args = {"model": MODEL, "messages": messages, "temperature": 0, "max_tokens": 4}
-        alice, alice_kw = tenant(ref_server, form, "alice-secret", shared_cache, AsyncOpenAI)
-        bob, bob_kw = tenant(ref_server, form, "bob-secret", shared_cache, AsyncOpenAI)
-        async with alice, bob:
-            first = await alice.chat.completions.create(**args, **alice_kw)
-            again = await alice.chat.completions.create(**args, **alice_kw)
-            other = await bob.chat.completions.create(**args, **bob_kw)
-        return first, again, other
-
-    first, again, other = asyncio.run(go())
+    alice, alice_kw = tenant(drive, ref_server, form, "alice-secret", shared_cache)
+    bob, bob_kw = tenant(drive, ref_server, form, "bob-secret", shared_cache)
+    first = drive(alice.chat.completions.create(**args, **alice_kw))
+    again = drive(alice.chat.completions.create(**args, **alice_kw))
+    other = drive(bob.chat.completions.create(**args, **bob_kw))
     assert (first.timings.cache, again.timings.cache) == ("miss", "hit")
     assert other.timings.cache == "miss" and other.id != first.id
 
@@ -176,60 +157,52 @@ def _followup(messages: list[dict[str, Any]], answer: Any) -> list[dict[str, Any
             {"role": "user", "content": "continue"}]
 
 
-def _settle(client: Any) -> None:
+def _settle(drive: Drive, client: Any) -> None:
+    """Wait until the prefetch was sent and has landed (the async client's loop runs meanwhile)."""
     end = time.monotonic() + 15
-    while client.speculation_stats()["in_flight"]:
+    while client.speculation_stats()["in_flight"] or not client.speculation_stats()["sent"]:
         assert time.monotonic() < end, "prefetch did not settle"
-        time.sleep(0.02)
+        drive.sleep(0.02)
 
 
-def test_prefetched_followup_is_not_served_to_another_tenant_sync(ref_server: Any,
-                                                                   shared_cache: ResponseCache) -> None:
+def test_prefetched_followup_is_not_served_to_another_tenant_per_call(
+        drive: Drive, ref_server: Any, shared_cache: ResponseCache) -> None:
     """One app client, each user's credential per call in extra_headers (a multi-tenant
     gateway): the prefetch made for alice must serve alice only."""
-    client = OpenAI(base_url=ref_server.base_url, api_key=PLACEHOLDER, cache=shared_cache,
-                    speculation=SpeculationConfig(budget=ROOMY))
+    client = drive.client(base_url=ref_server.base_url, api_key=PLACEHOLDER, cache=shared_cache,
+                          speculation=SpeculationConfig(budget=ROOMY))
     alice = {"extra_headers": {"Authorization": "Bearer alice-secret"}}
     bob = {"extra_headers": {"Authorization": "Bearer bob-secret"}}
     messages = question()
-    with client:
-        first = client.chat.completions.create(model=MODEL, messages=messages, temperature=0,
-                                               max_tokens=8, prefetch=["continue"], **alice)
-        _settle(client)
-        assert client.speculation_stats()["sent"] == 1
-        nxt = _followup(messages, first)
-        for_bob = client.chat.completions.create(model=MODEL, messages=nxt, temperature=0,
-                                                 max_tokens=8, **bob)
-        for_alice = client.chat.completions.create(model=MODEL, messages=nxt, temperature=0,
-                                                   max_tokens=8, **alice)
+    first = drive(client.chat.completions.create(model=MODEL, messages=messages, temperature=0,
+                                                 max_tokens=8, prefetch=["continue"], **alice))
+    _settle(drive, client)
+    assert client.speculation_stats()["sent"] == 1
+    nxt = _followup(messages, first)
+    for_bob = drive(client.chat.completions.create(model=MODEL, messages=nxt, temperature=0,
+                                                   max_tokens=8, **bob))
+    for_alice = drive(client.chat.completions.create(model=MODEL, messages=nxt, temperature=0,
+                                                     max_tokens=8, **alice))
     assert for_bob.timings.cache == "miss" and not for_bob.timings.prefetch_joined
     assert for_alice.timings.cache == "hit" and for_alice.timings.prefetch_joined
 
 
-def test_prefetched_followup_is_not_served_to_another_tenant_async(ref_server: Any,
-                                                                    shared_cache: ResponseCache) -> None:
-    async def go() -> tuple[Any, Any]:
-        alice = AsyncOpenAI(base_url=ref_server.base_url, api_key=PLACEHOLDER, cache=shared_cache,
-                            default_headers={"api-key": "alice-secret"},
-                            speculation=SpeculationConfig(budget=ROOMY))
-        bob = AsyncOpenAI(base_url=ref_server.base_url, api_key=PLACEHOLDER, cache=shared_cache,
-                          default_headers={"api-key": "bob-secret"})
-        messages = question()
-        async with alice, bob:
-            first = await alice.chat.completions.create(model=MODEL, messages=messages,
-                                                        temperature=0, max_tokens=8,
-                                                        prefetch=["continue"])
-            end = time.monotonic() + 15
-            while alice.speculation_stats()["in_flight"] or not alice.speculation_stats()["sent"]:
-                assert time.monotonic() < end, "prefetch did not settle"
-                await asyncio.sleep(0.02)
-            nxt = _followup(messages, first)
-            for_bob = await bob.chat.completions.create(model=MODEL, messages=nxt, temperature=0,
-                                                        max_tokens=8)
-            for_alice = await alice.chat.completions.create(model=MODEL, messages=nxt,
-                                                            temperature=0, max_tokens=8)
-        return for_bob, for_alice
-
-    for_bob, for_alice = asyncio.run(go())
+def test_prefetched_followup_is_not_served_to_another_tenants_client(
+        drive: Drive, ref_server: Any, shared_cache: ResponseCache) -> None:
+    """Two clients on one shared cache, each with its credential in default_headers: alice's
+    prefetch must not answer bob."""
+    alice = drive.client(base_url=ref_server.base_url, api_key=PLACEHOLDER, cache=shared_cache,
+                         default_headers={"api-key": "alice-secret"},
+                         speculation=SpeculationConfig(budget=ROOMY))
+    bob = drive.client(base_url=ref_server.base_url, api_key=PLACEHOLDER, cache=shared_cache,
+                       default_headers={"api-key": "bob-secret"})
+    messages = question()
+    first = drive(alice.chat.completions.create(model=MODEL, messages=messages, temperature=0,
+                                                max_tokens=8, prefetch=["continue"]))
+    _settle(drive, alice)
+    nxt = _followup(messages, first)
+    for_bob = drive(bob.chat.completions.create(model=MODEL, messages=nxt, temperature=0, max_tokens=8))
+    for_alice = drive(alice.chat.completions.create(model=MODEL, messages=nxt, temperature=0,
+                                                    max_tokens=8))
     assert for_bob.timings.cache == "miss"
     assert for_alice.timings.cache == "hit" and for_alice.timings.prefetch_joined

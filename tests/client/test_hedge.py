@@ -2,12 +2,12 @@
 
 The server is told to stall only its first request (``--faults 'stall_ms=N;times=1'``), so the
 first copy of the first call is the straggler and the hedged copy, which arrives second, is not:
-which copy wins is decided by the fault, not by timing luck.
+which copy wins is decided by the fault, not by timing luck. The races run through ``OpenAI``
+and ``AsyncOpenAI`` (``drive``: each test runs on both).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -20,6 +20,7 @@ import pytest
 import llmclient
 from llmclient import AsyncOpenAI, HedgeConfig, OpenAI
 from llmclient._hedge import HedgeTrack, delay_ms, eligible, hedge_config
+from tests._both import Drive
 from tests.conftest import start_ref_server, stop_ref_server
 
 BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
@@ -76,8 +77,9 @@ def test_hedge_option_values() -> None:
     assert hedge_config(cfg) is cfg
     with pytest.raises(TypeError, match="hedge must be"):
         hedge_config("fast")
-    with pytest.raises(TypeError, match="hedge must be"):
-        OpenAI(api_key="k", base_url="http://127.0.0.1:9", hedge=3)
+    for cls in (OpenAI, AsyncOpenAI):
+        with pytest.raises(TypeError, match="hedge must be"):
+            cls(api_key="k", base_url="http://127.0.0.1:9", hedge=3)
 
 
 # --------------------------------------------------------------------------- end to end
@@ -97,107 +99,72 @@ def _in_flight(server: Any) -> int:
     return int(float(line.split()[-1]))
 
 
-def test_sync_copy_answers_when_the_first_copy_stalls(stalling_server: Any) -> None:
-    with OpenAI(base_url=stalling_server.base_url, api_key="k",
-                hedge=HedgeConfig(after_ms=100)) as client:
-        t0 = time.perf_counter()
-        r = client.chat.completions.create(**BODY)
-        elapsed = time.perf_counter() - t0
-        assert r.choices[0].message.content
-        assert r.timings.hedged and r.timings.hedge_won
-        assert elapsed < STALL_MS / 1000 / 2  # not a timing claim: the stall never ended
-        assert r.timings.total_ms is not None and r.timings.total_ms >= 100  # from the call's start
-        stats = client.hedge_stats()["/chat/completions gpt-4o-mini"]
-        assert stats["hedges"] == 1 and stats["wins"] == 1
-        _assert_only_the_probe_in_flight(stalling_server)  # the stalled copy was reset
-        second = client.chat.completions.create(**BODY)  # nothing stalls now: no copy needed
-        assert not second.timings.hedged
-
-
-def test_async_copy_answers_and_the_stalled_copy_is_cancelled(stalling_server: Any) -> None:
-    async def go() -> Any:
-        async with AsyncOpenAI(base_url=stalling_server.base_url, api_key="k",
-                               hedge=HedgeConfig(after_ms=100)) as client:
-            r = await client.chat.completions.create(**BODY)
-            return r, client.hedge_stats()
-
-    r, stats = asyncio.run(asyncio.wait_for(go(), timeout=STALL_MS / 1000 / 2))
-    assert r.timings.hedge_won and r.choices[0].message.content
-    assert stats["/chat/completions gpt-4o-mini"]["wins"] == 1
-    _assert_only_the_probe_in_flight(stalling_server)
-
-
-def _assert_only_the_probe_in_flight(server: Any) -> None:
+def _assert_only_the_probe_in_flight(drive: Drive, server: Any) -> None:
     """The stalled copy's stream was reset: the server stopped serving it (only the /metrics
     probe itself is in flight), long before its stall would have ended."""
     deadline = time.monotonic() + 5
     while _in_flight(server) > 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+        drive.sleep(0.05)
     assert _in_flight(server) == 1
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_streams_race_on_their_first_token(mode: str) -> None:
+def test_copy_answers_when_the_first_copy_stalls_and_the_stalled_copy_is_cancelled(
+        drive: Drive, stalling_server: Any) -> None:
+    client = drive.client(base_url=stalling_server.base_url, api_key="k", hedge=HedgeConfig(after_ms=100))
+    t0 = time.perf_counter()
+    r = drive(client.chat.completions.create(**BODY))
+    elapsed = time.perf_counter() - t0
+    assert r.choices[0].message.content
+    assert r.timings.hedged and r.timings.hedge_won
+    assert elapsed < STALL_MS / 1000 / 2  # not a timing claim: the stall never ended
+    assert r.timings.total_ms is not None and r.timings.total_ms >= 100  # from the call's start
+    stats = client.hedge_stats()["/chat/completions gpt-4o-mini"]
+    assert stats["hedges"] == 1 and stats["wins"] == 1
+    _assert_only_the_probe_in_flight(drive, stalling_server)  # the stalled copy was reset
+    second = drive(client.chat.completions.create(**BODY))  # nothing stalls now: no copy needed
+    assert not second.timings.hedged
+
+
+def test_streams_race_on_their_first_token(drive: Drive) -> None:
     """A slow replica answers a stream's headers (and its role-only chunk) at once and its
     first token late: the copy that brings the first token wins, the slow stream is reset."""
     srv = start_ref_server("--faults", f"slow_ms={STALL_MS};times=1")
-    kwargs = {"base_url": srv.base_url, "api_key": "k", "hedge": HedgeConfig(after_ms=100)}
     body = {**BODY, "max_tokens": 12, "stream": True}
-
-    async def async_call() -> tuple[str, Any]:
-        async with AsyncOpenAI(**kwargs) as client:
-            stream = await client.chat.completions.create(**body)
-            text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
-            return text, stream.timings
-
     try:
-        if mode == "sync":
-            with OpenAI(**kwargs) as client:
-                stream = client.chat.completions.create(**body)
-                text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-                timings = stream.timings
-        else:
-            text, timings = asyncio.run(asyncio.wait_for(async_call(), STALL_MS / 1000 / 2))
+        client = drive.client(base_url=srv.base_url, api_key="k", hedge=HedgeConfig(after_ms=100))
+        t0 = time.perf_counter()
+        stream = drive(client.chat.completions.create(**body))
+        text = "".join(c.choices[0].delta.content or "" for c in drive.iterate(stream) if c.choices)
+        assert time.perf_counter() - t0 < STALL_MS / 1000 / 2
+        timings = stream.timings
         assert text and timings.hedge_won and timings.first_token_ms is not None
-        _assert_only_the_probe_in_flight(srv)
+        _assert_only_the_probe_in_flight(drive, srv)
     finally:
         llmclient.close_all()
         stop_ref_server(srv)
 
 
-def _one_call(mode: str, **kwargs: Any) -> Any:
-    """One chat call through a new sync or async client made with ``kwargs``."""
-    async def async_call() -> Any:
-        async with AsyncOpenAI(**kwargs) as client:
-            return await client.chat.completions.create(**BODY)
-
-    if mode == "async":
-        return asyncio.run(async_call())
-    with OpenAI(**kwargs) as client:
-        return client.chat.completions.create(**BODY)
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_when_the_first_copy_fails_the_other_answers(mode: str) -> None:
+def test_when_the_first_copy_fails_the_other_answers(drive: Drive) -> None:
     # The first request stalls 300 ms and fails (no retries); the copy, sent at 100 ms, stalls
     # 1 s and answers: the caller gets the copy's answer, not the first copy's error.
     srv = start_ref_server("--faults", "stall_ms=300;status=503;times=1,stall_ms=1000;times=1")
     try:
-        r = _one_call(mode, base_url=srv.base_url, api_key="k", max_retries=0,
-                      hedge=HedgeConfig(after_ms=100))
+        client = drive.client(base_url=srv.base_url, api_key="k", max_retries=0,
+                              hedge=HedgeConfig(after_ms=100))
+        r = drive(client.chat.completions.create(**BODY))
         assert r.timings.hedge_won and r.choices[0].message.content
     finally:
         llmclient.close_all()
         stop_ref_server(srv)
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_copy_that_wins_ends_the_first_copys_retry_wait(mode: str) -> None:
+def test_a_copy_that_wins_ends_the_first_copys_retry_wait(drive: Drive) -> None:
     srv = start_ref_server("--faults", "status=429;retry_after=20;times=1")
     try:
         t0 = time.perf_counter()
-        r = _one_call(mode, base_url=srv.base_url, api_key="k",  # 429: wait 20 s, then retry
-                      hedge=HedgeConfig(after_ms=100))
+        client = drive.client(base_url=srv.base_url, api_key="k",  # 429: wait 20 s, then retry
+                              hedge=HedgeConfig(after_ms=100))
+        r = drive(client.chat.completions.create(**BODY))
         assert r.timings.hedge_won and r.choices[0].message.content
         assert time.perf_counter() - t0 < 10  # the copy's answer did not wait for that retry
     finally:
@@ -205,44 +172,43 @@ def test_a_copy_that_wins_ends_the_first_copys_retry_wait(mode: str) -> None:
         stop_ref_server(srv)
 
 
-def test_no_hedge_without_the_option_or_when_the_call_turns_it_off(stalling_server: Any) -> None:
-    with OpenAI(base_url=stalling_server.base_url, api_key="k", timeout=1.0, max_retries=0,
-                hedge=HedgeConfig(after_ms=50)) as client:
-        with pytest.raises(llmclient.APITimeoutError):  # the stalled first call, sent once
-            client.chat.completions.create(**BODY, hedge=False)
-        assert client.hedge_stats() == {}
+def test_no_hedge_without_the_option_or_when_the_call_turns_it_off(drive: Drive, stalling_server: Any) -> None:
+    client = drive.client(base_url=stalling_server.base_url, api_key="k", timeout=1.0, max_retries=0,
+                          hedge=HedgeConfig(after_ms=50))
+    with pytest.raises(llmclient.APITimeoutError):  # the stalled first call, sent once
+        drive(client.chat.completions.create(**BODY, hedge=False))
+    assert client.hedge_stats() == {}
 
 
-def test_the_copy_is_marked_and_keeps_the_trace(ref_server: Any) -> None:
-    with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
-        call = client._build_call("POST", "/chat/completions", BODY)
-        twin = client._features.hedge_twin(call)
+def test_the_copy_is_marked_and_keeps_the_trace(drive: Drive, ref_server: Any) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k")
+    call = client._build_call("POST", "/chat/completions", BODY)
+    twin = client._features.hedge_twin(call)
     assert twin.headers["x-llm-hedge"] == "1"
     assert twin.headers["idempotency-key"] == call.headers["idempotency-key"] + "-hedge"
     assert twin.headers["traceparent"] == call.headers["traceparent"]
     assert twin.record is not call.record and call.record.hedged
 
 
-def test_the_delay_is_learned_across_calls(ref_server: Any) -> None:
-    with OpenAI(base_url=ref_server.base_url, api_key="k",
-                hedge=HedgeConfig(min_samples=5)) as client:
-        for _ in range(8):
-            r = client.chat.completions.create(**BODY)
-        stats = client.hedge_stats()["/chat/completions gpt-4o-mini"]
-        assert stats["samples"] == 8 and stats["delay_ms"] is not None
-        assert r.choices[0].message.content
-    with OpenAI(base_url=ref_server.base_url, api_key="k") as client:
-        for _ in range(3):  # per call: each hedge=True is a new config, equal to the last
-            client.chat.completions.create(**BODY, hedge=True)
-        assert client.hedge_stats()["/chat/completions gpt-4o-mini"]["samples"] == 3
+def test_the_delay_is_learned_across_calls(drive: Drive, ref_server: Any) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k", hedge=HedgeConfig(min_samples=5))
+    for _ in range(8):
+        r = drive(client.chat.completions.create(**BODY))
+    stats = client.hedge_stats()["/chat/completions gpt-4o-mini"]
+    assert stats["samples"] == 8 and stats["delay_ms"] is not None
+    assert r.choices[0].message.content
+    client = drive.client(base_url=ref_server.base_url, api_key="k")
+    for _ in range(3):  # per call: each hedge=True is a new config, equal to the last
+        drive(client.chat.completions.create(**BODY, hedge=True))
+    assert client.hedge_stats()["/chat/completions gpt-4o-mini"]["samples"] == 3
 
 
-def test_no_copies_where_the_loser_could_not_be_cancelled(ref_server_h1: Any) -> None:
+def test_no_copies_where_the_loser_could_not_be_cancelled(drive: Drive, ref_server_h1: Any) -> None:
     """HTTP/1.1 requests cannot be cancelled from outside: a copy would only add load."""
-    with OpenAI(base_url=ref_server_h1.base_url, api_key="k",
-                hedge=HedgeConfig(after_ms=0, max_ratio=1, burst=10)) as client:
-        client.chat.completions.create(**BODY)  # learns that the origin speaks HTTP/1.1
-        answers = [client.chat.completions.create(**BODY) for _ in range(5)]
+    client = drive.client(base_url=ref_server_h1.base_url, api_key="k",
+                          hedge=HedgeConfig(after_ms=0, max_ratio=1, burst=10))
+    drive(client.chat.completions.create(**BODY))  # learns that the origin speaks HTTP/1.1
+    answers = [drive(client.chat.completions.create(**BODY)) for _ in range(5)]
     assert {r.timings.http_version for r in answers} == {"HTTP/1.1"}
     assert not any(r.timings.hedged for r in answers)
 
@@ -264,6 +230,7 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
 
 
+# Sync only: forking a process that runs an event loop is not supported by asyncio.
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_hedging_works_in_a_forked_child(ref_server: Any, stalling_server: Any) -> None:
     proc = subprocess.run(

@@ -3,12 +3,12 @@ or load balancer that forgets it, no FIN, no RST) must cost a PING timeout and a
 connection, not a call hanging until its read timeout.
 
 A small TCP relay sits between the client and the real reference server; ``freeze()`` makes
-it swallow bytes on the connections it has, like a middlebox that lost their state.
+it swallow bytes on the connections it has, like a middlebox that lost their state. Through
+``OpenAI`` and ``AsyncOpenAI`` (``drive``: each test runs on both).
 """
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
@@ -19,6 +19,7 @@ import pytest
 
 import llmclient
 from llmclient import _transport
+from tests._both import Drive
 
 MSG = [{"role": "user", "content": "hi"}]
 
@@ -78,48 +79,43 @@ def relay(ref_server: Any) -> Any:
     r.close()
 
 
-def _age_connections(client: Any, seconds: float) -> None:
-    """Pretend every connection of this client's transport has been idle ``seconds``."""
-    for rec in client._transport._origins.values():
-        for lane in rec.lanes:
-            for conn in lane.transport._conns:
-                conn.last_used -= seconds
+def _age_connections(drive: Drive, client: Any, seconds: float) -> None:
+    """Pretend every connection of this client's transport has been idle ``seconds`` (the async
+    client's transport is its loop's, reached from within that loop)."""
+    def age() -> None:
+        for rec in client._transport._origins.values():
+            for lane in rec.lanes:
+                for conn in lane.transport._conns:
+                    conn.last_used -= seconds
+
+    async def age_in_loop() -> None:
+        age()
+
+    if drive.is_async:
+        drive(age_in_loop())
+    else:
+        age()
 
 
-def test_idle_connection_that_answers_ping_is_reused(relay: Relay, model: str) -> None:
-    c = llmclient.OpenAI(base_url=f"http://127.0.0.1:{relay.port}/v1", api_key="k", max_retries=0)
-    c.chat.completions.create(model=model, messages=MSG, max_tokens=2)
-    _age_connections(c, _transport.PING_AFTER_IDLE_S + 1)
-    r = c.chat.completions.create(model=model, messages=MSG, max_tokens=2)
+def test_idle_connection_that_answers_ping_is_reused(drive: Drive, relay: Relay, model: str) -> None:
+    c = drive.client(base_url=f"http://127.0.0.1:{relay.port}/v1", api_key="k", max_retries=0)
+    drive(c.chat.completions.create(model=model, messages=MSG, max_tokens=2))
+    _age_connections(drive, c, _transport.PING_AFTER_IDLE_S + 1)
+    r = drive(c.chat.completions.create(model=model, messages=MSG, max_tokens=2))
     assert r.timings.connection_reused is True and relay.accepted == 1
     llmclient.close_all()
 
 
-def test_silently_dropped_connection_is_replaced_after_a_ping_timeout(relay: Relay, model: str) -> None:
-    c = llmclient.OpenAI(base_url=f"http://127.0.0.1:{relay.port}/v1", api_key="k", max_retries=0,
-                         timeout=60)
-    c.chat.completions.create(model=model, messages=MSG, max_tokens=2)
+def test_silently_dropped_connection_is_replaced_after_a_ping_timeout(drive: Drive, relay: Relay,
+                                                                       model: str) -> None:
+    c = drive.client(base_url=f"http://127.0.0.1:{relay.port}/v1", api_key="k", max_retries=0, timeout=60)
+    drive(c.chat.completions.create(model=model, messages=MSG, max_tokens=2))
     relay.freeze()
-    _age_connections(c, _transport.PING_AFTER_IDLE_S + 1)
+    _age_connections(drive, c, _transport.PING_AFTER_IDLE_S + 1)
     start = time.monotonic()
-    r = c.chat.completions.create(model=model, messages=MSG, max_tokens=2)
+    r = drive(c.chat.completions.create(model=model, messages=MSG, max_tokens=2))
     took = time.monotonic() - start
     assert r.choices[0].message.content
     assert r.timings.connection_reused is False and relay.accepted == 2
     assert took < 30, "the call waited for its read timeout on the dead connection"
     llmclient.close_all()
-
-
-def test_async_silently_dropped_connection_is_replaced(relay: Relay, model: str) -> None:
-    async def main() -> Any:
-        c = llmclient.AsyncOpenAI(base_url=f"http://127.0.0.1:{relay.port}/v1", api_key="k",
-                                  max_retries=0, timeout=60)
-        await c.chat.completions.create(model=model, messages=MSG, max_tokens=2)
-        relay.freeze()
-        _age_connections(c, _transport.PING_AFTER_IDLE_S + 1)
-        r = await c.chat.completions.create(model=model, messages=MSG, max_tokens=2)
-        await llmclient.aclose_all()
-        return r
-
-    r = asyncio.run(main())
-    assert r.timings.connection_reused is False and relay.accepted == 2

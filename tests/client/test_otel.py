@@ -3,11 +3,11 @@
 The SDK's in-memory exporter and metric reader are installed as the global providers for each
 test and removed after it (the API allows setting them once per process; the reset is what
 OpenTelemetry's own test utilities do), so other tests run with OpenTelemetry unconfigured.
+Calls go through ``OpenAI`` and ``AsyncOpenAI`` (``drive``: each client test runs on both).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +27,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
 import llmclient
-from llmclient import AsyncOpenAI, HedgeConfig, OpenAI, _otel
+from llmclient import HedgeConfig, _otel
+from tests._both import Drive
 from tests.conftest import start_ref_server, stop_ref_server
 
 MODEL = "gpt-4o-mini"
@@ -42,7 +43,8 @@ def _reset_globals() -> None:
 
 
 class Telemetry:
-    def __init__(self, processor: SpanProcessor | None = None) -> None:
+    def __init__(self, processor: SpanProcessor | None = None, drive: Drive | None = None) -> None:
+        self.drive = drive  # waits let the async client's loop run
         self.spans = InMemorySpanExporter()
         self.reader = InMemoryMetricReader()
         self.tracer_provider = TracerProvider()
@@ -66,7 +68,10 @@ class Telemetry:
             found = [s for s in self.spans.get_finished_spans() if pred(s)]
             if found:
                 return found
-            time.sleep(0.02)
+            if self.drive is not None:
+                self.drive.sleep(0.02)
+            else:
+                time.sleep(0.02)
         raise AssertionError(f"no such span among {[s.name for s in self.spans.get_finished_spans()]}")
 
     def points(self, name: str) -> list[Any]:
@@ -81,15 +86,21 @@ class Telemetry:
 
 
 @pytest.fixture()
-def otel() -> Iterator[Telemetry]:
-    t = Telemetry().install()
+def otel(drive: Drive) -> Iterator[Telemetry]:
+    """The in-memory SDK for one test, on the test's kind of client (``drive``)."""
+    t = Telemetry(drive=drive).install()
     yield t
     _reset_globals()
     _otel._live.clear()
 
 
-def _client(server: Any, **kw: Any) -> OpenAI:
-    return OpenAI(base_url=server.base_url, api_key="k", **kw)
+def _client(drive: Drive, server: Any, **kw: Any) -> Any:
+    return drive.client(base_url=server.base_url, api_key="k", **kw)
+
+
+def _first(drive: Drive, stream: Any) -> Any:
+    """The next chunk of a stream, leaving the rest to read."""
+    return drive(stream.__anext__()) if drive.is_async else next(stream)
 
 
 def _hex(n: int, width: int) -> str:
@@ -99,9 +110,10 @@ def _hex(n: int, width: int) -> str:
 # --------------------------------------------------------------------------- one call
 
 
-def test_a_call_is_one_client_span_with_the_genai_attributes(otel: Telemetry, ref_server: Any) -> None:
-    r = _client(ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=5,
-                                                     temperature=0.5, top_p=0.9, seed=7, stop=["x"])
+def test_a_call_is_one_client_span_with_the_genai_attributes(drive: Drive, otel: Telemetry,
+                                                             ref_server: Any) -> None:
+    r = drive(_client(drive, ref_server).chat.completions.create(
+        model=MODEL, messages=MSG, max_tokens=5, temperature=0.5, top_p=0.9, seed=7, stop=["x"]))
     [span] = otel.finished("chat")
     a = span.attributes
     assert span.name == f"chat {MODEL}" and span.kind is SpanKind.CLIENT
@@ -127,28 +139,29 @@ def test_a_call_is_one_client_span_with_the_genai_attributes(otel: Telemetry, re
     assert span.parent is None  # nothing active, no traceparent given: a root
 
 
-def test_the_active_span_is_the_parent_and_a_given_traceparent_wins(otel: Telemetry, ref_server: Any) -> None:
-    client = _client(ref_server)
+def test_the_active_span_is_the_parent_and_a_given_traceparent_wins(drive: Drive, otel: Telemetry,
+                                                                    ref_server: Any) -> None:
+    client = _client(drive, ref_server)
     tracer = trace.get_tracer("app")
     with tracer.start_as_current_span("handle request") as app:
-        r = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2)
+        r = drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2))
     [call] = otel.finished("chat")
     assert call.parent is not None and call.parent.span_id == app.get_span_context().span_id
     assert call.context.trace_id == app.get_span_context().trace_id
     assert r.trace_id == _hex(app.get_span_context().trace_id, 32)
     given = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    r2 = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2,
-                                        extra_headers={"traceparent": given})
+    r2 = drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2,
+                                              extra_headers={"traceparent": given}))
     second = next(s for s in otel.finished("chat") if s is not call)
     assert r2.trace_id == "0af7651916cd43dd8448eb211c80319c"
     assert second.parent is not None and _hex(second.parent.span_id, 16) == "b7ad6b7169203331"
     assert second.parent.is_remote
 
 
-def test_an_error_status_is_the_span_error_type(otel: Telemetry, ref_server: Any) -> None:
+def test_an_error_status_is_the_span_error_type(drive: Drive, otel: Telemetry, ref_server: Any) -> None:
     with pytest.raises(llmclient.APIStatusError):
-        _client(ref_server, max_retries=0).chat.completions.create(
-            model=MODEL, messages=MSG, extra_headers={"x-fault": "status=503"})
+        drive(_client(drive, ref_server, max_retries=0).chat.completions.create(
+            model=MODEL, messages=MSG, extra_headers={"x-fault": "status=503"}))
     [span] = otel.finished("chat")
     assert span.attributes["error.type"] == "503"
     assert span.status.status_code is StatusCode.ERROR
@@ -156,10 +169,10 @@ def test_an_error_status_is_the_span_error_type(otel: Telemetry, ref_server: Any
     assert point.attributes["error.type"] == "503"
 
 
-def test_retries_are_counted_on_the_span_and_in_metrics(otel: Telemetry, ref_server: Any) -> None:
+def test_retries_are_counted_on_the_span_and_in_metrics(drive: Drive, otel: Telemetry, ref_server: Any) -> None:
     with pytest.raises(llmclient.RateLimitError):
-        _client(ref_server, max_retries=1).chat.completions.create(
-            model=MODEL, messages=MSG, extra_headers={"x-fault": "status=429;retry_after=0.01"})
+        drive(_client(drive, ref_server, max_retries=1).chat.completions.create(
+            model=MODEL, messages=MSG, extra_headers={"x-fault": "status=429;retry_after=0.01"}))
     [span] = otel.finished("chat")
     assert span.attributes["llmclient.retries"] == 1 and span.attributes["error.type"] == "429"
     assert sum(p.value for p in otel.points("llmclient.retries")) >= 1
@@ -168,14 +181,12 @@ def test_retries_are_counted_on_the_span_and_in_metrics(otel: Telemetry, ref_ser
 # --------------------------------------------------------------------------- streams
 
 
-def test_a_stream_span_ends_with_the_stream(otel: Telemetry, ref_server: Any) -> None:
-    stream = _client(ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=6,
-                                                          stream=True,
-                                                          stream_options={"include_usage": True})
-    first = next(stream)
+def test_a_stream_span_ends_with_the_stream(drive: Drive, otel: Telemetry, ref_server: Any) -> None:
+    stream = drive(_client(drive, ref_server).chat.completions.create(
+        model=MODEL, messages=MSG, max_tokens=6, stream=True, stream_options={"include_usage": True}))
+    first = _first(drive, stream)
     assert first is not None and otel.finished("chat") == []  # still open while reading
-    for _ in stream:
-        pass
+    drive.iterate(stream)
     [span] = otel.finished("chat")
     a = span.attributes
     assert a["llmclient.stream"] is True and a["gen_ai.response.finish_reasons"]
@@ -187,64 +198,45 @@ def test_a_stream_span_ends_with_the_stream(otel: Telemetry, ref_server: Any) ->
     assert otel.points("llmclient.time_per_output_token")[0].count == 1
 
 
-def test_a_cut_stream_ends_its_span_with_an_error(otel: Telemetry, ref_server: Any) -> None:
-    stream = _client(ref_server, max_retries=0).chat.completions.create(
-        model=MODEL, messages=MSG, max_tokens=20, stream=True, extra_headers={"x-fault": "cut_after=3"})
+def test_a_cut_stream_ends_its_span_with_an_error(drive: Drive, otel: Telemetry, ref_server: Any) -> None:
+    stream = drive(_client(drive, ref_server, max_retries=0).chat.completions.create(
+        model=MODEL, messages=MSG, max_tokens=20, stream=True, extra_headers={"x-fault": "cut_after=3"}))
     with pytest.raises(llmclient.IncompleteStreamError):
-        for _ in stream:
-            pass
+        drive.iterate(stream)
     [span] = otel.finished("chat")
     assert span.attributes["error.type"] == "IncompleteStreamError"
     assert span.status.status_code is StatusCode.ERROR
     assert "closed_early" not in str(span.attributes)
 
 
-def test_a_stream_closed_early_ends_its_span_without_an_error(otel: Telemetry, ref_server: Any) -> None:
-    with _client(ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=50,
-                                                      stream=True) as stream:
-        for i, _ in enumerate(stream):
-            if i == 2:
-                break
+def test_a_stream_closed_early_ends_its_span_without_an_error(drive: Drive, otel: Telemetry,
+                                                              ref_server: Any) -> None:
+    with drive.enter(drive(_client(drive, ref_server).chat.completions.create(
+            model=MODEL, messages=MSG, max_tokens=50, stream=True))) as stream:
+        assert len(drive.iterate(stream, limit=3)) == 3  # then left unread
     [span] = otel.finished("chat")
     assert span.attributes["llmclient.stream.closed_early"] is True
     assert span.status.status_code is StatusCode.UNSET and "error.type" not in span.attributes
 
 
-def test_async_calls_and_streams_have_spans(otel: Telemetry, ref_server: Any) -> None:
-    async def go() -> tuple[Any, int]:
-        async with AsyncOpenAI(base_url=ref_server.base_url, api_key="k") as client:
-            r = await client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=3)
-            n = 0
-            async for _ in await client.chat.completions.create(model=MODEL, messages=MSG,
-                                                                max_tokens=3, stream=True):
-                n += 1
-            return r, n
-
-    r, n = asyncio.run(go())
-    spans = otel.finished("chat")
-    assert n > 0 and len(spans) == 2
-    assert _hex(spans[0].context.trace_id, 32) == r.trace_id
-    assert spans[1].attributes["llmclient.stream"] is True
-    assert "llmclient.first_token" in [e.name for e in spans[1].events]
-
-
 # --------------------------------------------------------------------------- cache, prefetch, hedge
 
 
-def test_cache_hits_and_misses_are_attributes_and_counted(otel: Telemetry, ref_server: Any) -> None:
-    client = _client(ref_server, cache="memory")
+def test_cache_hits_and_misses_are_attributes_and_counted(drive: Drive, otel: Telemetry, ref_server: Any) -> None:
+    client = _client(drive, ref_server, cache="memory")
     for _ in range(2):
-        client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=3, temperature=0)
+        drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=3, temperature=0))
     spans = otel.finished("chat")
     assert [s.attributes["llmclient.cache"] for s in spans] == ["miss", "hit"]
     counts = {p.attributes["llmclient.cache.result"]: p.value for p in otel.points("llmclient.cache.lookups")}
     assert counts == {"miss": 1, "hit": 1}
 
 
-def test_a_prefetch_is_its_own_span_child_of_and_linked_to_its_call(otel: Telemetry, ref_server: Any) -> None:
-    client = _client(ref_server)
-    r = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4,
-                                       prefetch=["continue"])
+def test_a_prefetch_is_its_own_span_child_of_and_linked_to_its_call(drive: Drive, otel: Telemetry,
+                                                                    ref_server: Any) -> None:
+    client = _client(drive, ref_server)
+    r = drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4,
+                                             prefetch=["continue"]))
     [prefetch] = otel.wait_for(lambda s: s.attributes.get("llmclient.prefetch") == "1")
     [call] = [s for s in otel.finished("chat") if "llmclient.prefetch" not in s.attributes]
     assert prefetch.context.trace_id == call.context.trace_id == int(r.trace_id, 16)
@@ -253,7 +245,7 @@ def test_a_prefetch_is_its_own_span_child_of_and_linked_to_its_call(otel: Teleme
     assert link.context.span_id == call.context.span_id
     assert link.attributes["llmclient.link"] == "prefetch_of"
     assert prefetch.attributes["llmclient.stream"] is True
-    client.close()
+    drive(client.close())
     sent = [p for p in otel.points("llmclient.prefetch.requests")
             if p.attributes["llmclient.prefetch.outcome"] == "sent"]
     assert sent and sent[0].value == 1
@@ -267,9 +259,11 @@ def stalling_server() -> Iterator[Any]:
     stop_ref_server(srv)
 
 
-def test_a_hedge_copy_is_its_own_span_linked_to_its_call(otel: Telemetry, stalling_server: Any) -> None:
-    with _client(stalling_server, hedge=HedgeConfig(after_ms=100)) as client:
-        r = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=3)
+def test_a_hedge_copy_is_its_own_span_linked_to_its_call(drive: Drive, otel: Telemetry,
+                                                         stalling_server: Any) -> None:
+    client = _client(drive, stalling_server, hedge=HedgeConfig(after_ms=100))
+    r = drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=3))
+    drive(client.close())
     assert r.timings.hedge_won
     [copy] = otel.wait_for(lambda s: s.attributes.get("llmclient.hedge.copy") is True)
     [call] = [s for s in otel.finished("chat") if s is not copy]
@@ -287,8 +281,8 @@ def test_a_hedge_copy_is_its_own_span_linked_to_its_call(otel: Telemetry, stalli
 # --------------------------------------------------------------------------- metrics
 
 
-def test_duration_and_token_usage_histograms(otel: Telemetry, ref_server: Any) -> None:
-    r = _client(ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=4)
+def test_duration_and_token_usage_histograms(drive: Drive, otel: Telemetry, ref_server: Any) -> None:
+    r = drive(_client(drive, ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=4))
     [duration] = otel.points("gen_ai.client.operation.duration")
     assert duration.count == 1 and 0 < duration.sum < 60
     assert duration.attributes["gen_ai.operation.name"] == "chat"
@@ -313,13 +307,14 @@ class _Raising(SpanProcessor):
         raise RuntimeError("processor broke on end")
 
 
-def test_a_span_processor_that_raises_does_not_touch_calls(ref_server: Any) -> None:
-    Telemetry(_Raising()).install()
+def test_a_span_processor_that_raises_does_not_touch_calls(drive: Drive, ref_server: Any) -> None:
+    Telemetry(_Raising(), drive).install()
     try:
-        client = _client(ref_server)
-        r = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2)
+        client = _client(drive, ref_server)
+        r = drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2))
         assert r.choices[0].message.content
-        chunks = list(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2, stream=True))
+        chunks = drive.iterate(drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=2,
+                                                                    stream=True)))
         assert chunks
         assert not _otel._live
     finally:
@@ -327,19 +322,19 @@ def test_a_span_processor_that_raises_does_not_touch_calls(ref_server: Any) -> N
         _otel._live.clear()
 
 
-def test_no_provider_configured_means_no_spans_and_fresh_uuid4_trace_ids(ref_server: Any) -> None:
+def test_no_provider_configured_means_no_spans_and_fresh_uuid4_trace_ids(drive: Drive, ref_server: Any) -> None:
     _reset_globals()  # the API imported, nothing configured: the proxy providers
-    r = _client(ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=2)
+    r = drive(_client(drive, ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=2))
     assert uuid.UUID(r.trace_id).version == 4
     assert _otel._instruments() is None and not _otel._live
 
 
-def test_metrics_only_configuration_still_records_metrics(ref_server: Any) -> None:
+def test_metrics_only_configuration_still_records_metrics(drive: Drive, ref_server: Any) -> None:
     _reset_globals()
     reader = InMemoryMetricReader()
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
     try:
-        r = _client(ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=2)
+        r = drive(_client(drive, ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=2))
         assert uuid.UUID(r.trace_id).version == 4  # no tracer: llmclient's own trace id
         data = reader.get_metrics_data()
         names = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
@@ -348,9 +343,7 @@ def test_metrics_only_configuration_still_records_metrics(ref_server: Any) -> No
         _reset_globals()
 
 
-@pytest.mark.parametrize("is_async", [False, True])
-def test_a_sampled_out_call_sends_its_context_records_metrics_and_no_span(
-        ref_server: Any, is_async: bool) -> None:
+def test_a_sampled_out_call_sends_its_context_records_metrics_and_no_span(drive: Drive, ref_server: Any) -> None:
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
     _reset_globals()
@@ -361,15 +354,8 @@ def test_a_sampled_out_call_sends_its_context_records_metrics_and_no_span(
     reader = InMemoryMetricReader()
     metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
     try:
-        if is_async:
-            async def go() -> Any:
-                async with AsyncOpenAI(base_url=ref_server.base_url, api_key="k") as c:
-                    return await c.chat.completions.with_raw_response.create(
-                        model=MODEL, messages=MSG, max_tokens=2)
-            raw = asyncio.run(go())
-        else:
-            raw = _client(ref_server).chat.completions.with_raw_response.create(
-                model=MODEL, messages=MSG, max_tokens=2)
+        raw = drive(_client(drive, ref_server).chat.completions.with_raw_response.create(
+            model=MODEL, messages=MSG, max_tokens=2))
         r = raw.parse()
         assert spans.get_finished_spans() == ()
         # the SDK's span context went on the wire, flagged "not sampled"
@@ -411,15 +397,15 @@ def _server_spans(path: Any, trace_id: str, want: int) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_one_trace_from_client_to_server(otel: Telemetry, traced_server: Any, stream: bool) -> None:
+def test_one_trace_from_client_to_server(drive: Drive, otel: Telemetry, traced_server: Any, stream: bool) -> None:
     srv, path = traced_server
-    client = _client(srv)
+    client = _client(drive, srv)
     with trace.get_tracer("app").start_as_current_span("app work") as app:
         if stream:
-            for _ in client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4, stream=True):
-                pass
+            drive.iterate(drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4,
+                                                               stream=True)))
         else:
-            client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4)
+            drive(client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=4))
     [call] = otel.finished("chat")
     trace_id = _hex(call.context.trace_id, 32)
     assert call.context.trace_id == app.get_span_context().trace_id

@@ -2,21 +2,20 @@
 
 Request-id middlewares commonly accept only UUIDs (llama-cpp-python's server answers anything
 else with 400 and an empty body: tests/interop has that against the real server). Here: the
-header's shape, that it names the response's and the error's ``trace_id``, sync and async.
+header's shape, that it names the response's and the error's ``trace_id``, through ``OpenAI``
+and ``AsyncOpenAI`` (``drive``: each client test runs on both).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
-from typing import Any
 
 import pytest
 
 import llmclient
-from llmclient import AsyncOpenAI, OpenAI
 from llmclient._tracing import new_trace_context, new_trace_id, request_id_of
+from tests._both import Drive
 
 from .fakeserver import HypercornServer
 
@@ -47,27 +46,14 @@ def test_a_callers_trace_keeps_its_bits_and_traceparent_shape() -> None:
     assert ctx.traceparent == f"00-4bf92f3577b34da6a3ce929d0e0e4736-{ctx.span_id}-01"
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_server_sees_a_uuid_naming_the_responses_and_errors_trace_id(fake: HypercornServer, mode: str) -> None:
-    def sync() -> tuple[Any, Any, Any]:
-        c = OpenAI(base_url=fake.base_url, api_key="sk-test", max_retries=0)
-        r = c.chat.completions.create(model="m", messages=MSG)
-        own = c.chat.completions.create(model="m", messages=MSG, extra_headers={"traceparent": CALLER})
-        with pytest.raises(llmclient.BadRequestError) as info:
-            c.chat.completions.create(model="m", messages=MSG, extra_headers={"x-test-fault": "status=400"})
-        return r, own, info.value
-
-    async def run_async() -> tuple[Any, Any, Any]:
-        c = AsyncOpenAI(base_url=fake.base_url, api_key="sk-test", max_retries=0)
-        r = await c.chat.completions.create(model="m", messages=MSG)
-        own = await c.chat.completions.create(model="m", messages=MSG, extra_headers={"traceparent": CALLER})
-        with pytest.raises(llmclient.BadRequestError) as info:
-            await c.chat.completions.create(model="m", messages=MSG,
-                                            extra_headers={"x-test-fault": "status=400"})
-        return r, own, info.value
-
+def test_server_sees_a_uuid_naming_the_responses_and_errors_trace_id(drive: Drive, fake: HypercornServer) -> None:
+    c = drive.client(base_url=fake.base_url, api_key="sk-test", max_retries=0)
     start = len(fake.app.seen)
-    r, own, err = sync() if mode == "sync" else asyncio.run(run_async())
+    r = drive(c.chat.completions.create(model="m", messages=MSG))
+    own = drive(c.chat.completions.create(model="m", messages=MSG, extra_headers={"traceparent": CALLER}))
+    with pytest.raises(llmclient.BadRequestError) as info:
+        drive(c.chat.completions.create(model="m", messages=MSG, extra_headers={"x-test-fault": "status=400"}))
+    err = info.value
     seen = fake.app.seen[start:]
     assert len(seen) == 3
     for request, trace_id in zip(seen, [r.trace_id, own.trace_id, err.trace_id], strict=True):
@@ -77,7 +63,7 @@ def test_server_sees_a_uuid_naming_the_responses_and_errors_trace_id(fake: Hyper
     assert own.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
-def test_a_callers_own_request_id_is_sent_as_given(fake: HypercornServer) -> None:
-    c = OpenAI(base_url=fake.base_url, api_key="sk-test", max_retries=0)
-    c.chat.completions.create(model="m", messages=MSG, extra_headers={"X-Request-ID": "mine-1"})
+def test_a_callers_own_request_id_is_sent_as_given(drive: Drive, fake: HypercornServer) -> None:
+    c = drive.client(base_url=fake.base_url, api_key="sk-test", max_retries=0)
+    drive(c.chat.completions.create(model="m", messages=MSG, extra_headers={"X-Request-ID": "mine-1"}))
     assert fake.app.last().headers["x-request-id"] == "mine-1"

@@ -4,11 +4,11 @@ Strings in ``image_url`` parts are URLs: a path, ``file://`` or device name in a
 sent to the live reference server as it is (which rejects it), never read. Files are read
 only from a ``pathlib.Path`` or an open binary file object the program put there (or with the
 documented ``images={"local_paths": True}``), and only regular files under the size cap.
+Client calls run through ``OpenAI`` and ``AsyncOpenAI`` (``drive``: each runs on both).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import os
@@ -25,6 +25,7 @@ import llmclient
 from llmclient import _images
 from llmclient.preprocess import MAX_SOURCE_BYTES, ImageSourceError
 from llmclient.wire.compression import decompress
+from tests._both import Drive
 
 MODEL = "sim-zero"
 MARKER = b"TOP-SECRET-FILE-CONTENT"
@@ -56,10 +57,8 @@ class Wire:
         self.bodies: list[bytes] = []
 
     def hook(self, request: httpx.Request) -> None:
-        self.bodies.append(self._plain(request, request.read()))
-
-    async def ahook(self, request: httpx.Request) -> None:
-        self.bodies.append(self._plain(request, await request.aread()))
+        # llmclient's requests carry their body as bytes: readable in either client's hook.
+        self.bodies.append(self._plain(request, request.content))
 
     @staticmethod
     def _plain(request: httpx.Request, body: bytes) -> bytes:
@@ -76,66 +75,38 @@ def hostile_strings(secret_image: Path, tmp_path: Path) -> list[str]:
             "file:///proc/self/environ", "file:///dev/zero"]
 
 
-def test_strings_that_name_files_are_sent_untouched_and_the_server_rejects_them_sync(
-        ref_server: Any, secret_image: Path, tmp_path: Path) -> None:
+def test_strings_that_name_files_are_sent_untouched_and_the_server_rejects_them(
+        drive: Drive, ref_server: Any, secret_image: Path, tmp_path: Path) -> None:
     wire = Wire()
-    with httpx.Client(event_hooks={"request": [wire.hook]}) as http_client, \
-            llmclient.OpenAI(base_url=ref_server.base_url, api_key="k", http_client=http_client) as client:
-        for url in hostile_strings(secret_image, tmp_path):
-            with pytest.raises(llmclient.BadRequestError, match="image_url"):
-                client.chat.completions.create(model=MODEL, messages=ask(url), max_tokens=1)
-            assert wire.sent_url() == url  # as written: nothing read, nothing replaced
-            assert MARKER not in wire.bodies[-1] and base64.b64encode(MARKER) not in wire.bodies[-1]
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
+    client = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    for url in hostile_strings(secret_image, tmp_path):
+        with pytest.raises(llmclient.BadRequestError, match="image_url"):
+            drive(client.chat.completions.create(model=MODEL, messages=ask(url), max_tokens=1))
+        assert wire.sent_url() == url  # as written: nothing read, nothing replaced
+        assert MARKER not in wire.bodies[-1] and base64.b64encode(MARKER) not in wire.bodies[-1]
 
 
-def test_strings_that_name_files_are_sent_untouched_and_the_server_rejects_them_async(
-        ref_server: Any, secret_image: Path, tmp_path: Path) -> None:
+def test_path_and_file_object_from_the_program_are_prepared(drive: Drive, ref_server: Any,
+                                                            secret_image: Path) -> None:
     wire = Wire()
-
-    async def go() -> None:
-        async with httpx.AsyncClient(event_hooks={"request": [wire.ahook]}) as http_client, \
-                llmclient.AsyncOpenAI(base_url=ref_server.base_url, api_key="k",
-                                      http_client=http_client) as client:
-            for url in hostile_strings(secret_image, tmp_path):
-                with pytest.raises(llmclient.BadRequestError, match="image_url"):
-                    await client.chat.completions.create(model=MODEL, messages=ask(url), max_tokens=1)
-                assert wire.sent_url() == url
-
-    asyncio.run(asyncio.wait_for(go(), 60))
-
-
-def test_path_and_file_object_from_the_program_are_prepared_sync(ref_server: Any, secret_image: Path) -> None:
-    wire = Wire()
-    with httpx.Client(event_hooks={"request": [wire.hook]}) as http_client, \
-            llmclient.OpenAI(base_url=ref_server.base_url, api_key="k", http_client=http_client) as client:
-        client.chat.completions.create(model=MODEL, messages=ask(secret_image), max_tokens=1)
-        assert wire.sent_url().startswith("data:image/")
-        with secret_image.open("rb") as f:
-            client.chat.completions.create(model=MODEL, messages=ask(f), max_tokens=1)
-        assert wire.sent_url().startswith("data:image/")
-        # The documented opt-in for programs whose messages never hold end-user text.
-        client.chat.completions.create(model=MODEL, messages=ask(str(secret_image)), max_tokens=1,
-                                       images={"local_paths": True})
-        assert wire.sent_url().startswith("data:image/")
-
-
-def test_path_and_file_object_from_the_program_are_prepared_async(ref_server: Any, secret_image: Path) -> None:
-    wire = Wire()
-
-    async def go() -> None:
-        async with httpx.AsyncClient(event_hooks={"request": [wire.ahook]}) as http_client, \
-                llmclient.AsyncOpenAI(base_url=ref_server.base_url, api_key="k",
-                                      http_client=http_client, images={"local_paths": True}) as client:
-            await client.chat.completions.create(model=MODEL, messages=ask(secret_image), max_tokens=1)
-            assert wire.sent_url().startswith("data:image/")
-            with secret_image.open("rb") as f:
-                await client.chat.completions.create(model=MODEL, messages=ask(f), max_tokens=1)
-            assert wire.sent_url().startswith("data:image/")
-            await client.chat.completions.create(model=MODEL, messages=ask(f"file://{secret_image}"),
-                                                 max_tokens=1)
-            assert wire.sent_url().startswith("data:image/")
-
-    asyncio.run(go())
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
+    client = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    drive(client.chat.completions.create(model=MODEL, messages=ask(secret_image), max_tokens=1))
+    assert wire.sent_url().startswith("data:image/")
+    with secret_image.open("rb") as f:
+        drive(client.chat.completions.create(model=MODEL, messages=ask(f), max_tokens=1))
+    assert wire.sent_url().startswith("data:image/")
+    # The documented opt-in for programs whose messages never hold end-user text, per call
+    # (a path string) and per client (a file:// URL).
+    drive(client.chat.completions.create(model=MODEL, messages=ask(str(secret_image)), max_tokens=1,
+                                         images={"local_paths": True}))
+    assert wire.sent_url().startswith("data:image/")
+    opted_in = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client,
+                            images={"local_paths": True})
+    drive(opted_in.chat.completions.create(model=MODEL, messages=ask(f"file://{secret_image}"),
+                                           max_tokens=1))
+    assert wire.sent_url().startswith("data:image/")
 
 
 # -- what even an explicit Path (or the opt-in) may not read --------------------------------

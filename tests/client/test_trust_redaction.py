@@ -2,12 +2,12 @@
 
 The probe: a ``base_url`` with ``user:password@`` put the password in ``APIConnectionError``
 text and in the retry log line. Checked against a real refused port and the live reference
-server, sync and async; ``_redact`` itself is tested as pure functions.
+server through ``OpenAI`` and ``AsyncOpenAI`` (``drive``: each client test runs on both);
+``_redact`` itself is tested as pure functions.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 import sys
@@ -19,6 +19,7 @@ import llmclient
 from llmclient._call import CallOptions, build_call
 from llmclient._logging import get_logger
 from llmclient._redact import MASK, redact_argv, redact_headers, redact_text, redact_url
+from tests._both import Drive
 
 PASSWORD = "hunter2-s3cr3t-pw"
 KEY = "sk-live-abcdefghijklmnop0123"
@@ -67,12 +68,13 @@ def test_redact_keeps_harmless_text_and_urls() -> None:
 # -- the probe: a password in base_url --------------------------------------------------------
 
 
-def test_connection_error_and_retry_log_hide_base_url_password_sync(caplog: pytest.LogCaptureFixture) -> None:
+def test_connection_error_and_retry_log_hide_base_url_password(drive: Drive,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
     base = f"http://alice:{PASSWORD}@127.0.0.1:{closed_port()}/v1"
+    client = drive.client(base_url=base, api_key=KEY, max_retries=1)
     with caplog.at_level(logging.INFO, logger="llmclient"), \
-            llmclient.OpenAI(base_url=base, api_key=KEY, max_retries=1) as client, \
             pytest.raises(llmclient.APIConnectionError) as info:
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        drive(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}]))
     err = info.value
     texts = [str(err), repr(err), err.message, caplog.text, repr(err.timings), repr(client)]
     assert "retrying" in caplog.text and "127.0.0.1" in str(err)
@@ -80,42 +82,26 @@ def test_connection_error_and_retry_log_hide_base_url_password_sync(caplog: pyte
         assert PASSWORD not in text and KEY not in text
 
 
-def test_connection_error_and_retry_log_hide_base_url_password_async(caplog: pytest.LogCaptureFixture) -> None:
-    base = f"http://alice:{PASSWORD}@127.0.0.1:{closed_port()}/v1"
-
-    async def go() -> BaseException:
-        async with llmclient.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=1) as client:
-            try:
-                await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
-            except llmclient.APIConnectionError as exc:
-                return exc
-        raise AssertionError("no error")
-
-    with caplog.at_level(logging.INFO, logger="llmclient"):
-        err = asyncio.run(go())
-    assert "retrying" in caplog.text
-    for text in (str(err), repr(err), caplog.text):
-        assert PASSWORD not in text and KEY not in text
-
-
-def test_status_error_echoing_a_credential_is_masked(ref_server: Any) -> None:
+def test_status_error_echoing_a_credential_is_masked(drive: Drive, ref_server: Any) -> None:
     """A server or proxy that echoes what it was sent (here: the reference server naming an
     unknown model we chose) cannot put a key into our exception text."""
-    with llmclient.OpenAI(base_url=ref_server.base_url, api_key=KEY) as client, \
-            pytest.raises(llmclient.APIStatusError) as info:
-        client.chat.completions.create(model=f"api-key={KEY}", messages=[{"role": "user", "content": "hi"}])
+    client = drive.client(base_url=ref_server.base_url, api_key=KEY)
+    with pytest.raises(llmclient.APIStatusError) as info:
+        drive(client.chat.completions.create(model=f"api-key={KEY}",
+                                             messages=[{"role": "user", "content": "hi"}]))
     assert KEY not in str(info.value)
 
 
-def test_calls_against_the_server_keep_secrets_out_of_repr_and_logs(ref_server: Any,
+def test_calls_against_the_server_keep_secrets_out_of_repr_and_logs(drive: Drive, ref_server: Any,
                                                                     caplog: pytest.LogCaptureFixture) -> None:
     base = ref_server.base_url.replace("http://", f"http://alice:{PASSWORD}@")
-    with caplog.at_level(logging.DEBUG, logger="llmclient"), \
-            llmclient.OpenAI(base_url=base, api_key=KEY, default_headers={"x-api-key": KEY}) as client:
-        r = client.chat.completions.create(model="sim-zero", messages=[{"role": "user", "content": "hi"}],
-                                           max_tokens=2)
+    with caplog.at_level(logging.DEBUG, logger="llmclient"):
+        client = drive.client(base_url=base, api_key=KEY, default_headers={"x-api-key": KEY})
+        r = drive(client.chat.completions.create(model="sim-zero", messages=[{"role": "user", "content": "hi"}],
+                                                 max_tokens=2))
         call = client._build_call("POST", "/chat/completions", {"model": "m"},
                                   extra_headers={"Cookie": f"s={KEY}"})
+        drive(client.close())
     for text in (repr(call), repr(r.timings), str(r.timings.to_dict()), repr(client), caplog.text):
         assert PASSWORD not in text and KEY not in text
     assert "authorization" in repr(call) and MASK in repr(call)

@@ -1,5 +1,6 @@
 """``logprobs`` / ``top_logprobs`` on the reference server, read by the official ``openai`` client
-(and by llmclient's, which must give the same numbers, over JSON and protobuf)."""
+(and by llmclient's ``OpenAI`` and ``AsyncOpenAI`` (``drive``), which must give the same numbers,
+over JSON and protobuf)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import openai
 import pytest
 from openai.types.chat.chat_completion_token_logprob import ChatCompletionTokenLogprob, TopLogprob
 
-from llmclient import OpenAI as LLMClientOpenAI
+import llmclient
+from tests._both import Drive
 
 MODEL = "gpt-4o-mini"
 MESSAGES = [{"role": "user", "content": "Tell me about the sea."}]
@@ -217,15 +219,15 @@ def _numbers(logprobs: Any) -> list[tuple[str, float, list[int], list[tuple[str,
 
 
 @pytest.mark.parametrize("wire", ["json", "protobuf"])
-def test_llmclient_gives_the_official_clients_logprobs(ref_server: Any, wire: str) -> None:
+def test_llmclient_gives_the_official_clients_logprobs(drive: Drive, ref_server: Any, wire: str) -> None:
     body = {**CHAT, "logprobs": True, "top_logprobs": 4}
     want = _client(ref_server).chat.completions.create(**body)
-    with LLMClientOpenAI(base_url=ref_server.base_url, api_key="k", wire=wire) as ours:
-        got = ours.chat.completions.create(**body)
-        assert got.timings.wire == wire
-        assert _numbers(got.choices[0].logprobs) == _numbers(want.choices[0].logprobs)
-        assert got.choices[0].logprobs.refusal is None
-        chunks = list(ours.chat.completions.create(**body, stream=True))
+    ours = drive.client(llmclient, base_url=ref_server.base_url, api_key="k", wire=wire)
+    got = drive(ours.chat.completions.create(**body))
+    assert got.timings.wire == wire
+    assert _numbers(got.choices[0].logprobs) == _numbers(want.choices[0].logprobs)
+    assert got.choices[0].logprobs.refusal is None
+    chunks = drive.iterate(drive(ours.chat.completions.create(**body, stream=True)))
     streamed = [e for ch in chunks if ch.choices and ch.choices[0].logprobs
                 for e in _numbers(ch.choices[0].logprobs)]
     assert streamed == _numbers(want.choices[0].logprobs)
