@@ -104,7 +104,7 @@ async def _conversation(ctx: Context, client: Any, variant: str, rng: random.Ran
 
 
 def _followups(ctx: Context, rng: random.Random) -> tuple[dict[str, list[RequestRecord]], dict[str, Any]]:
-    from llmclient._prefetch import SpeculationConfig
+    from llmclient import SpeculationConfig
 
     clients = {"baseline": _client(ctx),
                "speculation": _client(ctx, speculation=SpeculationConfig(budget=_budget()))}
