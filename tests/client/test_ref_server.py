@@ -1,4 +1,8 @@
-"""End to end against the live reference server (``python -m benchmarks.server --profile zero``)."""
+"""End to end against the live reference server (``python -m benchmarks.server --profile zero``).
+
+Through ``OpenAI`` and ``AsyncOpenAI`` (``drive``: each test runs on both), but for the
+cancellation of an asyncio task, which has no sync counterpart.
+"""
 
 from __future__ import annotations
 
@@ -6,133 +10,125 @@ import asyncio
 import ssl
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 
 import llmclient
+from tests._both import Drive
 
 CHAT = "sim-zero"
 EMBED = "text-embedding-3-small"
 MSG = [{"role": "user", "content": "Tell me about the sea"}]
+T = TypeVar("T")
 SERVERS = [("ref_server", "HTTP/2"), ("ref_server_tls", "HTTP/2"), ("ref_server_h1", "HTTP/1.1")]
 
 
-def make(server: Any, cls: Any = llmclient.OpenAI, **kw: Any) -> Any:
+def make(drive: Drive, server: Any, **kw: Any) -> Any:
     kw.setdefault("max_retries", 0)
-    return cls(base_url=server.base_url, verify=server.ca_path or True, **kw)
+    return drive.client(base_url=server.base_url, verify=server.ca_path or True, **kw)
 
 
 @pytest.mark.parametrize(("fixture", "version"), SERVERS)
-def test_every_resource_sync(request: pytest.FixtureRequest, fixture: str, version: str) -> None:
+def test_every_resource(drive: Drive, request: pytest.FixtureRequest, fixture: str, version: str) -> None:
     server = request.getfixturevalue(fixture)
-    c = make(server)
-    assert CHAT in [m.id for m in c.models.list()]
-    assert c.models.retrieve(CHAT).id == CHAT
-    r = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8)
+    c = make(drive, server)
+    assert CHAT in [m.id for m in drive.iterate(c.models.list())]
+    assert drive(c.models.retrieve(CHAT)).id == CHAT
+    r = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8))
     assert r.choices[0].message.content and r.choices[0].finish_reason in ("stop", "length")
     assert r.usage.completion_tokens > 0 and r.timings.http_version == version
     assert r._request_id == str(uuid.UUID(r.trace_id))
-    stream = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8, stream=True,
-                                       stream_options={"include_usage": True})
-    chunks = list(stream)
+    rs = drive.gather([lambda: c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=4)] * 8, workers=8)
+    assert all(r.timings.http_version == version for r in rs)
+    stream = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=8, stream=True,
+                                             stream_options={"include_usage": True}))
+    chunks = drive.iterate(stream)
     assert chunks[-1].usage is not None and stream.timings.http_version == version
     assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
-    assert c.completions.create(model=CHAT, prompt="Once", max_tokens=4).choices[0].text
-    floats = c.embeddings.create(model=EMBED, input=["a", "b"])
+    stream = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=6, stream=True))
+    assert len(drive.iterate(stream)) >= 2
+    assert drive(c.completions.create(model=CHAT, prompt="Once", max_tokens=4)).choices[0].text
+    floats = drive(c.embeddings.create(model=EMBED, input=["a", "b"]))
     assert len(floats.data) == 2 and isinstance(floats.data[0].embedding[0], float)
-    b64 = c.embeddings.create(model=EMBED, input="a", encoding_format="base64")
+    b64 = drive(c.embeddings.create(model=EMBED, input="a", encoding_format="base64"))
     assert isinstance(b64.data[0].embedding, str)
+    assert drive(c.embeddings.create(model=EMBED, input="x")).data[0].embedding
 
 
-@pytest.mark.parametrize(("fixture", "version"), SERVERS)
-def test_every_resource_async(request: pytest.FixtureRequest, fixture: str, version: str) -> None:
-    server = request.getfixturevalue(fixture)
-
-    async def main() -> None:
-        c = make(server, llmclient.AsyncOpenAI)
-        rs = await asyncio.gather(*[c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=4)
-                                    for _ in range(8)])
-        assert all(r.timings.http_version == version for r in rs)
-        stream = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=6, stream=True)
-        assert len([ch async for ch in stream]) >= 2
-        assert (await c.completions.create(model=CHAT, prompt="x", max_tokens=2)).choices
-        assert (await c.embeddings.create(model=EMBED, input="x")).data[0].embedding
-        assert [m.id async for m in c.models.list()]
-
-    asyncio.run(main())
-
-
-def test_server_saw_our_request_id(ref_server: Any) -> None:
-    r = make(ref_server).chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+def test_server_saw_our_request_id(drive: Drive, ref_server: Any) -> None:
+    r = drive(make(drive, ref_server).chat.completions.create(model=CHAT, messages=MSG, max_tokens=2))
     assert r._request_id == str(uuid.UUID(r.trace_id))  # the server echoes X-Request-ID
     assert r.timings.server_timing.get("total") is not None
 
 
-def test_unknown_model(ref_server: Any) -> None:
+def test_unknown_model(drive: Drive, ref_server: Any) -> None:
     with pytest.raises(llmclient.NotFoundError, match="does not exist") as info:
-        make(ref_server).chat.completions.create(model="no-such-model", messages=MSG)
+        drive(make(drive, ref_server).chat.completions.create(model="no-such-model", messages=MSG))
     assert info.value.trace_id in str(info.value)
 
 
-def test_wrong_base_url_path(ref_server: Any) -> None:
-    c = llmclient.OpenAI(base_url=ref_server.url + "/nope", max_retries=0)
+def test_wrong_base_url_path(drive: Drive, ref_server: Any) -> None:
+    c = drive.client(base_url=ref_server.url + "/nope", max_retries=0)
     with pytest.raises(llmclient.NotFoundError, match="not a route"):
-        c.chat.completions.create(model=CHAT, messages=MSG)
+        drive(c.chat.completions.create(model=CHAT, messages=MSG))
 
 
 @pytest.mark.parametrize(("spec", "cls"), [("status=503", llmclient.InternalServerError),
                                            ("oom", llmclient.InternalServerError),
                                            ("status=500", llmclient.InternalServerError)])
-def test_injected_status_faults(ref_server: Any, spec: str, cls: type) -> None:
+def test_injected_status_faults(drive: Drive, ref_server: Any, spec: str, cls: type) -> None:
     with pytest.raises(cls):
-        make(ref_server).chat.completions.create(model=CHAT, messages=MSG, extra_headers={"x-fault": spec})
+        drive(make(drive, ref_server).chat.completions.create(model=CHAT, messages=MSG,
+                                                              extra_headers={"x-fault": spec}))
 
 
-def test_rate_limit_retries_honour_retry_after(ref_server: Any) -> None:
-    c = make(ref_server, max_retries=1)
+def test_rate_limit_retries_honour_retry_after(drive: Drive, ref_server: Any) -> None:
+    c = make(drive, ref_server, max_retries=1)
     with pytest.raises(llmclient.RateLimitError) as info:
-        c.chat.completions.create(model=CHAT, messages=MSG, extra_headers={"x-fault": "status=429;retry_after=0.2"})
+        drive(c.chat.completions.create(model=CHAT, messages=MSG,
+                                        extra_headers={"x-fault": "status=429;retry_after=0.2"}))
     assert info.value.timings is not None and info.value.timings.retries == 1
 
 
 @pytest.mark.parametrize("fixture", ["ref_server", "ref_server_h1"])
-def test_cut_stream_raises_incomplete(request: pytest.FixtureRequest, fixture: str) -> None:
-    c = make(request.getfixturevalue(fixture))
-    stream = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=20, stream=True,
-                                       extra_headers={"x-fault": "cut_after=3"})
+def test_cut_stream_raises_incomplete(drive: Drive, request: pytest.FixtureRequest, fixture: str) -> None:
+    c = make(drive, request.getfixturevalue(fixture))
+    stream = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=20, stream=True,
+                                             extra_headers={"x-fault": "cut_after=3"}))
     with pytest.raises(llmclient.IncompleteStreamError):
-        list(stream)
-    assert c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2).choices
+        drive.iterate(stream)
+    assert drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)).choices
 
 
-def test_malformed_sse_raises(ref_server: Any) -> None:
-    stream = make(ref_server).chat.completions.create(model=CHAT, messages=MSG, max_tokens=10, stream=True,
-                                                      extra_headers={"x-fault": "malformed_sse"})
+def test_malformed_sse_raises(drive: Drive, ref_server: Any) -> None:
+    stream = drive(make(drive, ref_server).chat.completions.create(
+        model=CHAT, messages=MSG, max_tokens=10, stream=True, extra_headers={"x-fault": "malformed_sse"}))
     with pytest.raises(llmclient.MalformedResponseError):
-        list(stream)
+        drive.iterate(stream)
 
 
-def test_reset_raises_a_public_error(ref_server: Any) -> None:
-    c = make(ref_server)
+def test_reset_raises_a_public_error(drive: Drive, ref_server: Any) -> None:
+    c = make(drive, ref_server)
     with pytest.raises(llmclient.APIError):
-        list(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=10, stream=True,
-                                       extra_headers={"x-fault": "reset"}))
-    assert c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2).choices
+        drive.iterate(drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=10, stream=True,
+                                                      extra_headers={"x-fault": "reset"})))
+    assert drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)).choices
 
 
 @pytest.mark.parametrize("fixture", ["ref_server", "ref_server_tls"])
-def test_early_close_keeps_the_h2_connection(request: pytest.FixtureRequest, fixture: str) -> None:
-    c = make(request.getfixturevalue(fixture))
-    c.models.list()
-    stream = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=500, stream=True,
-                                       extra_headers={"x-fault": "slow_ms=10"})
-    next(iter(stream))
-    stream.close()
+def test_early_close_keeps_the_h2_connection(drive: Drive, request: pytest.FixtureRequest, fixture: str) -> None:
+    c = make(drive, request.getfixturevalue(fixture))
+    drive(c.models.list())
+    stream = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=500, stream=True,
+                                             extra_headers={"x-fault": "slow_ms=10"}))
+    assert len(drive.iterate(stream, limit=1)) == 1
+    drive(stream.close())
     closed = time.monotonic()
     for _ in range(5):
-        r = c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
+        r = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2))
         assert r.timings.connection_reused is True and r.timings.http_version == "HTTP/2"
     # The server was told (RST_STREAM) and stopped generating: the stream had 500 tokens at
     # 10 ms each (5 s) to go.
@@ -141,10 +137,10 @@ def test_early_close_keeps_the_h2_connection(request: pytest.FixtureRequest, fix
     while not any(cancelled in line and "client disconnected" in line
                   for line in server.log_path.read_text().splitlines()):
         assert time.monotonic() - closed < 3.0, "the server never heard of the cancelled stream"
-        time.sleep(0.02)
+        drive.sleep(0.02)
     while _in_flight(server) > 1:  # the /metrics GET itself
         assert time.monotonic() - closed < 3.0, "the server kept generating a cancelled stream"
-        time.sleep(0.02)
+        drive.sleep(0.02)
 
 
 def _in_flight(server: Any) -> float:
@@ -156,9 +152,10 @@ def _in_flight(server: Any) -> float:
 
 def test_cancelled_async_calls_give_their_lane_slots_back(ref_server: Any) -> None:
     """A task cancelled mid-call (asyncio.wait_for, a UI that gave up) must not keep its
-    stream slot: otherwise every cancellation shrinks the connection until calls queue."""
+    stream slot: otherwise every cancellation shrinks the connection until calls queue.
+    Async only: a sync call cannot be cancelled from outside."""
     async def main() -> list[int]:
-        c = make(ref_server, llmclient.AsyncOpenAI)
+        c = llmclient.AsyncOpenAI(base_url=ref_server.base_url, max_retries=0)
         await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
         for _ in range(20):
             task = asyncio.create_task(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=50))
@@ -176,23 +173,26 @@ def test_cancelled_async_calls_give_their_lane_slots_back(ref_server: Any) -> No
     assert asyncio.run(main()) == [0]
 
 
-def test_an_async_stream_dropped_unclosed_gives_its_slot_back(ref_server: Any) -> None:
+def test_a_stream_dropped_unclosed_gives_its_slot_back(drive: Drive, ref_server: Any) -> None:
     import gc
 
-    async def main() -> list[int]:
-        c = make(ref_server, llmclient.AsyncOpenAI)
-        for read_one in (True, False):  # asyncio finalises a started iteration; __del__ the rest
-            s = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=500, stream=True)
-            if read_one:
-                async for _ in s:
-                    break
-            del s
-            gc.collect()
-            await asyncio.sleep(0.01)
-        r = await c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2)
-        assert r.timings.connection_reused is True
-        slots = [lane.inflight for rec in c._transport._origins.values() for lane in rec.lanes]
-        await llmclient.aclose_all()
-        return slots
+    c = make(drive, ref_server)
+    for read_one in (True, False):  # a started iteration is finalised; __del__ the rest
+        s = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=500, stream=True))
+        if read_one:
+            assert len(drive.iterate(s, limit=1)) == 1
+        del s
+        gc.collect()
+        drive.sleep(0.01)
+    r = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2))
+    assert r.timings.connection_reused is True
+    slots = _on_the_loop(drive, lambda: [lane.inflight for lane in c._transport._origins[ref_server.url].lanes])
+    assert slots == [0]
 
-    assert asyncio.run(main()) == [0]
+
+def _on_the_loop(drive: Drive, read: Callable[[], T]) -> T:
+    """``read()``, run on the test's loop for the async kind (its transport is per loop)."""
+    async def on_loop() -> T:
+        return read()
+
+    return drive(on_loop()) if drive.is_async else read()

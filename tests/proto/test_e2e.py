@@ -1,4 +1,8 @@
-"""The protobuf wire end to end against the reference server (a real subprocess)."""
+"""The protobuf wire end to end against the reference server (a real subprocess).
+
+The server's answers are read with plain httpx; the client test runs through ``OpenAI`` and
+``AsyncOpenAI`` (``drive``: it runs on both).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from llmclient import OpenAI
 from llmclient._errors import IncompleteStreamError, MalformedResponseError
 from llmclient.wire.compression import compress, supported_encodings
 from llmclient.wire.protobuf import PROTOBUF_CODEC, PROTOBUF_CONTENT_TYPE
+from tests._both import Drive
 
 PB_HEADERS = {"content-type": PROTOBUF_CONTENT_TYPE, "accept": PROTOBUF_CODEC.accept}
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello there"}],
@@ -112,16 +116,16 @@ def test_bad_bodies_get_clear_4xx_answers(http: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize("wire", ["protobuf", "auto"])
-def test_the_client_gives_the_same_objects_over_protobuf(ref_server: Any, wire: str) -> None:
-    with OpenAI(base_url=ref_server.base_url, api_key="k") as j, \
-         OpenAI(base_url=ref_server.base_url, api_key="k", wire=wire) as p:
+def test_the_client_gives_the_same_objects_over_protobuf(drive: Drive, ref_server: Any, wire: str) -> None:
+    with drive.enter(drive.client(base_url=ref_server.base_url, api_key="k")) as j, \
+         drive.enter(drive.client(base_url=ref_server.base_url, api_key="k", wire=wire)) as p:
         for _ in range(2):  # "auto" learns on the first call
-            a = j.chat.completions.create(**CHAT)
-            b = p.chat.completions.create(**CHAT)
+            a = drive(j.chat.completions.create(**CHAT))
+            b = drive(p.chat.completions.create(**CHAT))
         assert b.timings.wire == "protobuf"
         assert _stable(a.model_dump()) == _stable(b.model_dump())
-        sa = [_stable(c.model_dump()) for c in j.chat.completions.create(**CHAT, stream=True)]
-        sb = [_stable(c.model_dump()) for c in p.chat.completions.create(**CHAT, stream=True)]
+        sa = [_stable(c.model_dump()) for c in drive.iterate(drive(j.chat.completions.create(**CHAT, stream=True)))]
+        sb = [_stable(c.model_dump()) for c in drive.iterate(drive(p.chat.completions.create(**CHAT, stream=True)))]
         assert sa == sb and len(sa) > 3
 
 
