@@ -1,4 +1,4 @@
-"""A misbehaving HTTP/1.1 server against the sync and async clients (llmclient/_h1.py).
+"""A misbehaving HTTP/1.1 server against ``OpenAI`` and ``AsyncOpenAI`` (``drive``; llmclient/_h1.py).
 
 A real socket on loopback; the first connection runs a script that breaks RFC 9112 (garbage
 status line, a huge header, a body shorter than its Content-Length, a close mid-body ...),
@@ -9,7 +9,6 @@ that waits it out fails as an APITimeoutError); the next call must work on a fre
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 import threading
@@ -21,7 +20,7 @@ import orjson
 import pytest
 
 import llmclient
-from llmclient import AsyncOpenAI, OpenAI
+from tests._both import Drive
 
 MSG = [{"role": "user", "content": "hi"}]
 ANSWER = orjson.dumps({
@@ -178,53 +177,26 @@ SCRIPTS: dict[str, tuple[Callable[[Peer], None], str]] = {
 }
 
 
-def _client_sync(base_url: str, **kw: Any) -> OpenAI:
-    return OpenAI(base_url=base_url, api_key="k", timeout=kw.pop("timeout", 20), max_retries=0,
-                  http2=False, **kw)
+def _client(drive: Drive, base_url: str, **kw: Any) -> Any:
+    return drive.client(base_url=base_url, api_key="k", timeout=kw.pop("timeout", 20), max_retries=0,
+                        http2=False, **kw)
 
 
-def _client_async(base_url: str, **kw: Any) -> AsyncOpenAI:
-    return AsyncOpenAI(base_url=base_url, api_key="k", timeout=kw.pop("timeout", 20), max_retries=0,
-                       http2=False, **kw)
-
-
-def _calls_sync(base_url: str, n: int = 2, stream: bool = False, **kw: Any) -> list[Any]:
-    c = _client_sync(base_url, **kw)
+def _calls(drive: Drive, base_url: str, n: int = 2, stream: bool = False, **kw: Any) -> list[Any]:
+    c = _client(drive, base_url, **kw)
     out: list[Any] = []
     for _ in range(n):
         try:
             if stream:
                 out.append("".join(ch.choices[0].delta.content or "" for ch in
-                                   c.chat.completions.create(model="m", messages=MSG, stream=True)))
+                                   drive.iterate(drive(c.chat.completions.create(model="m", messages=MSG,
+                                                                                 stream=True)))))
             else:
-                out.append(c.chat.completions.create(model="m", messages=MSG))
+                out.append(drive(c.chat.completions.create(model="m", messages=MSG)))
         except llmclient.APIError as exc:
             out.append(exc)
-    c.close()
+    drive(c.close())
     return out
-
-
-def _calls_async(base_url: str, n: int = 2, stream: bool = False, **kw: Any) -> list[Any]:
-    async def go() -> list[Any]:
-        c = _client_async(base_url, **kw)
-        out: list[Any] = []
-        for _ in range(n):
-            try:
-                if stream:
-                    text = ""
-                    async for ch in await c.chat.completions.create(model="m", messages=MSG, stream=True):
-                        text += ch.choices[0].delta.content or ""
-                    out.append(text)
-                else:
-                    out.append(await c.chat.completions.create(model="m", messages=MSG))
-            except llmclient.APIError as exc:
-                out.append(exc)
-        await c.close()
-        return out
-    return asyncio.run(go())
-
-
-CALLERS = {"sync": _calls_sync, "async": _calls_async}
 
 
 @pytest.fixture(autouse=True)
@@ -235,12 +207,11 @@ def _fresh_transports() -> Iterator[None]:
     llmclient.close_all()
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_a_broken_response_fails_the_call_at_once_and_the_next_call_works(name: str, mode: str) -> None:
+def test_a_broken_response_fails_the_call_at_once_and_the_next_call_works(drive: Drive, name: str) -> None:
     script, why = SCRIPTS[name]
     with HostileH1Server(script) as server:
-        first, second = CALLERS[mode](server.base_url)
+        first, second = _calls(drive, server.base_url)
         connections = server.connections
     assert isinstance(first, llmclient.APIConnectionError), first
     assert not isinstance(first, llmclient.APITimeoutError), f"waited out the read timeout: {first}"
@@ -264,10 +235,9 @@ def _stream_properly(peer: Peer) -> None:
                   + b"%x\r\ndata: [DONE]\n\n\r\n0\r\n\r\n" % len(b"data: [DONE]\n\n"))
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
-def test_a_stream_cut_mid_body_fails_naming_it_and_the_next_stream_works(mode: str) -> None:
+def test_a_stream_cut_mid_body_fails_naming_it_and_the_next_stream_works(drive: Drive) -> None:
     with HostileH1Server(_stream_cut_mid_body, _stream_properly) as server:
-        first, second = CALLERS[mode](server.base_url, stream=True)
+        first, second = _calls(drive, server.base_url, stream=True)
     assert isinstance(first, llmclient.APIConnectionError), first
     assert "inside a chunked body" in str(first) and first.trace_id in str(first)
     assert second == "Hello world"
@@ -279,24 +249,13 @@ def _answer_then_close_idle(peer: Peer) -> None:
     time.sleep(0.3)  # then closes it while the client holds it idle (uvicorn does after 5 s)
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
-def test_an_idle_connection_the_server_closed_is_dropped_without_wasting_a_request(mode: str) -> None:
+def test_an_idle_connection_the_server_closed_is_dropped_without_wasting_a_request(drive: Drive) -> None:
     with HostileH1Server(_answer_then_close_idle) as server:
-        if mode == "sync":
-            c = _client_sync(server.base_url)
-            first = c.chat.completions.create(model="m", messages=MSG)
-            time.sleep(0.8)
-            second = c.chat.completions.create(model="m", messages=MSG)
-            c.close()
-        else:
-            async def go() -> tuple[Any, Any]:
-                ac = _client_async(server.base_url)
-                one = await ac.chat.completions.create(model="m", messages=MSG)
-                await asyncio.sleep(0.8)
-                two = await ac.chat.completions.create(model="m", messages=MSG)
-                await ac.close()
-                return one, two
-            first, second = asyncio.run(go())
+        c = _client(drive, server.base_url)
+        first = drive(c.chat.completions.create(model="m", messages=MSG))
+        drive.sleep(0.8)
+        second = drive(c.chat.completions.create(model="m", messages=MSG))
+        drive(c.close())
         requests, connections = server.requests, server.connections
     assert first.choices[0].message.content == second.choices[0].message.content == "Hello world"
     assert (requests, connections) == (2, 2)  # none sent into the closed connection
@@ -309,10 +268,9 @@ def _answer_with_trailing_garbage(peer: Peer) -> None:
     time.sleep(30)
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
-def test_bytes_past_content_length_close_the_connection_and_the_answer_stands(mode: str) -> None:
+def test_bytes_past_content_length_close_the_connection_and_the_answer_stands(drive: Drive) -> None:
     with HostileH1Server(_answer_with_trailing_garbage) as server:
-        first, second = CALLERS[mode](server.base_url)
+        first, second = _calls(drive, server.base_url)
         connections = server.connections
     assert first.choices[0].message.content == second.choices[0].message.content == "Hello world"
     assert connections == 2
@@ -325,28 +283,15 @@ def _slow_stream(peer: Peer) -> None:
     time.sleep(30)
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
-def test_a_stream_closed_early_closes_its_connection_and_the_next_call_opens_another(mode: str) -> None:
+def test_a_stream_closed_early_closes_its_connection_and_the_next_call_opens_another(drive: Drive) -> None:
     with HostileH1Server(_slow_stream) as server:
-        if mode == "sync":
-            c = _client_sync(server.base_url)
-            s = c.chat.completions.create(model="m", messages=MSG, stream=True)
-            assert next(iter(s)).choices[0].delta.content == "Hello"
-            s.close()
-            second = c.chat.completions.create(model="m", messages=MSG)
-            c.close()
-        else:
-            async def go() -> Any:
-                ac = _client_async(server.base_url)
-                s = await ac.chat.completions.create(model="m", messages=MSG, stream=True)
-                async for chunk in s:
-                    assert chunk.choices[0].delta.content == "Hello"
-                    break
-                await s.close()
-                r = await ac.chat.completions.create(model="m", messages=MSG)
-                await ac.close()
-                return r
-            second = asyncio.run(go())
+        c = _client(drive, server.base_url)
+        s = drive(c.chat.completions.create(model="m", messages=MSG, stream=True))
+        (chunk,) = drive.iterate(s, limit=1)
+        assert chunk.choices[0].delta.content == "Hello"
+        drive(s.close())
+        second = drive(c.chat.completions.create(model="m", messages=MSG))
+        drive(c.close())
         connections = server.connections
     assert second.choices[0].message.content == "Hello world"
     assert connections == 2  # the unfinished response's connection was not reused

@@ -1,4 +1,4 @@
-"""A hostile HTTP/2 peer (tests/client/hostile_h2.py) against the sync and async clients.
+"""A hostile HTTP/2 peer (tests/client/hostile_h2.py) against ``OpenAI`` and ``AsyncOpenAI`` (``drive``).
 
 Each script breaks RFC 9113 (or floods) on the first connection. The call must fail with an
 APIConnectionError that names the protocol error and carries the trace id, as soon as the
@@ -8,7 +8,6 @@ an APITimeoutError. The next call on the same client must succeed on a fresh con
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 import llmclient
-from llmclient import AsyncOpenAI, OpenAI
+from tests._both import Drive
 
 from .hostile_h2 import (
     CONTINUATION,
@@ -105,45 +104,26 @@ SCRIPTS: dict[str, tuple[Callable[[Peer], None], str, int]] = {
 }
 
 
-def _call_sync(base_url: str, **kw: Any) -> Any:
-    c = OpenAI(base_url=base_url, api_key="k", timeout=kw.pop("timeout", 20), max_retries=0, **kw)
+def _call(drive: Drive, base_url: str, **kw: Any) -> Any:
+    """(the first call's answer or error, the second call's answer) on one client."""
+    c = drive.client(base_url=base_url, api_key="k", timeout=kw.pop("timeout", 20), max_retries=0, **kw)
     try:
         first: Any
         try:
-            first = c.chat.completions.create(model="m", messages=MSG)
+            first = drive(c.chat.completions.create(model="m", messages=MSG))
         except llmclient.APIError as exc:
             first = exc
-        second = c.chat.completions.create(model="m", messages=MSG)
+        second = drive(c.chat.completions.create(model="m", messages=MSG))
         return first, second
     finally:
-        c.close()
+        drive(c.close())
 
 
-def _call_async(base_url: str, **kw: Any) -> Any:
-    async def go() -> Any:
-        c = AsyncOpenAI(base_url=base_url, api_key="k", timeout=kw.pop("timeout", 20), max_retries=0, **kw)
-        try:
-            first: Any
-            try:
-                first = await c.chat.completions.create(model="m", messages=MSG)
-            except llmclient.APIError as exc:
-                first = exc
-            second = await c.chat.completions.create(model="m", messages=MSG)
-            return first, second
-        finally:
-            await c.close()
-    return asyncio.run(go())
-
-
-CALLERS = {"sync": _call_sync, "async": _call_async}
-
-
-@pytest.mark.parametrize("mode", sorted(CALLERS))
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_a_protocol_violation_fails_the_call_at_once_and_the_next_call_works(name: str, mode: str) -> None:
+def test_a_protocol_violation_fails_the_call_at_once_and_the_next_call_works(drive: Drive, name: str) -> None:
     script, why, connections = SCRIPTS[name]
     with HostileH2Server(script) as server:
-        first, second = CALLERS[mode](server.base_url)
+        first, second = _call(drive, server.base_url)
     assert isinstance(first, llmclient.APIConnectionError), first
     assert not isinstance(first, llmclient.APITimeoutError), f"waited out the read timeout: {first}"
     assert why in str(first)
@@ -158,10 +138,9 @@ def _silent(peer: Peer) -> None:
         pass
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
-def test_a_connection_that_timed_out_is_not_used_again(mode: str) -> None:
+def test_a_connection_that_timed_out_is_not_used_again(drive: Drive) -> None:
     with HostileH2Server(_silent) as server:
-        first, second = CALLERS[mode](server.base_url, timeout=1.0)
+        first, second = _call(drive, server.base_url, timeout=1.0)
     assert isinstance(first, llmclient.APITimeoutError)
     assert second.choices[0].message.content == "Hello world"
     assert server.connections == 2
@@ -176,33 +155,18 @@ def _answer_then_cut_mid_frame(peer: Peer) -> None:
     peer.sock.close()
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
-def test_a_response_cut_after_its_first_bytes_is_never_sent_again(mode: str) -> None:
+def test_a_response_cut_after_its_first_bytes_is_never_sent_again(drive: Drive) -> None:
     # The connection is reused (the stale keep-alive race would qualify) but response bytes had
     # arrived: the request ran, and max_retries=0 forbids a re-send.
-    async def go_async(base_url: str) -> list[Any]:
-        c = AsyncOpenAI(base_url=base_url, api_key="k", timeout=20, max_retries=0)
-        out: list[Any] = []
-        for _ in range(3):
-            try:
-                out.append(await c.chat.completions.create(model="m", messages=MSG))
-            except llmclient.APIError as exc:
-                out.append(exc)
-        await c.close()
-        return out
-
-    def go_sync(base_url: str) -> list[Any]:
-        c = OpenAI(base_url=base_url, api_key="k", timeout=20, max_retries=0)
-        out: list[Any] = []
-        for _ in range(3):
-            try:
-                out.append(c.chat.completions.create(model="m", messages=MSG))
-            except llmclient.APIError as exc:
-                out.append(exc)
-        return out
-
     with HostileH2Server(_answer_then_cut_mid_frame) as server:
-        results = asyncio.run(go_async(server.base_url)) if mode == "async" else go_sync(server.base_url)
+        c = drive.client(base_url=server.base_url, api_key="k", timeout=20, max_retries=0)
+        results: list[Any] = []
+        for _ in range(3):
+            try:
+                results.append(drive(c.chat.completions.create(model="m", messages=MSG)))
+            except llmclient.APIError as exc:
+                results.append(exc)
+        drive(c.close())
         requests = server.requests
     assert results[0].choices[0].message.content == "Hello world"
     assert isinstance(results[1], llmclient.APIConnectionError)
@@ -221,10 +185,9 @@ def _goaway_above(peer: Peer) -> None:
         pass
 
 
-@pytest.mark.parametrize("mode", sorted(CALLERS))
-def test_a_stream_above_goaway_last_stream_id_is_sent_again_at_once(mode: str) -> None:
+def test_a_stream_above_goaway_last_stream_id_is_sent_again_at_once(drive: Drive) -> None:
     with HostileH2Server(_goaway_above, answer_properly) as server:
-        first, second = CALLERS[mode](server.base_url)
+        first, second = _call(drive, server.base_url)
     assert first.choices[0].message.content == "Hello world"
     assert second.choices[0].message.content == "Hello world"
     assert server.connections == 2
