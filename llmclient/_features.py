@@ -47,7 +47,7 @@ __all__ = ["Features"]
 class Features:
     """The features attached to one client's pipeline, and the client's settings for them."""
 
-    __slots__ = ("_cache", "_speculation", "cache_setting", "hedge_tracks", "port", "speculation_config")
+    __slots__ = ("_cache", "_speculation", "cache_setting", "hedge_tracks", "port")
 
     def __init__(
         self,
@@ -69,12 +69,11 @@ class Features:
         # Speculation exists once configured (checked now: a bad setting raises here) or once a
         # call asks for prefetch; calls are observed only while it exists.
         self._speculation: Speculation | None = None
-        self.speculation_config: Any = None
         if speculation is not None or prefetch:
             from . import _prefetch
 
-            self.speculation_config = _prefetch.config_from(speculation) or _prefetch.SpeculationConfig()
-            self._speculation = _prefetch.Speculation(self.port, self.speculation_config)
+            config = _prefetch.config_from(speculation) or _prefetch.SpeculationConfig()
+            self._speculation = _prefetch.Speculation(self.port, config)
         # Hedged requests: latencies and budget per (base URL, path, model).
         self.hedge_tracks: dict[tuple[str, str, str], HedgeTrack] = {}
 
@@ -125,9 +124,13 @@ class Features:
         if self._speculation is None and create:
             from . import _prefetch
 
-            self.speculation_config = _prefetch.SpeculationConfig()
-            self._speculation = _prefetch.Speculation(self.port, self.speculation_config)
+            self._speculation = _prefetch.Speculation(self.port, _prefetch.SpeculationConfig())
         return self._speculation
+
+    @property
+    def speculation_config(self) -> Any:
+        """The SpeculationConfig in force, or None while speculation does not exist."""
+        return self._speculation.state.config if self._speculation is not None else None
 
     def lookup(self, call: Call) -> Any:
         """The lookup stage (sync): the cache, with speculation around it where it exists."""

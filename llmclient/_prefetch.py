@@ -430,18 +430,21 @@ def _identity(value: dict[str, Any]) -> dict[str, Any]:
 
 # -- lookup: every app call ---------------------------------------------------------------
 
-def _match_for(state: SpeculationState, call: Call) -> tuple[SpeculationState | None, _Match | None, list[_Landed]]:
+def _match_for(state: SpeculationState, call: Call) -> tuple[_Match | None, list[_Landed]] | None:
+    """The prefetch this call matches (if any) and the landed prefetches it made stale; None
+    when speculation does not observe the call (not a chat call, a prefetch itself, or the
+    observation failed): then it is a plain cache lookup."""
     if call.body is None or call.path != CHAT_PATH or is_prefetch_call(call):
-        return None, None, []
+        return None
     try:
         match, wasted = state.observe(call.body, call.scope)
     except Exception:  # speculation must never fail the app's call
         log.warning("speculation: observe failed (trace_id=%s)", call.trace.trace_id, exc_info=True)
-        return None, None, []
+        return None
     if match is None or call.options.cache is False:
-        return state, None, wasted
+        return None, wasted
     call.options = _read_options(call.options, match.single_use, state.config.single_use_ttl_s)
-    return state, match, wasted
+    return match, wasted
 
 
 def _settle(state: SpeculationState, call: Call, match: _Match, handle: Any) -> tuple[Any, bool]:
@@ -465,13 +468,14 @@ def _settle(state: SpeculationState, call: Call, match: _Match, handle: Any) -> 
     return handle, match.single_use
 
 
-def _lookup(port: Port, speculation: SpeculationState, call: Call) -> Any:
-    state, match, wasted = _match_for(speculation, call)
+def _lookup(port: Port, state: SpeculationState, call: Call) -> Any:
+    observed = _match_for(state, call)
+    if observed is None:
+        return port.lookup(call)
+    match, wasted = observed
     for item in wasted:
         if item.single_use:
             _discard(item.cache, item.cache_key)
-    if state is None:
-        return port.lookup(call)
     if match is not None and match.prefetch is not None and call.stream:
         # Streams do not join in the cache; wait on the prefetch's flight, then replay it.
         flight = match.cache.flights.begin(match.cache_key)
@@ -484,17 +488,18 @@ def _lookup(port: Port, speculation: SpeculationState, call: Call) -> Any:
         handle, discard = _settle(state, call, match, handle)
         if discard:
             _discard(match.cache, match.cache_key)
-    _chain(port, speculation, call, handle)
+    _chain(port, state, call, handle)
     return handle
 
 
-async def _alookup(port: Port, speculation: SpeculationState, call: Call) -> Any:
-    state, match, wasted = _match_for(speculation, call)
+async def _alookup(port: Port, state: SpeculationState, call: Call) -> Any:
+    observed = _match_for(state, call)
+    if observed is None:
+        return await port.lookup(call)
+    match, wasted = observed
     for item in wasted:
         if item.single_use:
             await _adiscard(item.cache, item.cache_key)
-    if state is None:
-        return await port.lookup(call)
     if match is not None and match.prefetch is not None and call.stream:
         flight = match.cache.aflights.begin(match.cache_key)
         if flight.leader:
@@ -506,7 +511,7 @@ async def _alookup(port: Port, speculation: SpeculationState, call: Call) -> Any
         handle, discard = _settle(state, call, match, handle)
         if discard:
             await _adiscard(match.cache, match.cache_key)
-    _chain(port, speculation, call, handle)
+    _chain(port, state, call, handle)
     return handle
 
 
@@ -595,8 +600,7 @@ def _start(port: Port, state: SpeculationState, origin: Call, prefetch: Prefetch
         _start_sync(port, state, origin, prefetch, pcall)
 
 
-def _claim(port: Port, state: SpeculationState, prefetch: Prefetch, pcall: Call,
-           is_async: bool) -> tuple[Any, _Claim, Any] | None:
+def _claim(port: Port, state: SpeculationState, prefetch: Prefetch, pcall: Call) -> tuple[Any, _Claim, Any] | None:
     """Lead the prefetch's single-flight now, before the app can ask: its identical call joins."""
     cache = port.cache_for(pcall)
     plan = cache.plan(pcall) if cache is not None else None
@@ -604,7 +608,7 @@ def _claim(port: Port, state: SpeculationState, prefetch: Prefetch, pcall: Call,
         state.refuse("no cache plan for the prefetch")
         state.speculator.done(prefetch, tokens=0, error=None)
         return None
-    flight = cache.aflights.begin(plan.key) if is_async else cache.flights.begin(plan.key)
+    flight = cache.aflights.begin(plan.key) if port.is_async else cache.flights.begin(plan.key)
     if not flight.leader:
         state.refuse("already in flight")
         state.speculator.done(prefetch, tokens=0, error=None)
@@ -620,7 +624,7 @@ def _start_sync(port: Port, state: SpeculationState, origin: Call, prefetch: Pre
     if prefetch.kind == "warm":
         run_in_thread(state.speculator, prefetch, lambda p: _send_warm(port, state, origin, pcall))
         return
-    claimed = _claim(port, state, prefetch, pcall, is_async=False)
+    claimed = _claim(port, state, prefetch, pcall)
     if claimed is not None:
         plan, claim, flight = claimed
         run_in_thread(state.speculator, prefetch,
@@ -632,7 +636,7 @@ def _start_async(port: Port, state: SpeculationState, origin: Call, prefetch: Pr
     if prefetch.kind == "warm":
         run_in_task(state.speculator, prefetch, lambda p: _asend_warm(port, state, origin, pcall))
         return
-    claimed = _claim(port, state, prefetch, pcall, is_async=True)
+    claimed = _claim(port, state, prefetch, pcall)
     if claimed is not None:
         plan, claim, flight = claimed
         run_in_task(state.speculator, prefetch,

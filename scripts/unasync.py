@@ -10,8 +10,7 @@ tokens, so strings and comments stay where they are and line numbers match betwe
   ``__aenter__`` -> ``__enter__``, ``asleep`` -> ``sleep``...), in code, and as whole words in
   docstrings and comments;
 - a line ending in ``# unasync: sync=<text>`` is replaced by ``<text>`` (indentation kept),
-  for the few places where the two really differ in one expression; a line ending in
-  ``# unasync: drop`` has no sync twin (an import only the async code uses).
+  for the few places where the two really differ in one expression.
 
 ``python scripts/unasync.py`` rewrites the generated files; ``--check`` (run by ``make lint``)
 fails, with a diff, when one is not what its source gives.
@@ -57,7 +56,6 @@ PART_RENAMES: dict[str, str] = {
 HEADER = ("# Generated from llmclient/_async/{name} by scripts/unasync.py: do not edit here, edit that\n"
           "# file and run `python scripts/unasync.py` (make lint checks that this file is current).\n")
 PRAGMA = re.compile(r"^(?P<indent>\s*)(?P<code>.*?)\s*# unasync: sync=(?P<sync>.*)$")
-DROP = re.compile(r"#\s*unasync: drop\s*$")
 _WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
@@ -119,8 +117,6 @@ def unasync_source(source: str) -> str:
         lines[row - 1] = line[:start] + new + line[end:]
     out = []
     for line in lines:
-        if DROP.search(line.rstrip("\r\n")):
-            continue
         match = PRAGMA.match(line.rstrip("\r\n"))
         if match is not None:
             line = f"{match.group('indent')}{match.group('sync')}\n"

@@ -78,11 +78,6 @@ def test_a_module_becomes_its_sync_twin_line_for_line() -> None:
     ast.parse(out)
 
 
-def test_a_dropped_line_has_no_sync_twin() -> None:
-    source = "from x import (\n    AsyncPaginator,  # unasync: drop\n    page,\n)\n"
-    assert unasync.unasync_source(source) == "from x import (\n    page,\n)\n"
-
-
 @pytest.mark.parametrize(("name", "sync"), [
     ("AsyncOpenAI", "OpenAI"), ("AsyncTransport", "SyncTransport"), ("aclose_all", "close_all"),
     ("__aexit__", "__exit__"), ("shared_async_transport", "shared_sync_transport"),

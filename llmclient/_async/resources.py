@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from .. import _models
 from .._call import NOT_GIVEN
 from .._models import (
-    AsyncPaginator,  # unasync: drop
     chat_completion,
     chat_completion_chunk,
     completion,
@@ -298,7 +297,7 @@ class AsyncModels(_Resource):
                               extra_body=extra_body, timeout=timeout)
             return self._client._request(call, _models.async_models_page, _raw)
 
-        return fetch() if _raw else AsyncPaginator(fetch)  # unasync: sync=return fetch()
+        return fetch() if _raw else _models.AsyncPaginator(fetch)  # unasync: sync=return fetch()
 
     async def retrieve(
         self, model: str, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
