@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.fixtures.processes import stop_process
 from tests._both import KINDS, Drive
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,12 +84,7 @@ def stop_ref_server(server: RefServer) -> None:
     proc = server.process
     if proc is None or proc.poll() is not None:
         return
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_process(proc)
     if proc.stdout is not None:
         proc.stdout.close()
 

@@ -42,6 +42,7 @@ _ONLY = {
     H + "records": ("benchmarks", "benchmarks.harness", H + "records"),
     "benchmarks.fixtures.photos": ("benchmarks", "benchmarks.fixtures", "benchmarks.fixtures."),
     "benchmarks.fixtures.redis": ("benchmarks", "benchmarks.fixtures", "benchmarks.fixtures."),
+    "benchmarks.fixtures.processes": ("benchmarks", "benchmarks.fixtures", "benchmarks.fixtures."),
     "benchmarks.server.app": ("benchmarks", "benchmarks.server", "benchmarks.server."),
 }
 

@@ -24,6 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from benchmarks.fixtures.processes import stop_process
+
 from .tinyllama import write_tiny_llama
 
 START_TIMEOUT_S = 60.0
@@ -96,9 +98,4 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThirdPart
         _wait_ready(proc, url, log_path)
         yield ThirdPartyServer("llama-cpp-python", version, url, log_path)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=10)

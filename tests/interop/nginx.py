@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.fixtures.processes import stop_process
 from benchmarks.server.tls import generate_certs
 
 START_TIMEOUT_S = 20.0
@@ -129,13 +130,8 @@ def start_nginx(upstream_port: int) -> Nginx:
 
 def stop_nginx(nginx: Nginx) -> None:
     proc = nginx.process
-    if proc is not None and proc.poll() is None:
-        proc.terminate()  # fast shutdown
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    if proc is not None:
+        stop_process(proc, timeout=10)  # SIGTERM: nginx's fast shutdown
     if proc is not None and proc.stderr is not None:
         proc.stderr.close()
     shutil.rmtree(nginx.prefix, ignore_errors=True)

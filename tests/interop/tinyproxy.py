@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.fixtures.processes import stop_process
+
 from .nginx import free_port
 
 START_TIMEOUT_S = 10.0
@@ -89,13 +91,8 @@ def start_tinyproxy(auth: tuple[str, str] | None = None, connect_ports: tuple[in
 
 def stop_tinyproxy(proxy: Tinyproxy) -> None:
     proc = proxy.process
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    if proc is not None:
+        stop_process(proc, timeout=10)
     if proc is not None and proc.stderr is not None:
         proc.stderr.close()
     shutil.rmtree(proxy.prefix, ignore_errors=True)
