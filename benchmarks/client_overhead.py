@@ -25,14 +25,27 @@ targets (``TARGETS``): CPU per call <= 0.4x, per stream <= 0.15x, concurrent thr
 import <= 0.35x, a second client < 1 ms; structured output (``chat.completions.parse``) and the
 Responses API (``responses.create``, a call and a stream of typed events) <= 0.3x per call, <= 0.2x
 per Responses stream.
+
+CPU time on a shared machine moves by 2x between runs of the same code. ``--instructions``
+counts instructions instead (valgrind's callgrind; ``apt-get install valgrind``), repeatable to
+a few percent whatever else the machine runs: each client's worker runs under valgrind twice,
+with ``k`` and ``k + --calls`` calls after the same set-up and warm-up, and the difference over
+``--calls`` is what one call costs (the same for streams). It is about 50x slower than the
+timed mode, so it measures only the non-streamed call and the stream::
+
+    python -m benchmarks.client_overhead --instructions --clients llmclient,openai
+    python -m benchmarks.client_overhead --instructions --clients llmclient --otel
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -151,6 +164,10 @@ def _httpx_calls(base_url: str, model: str, tokens: int) -> tuple[Callable[[], A
 def _measure(fn: Callable[[], Any], calls: int, warmup: int) -> dict[str, Any]:
     for _ in range(warmup):
         fn()
+    # The collections that walk what importing left behind (one full pass costs ~25 ms, as
+    # much as 60 calls) land in whichever phase happens to be running: run them now, so each
+    # phase pays only for the garbage its own calls make, as a long-running process does.
+    gc.collect()
     lat: list[float] = []
     last: Any = None
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -318,17 +335,9 @@ def _by_hand(client: Any, model: str, stream_tokens: int) -> tuple[Callable[[], 
 
 def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"client": kind}
-    if kind in OTEL_KINDS:
-        if kind == "llmclient-sdk":  # OpenTelemetry's own switch, read when llmclient is imported
-            os.environ["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = "llmclient"
-        _install_otel(0.1 if kind == "llmclient-otel-sampled" else None)
+    _setup_otel(kind)
     out.update(_construction(kind, base_url))
-    if kind == "httpx":
-        call, stream, _client = _httpx_calls(base_url, model, args.stream_tokens)
-    else:
-        call, stream, _client = _sdk_calls(kind, base_url, model, args.stream_tokens)
-    if kind == "llmclient-sdk":
-        call, stream = _by_hand(_client, model, args.stream_tokens)
+    call, stream, _client = _client_calls(kind, base_url, model, args.stream_tokens)
     plain = _measure(call, args.calls, args.warmup)
     streamed = _measure(stream, args.stream_calls, max(2, args.warmup // 4))
     out.update(cpu_ms_call=plain["cpu_ms"], p50_ms_call=plain["p50_ms"], p90_ms_call=plain["p90_ms"],
@@ -396,6 +405,88 @@ def import_ms(module: str, repeats: int = 5) -> float:
     return statistics.median(samples)
 
 
+def _setup_otel(kind: str) -> None:
+    """OpenTelemetry as ``kind`` says: none, llmclient's (all spans or 1 in 10 sampled), or
+    llmclient's off and the by-hand floor's on."""
+    if kind in OTEL_KINDS:
+        if kind == "llmclient-sdk":  # OpenTelemetry's own switch, read when llmclient is imported
+            os.environ["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = "llmclient"
+        _install_otel(0.1 if kind == "llmclient-otel-sampled" else None)
+
+
+def _client_calls(kind: str, base_url: str, model: str,
+                  tokens: int) -> tuple[Callable[[], Any], Callable[[], int], Any]:
+    """The call and the stream ``kind`` measures, and its client."""
+    if kind == "httpx":
+        call, stream, client = _httpx_calls(base_url, model, tokens)
+    else:
+        call, stream, client = _sdk_calls(kind, base_url, model, tokens)
+    if kind == "llmclient-sdk":
+        call, stream = _by_hand(client, model, tokens)
+    return call, stream, client
+
+
+def instruction_worker(kind: str, what: str, n: int, base_url: str, model: str, tokens: int) -> None:
+    """Under valgrind: set up, warm up, collect, then ``n`` calls (or streams), and leave
+    without the interpreter's teardown. Two runs with different ``n`` differ by the calls alone."""
+    _setup_otel(kind)
+    call, stream, _ = _client_calls(kind, base_url, model, tokens)
+    fn = call if what == "call" else stream
+    for _ in range(10):
+        fn()
+    gc.collect()
+    for _ in range(n):
+        fn()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def per_call_instructions(few: int, more: int, n_few: int, n_more: int) -> float:
+    """Instructions per call from two runs' totals: ``few`` after ``n_few`` calls, ``more``
+    after ``n_more`` (the set-up, imports and warm-up cancel out)."""
+    if n_more <= n_few:
+        raise ValueError(f"the second run must make more calls ({n_more} <= {n_few})")
+    if more <= few:
+        raise ValueError(f"the run with more calls counted fewer instructions ({more} <= {few})")
+    return (more - few) / (n_more - n_few)
+
+
+def count_instructions(kind: str, what: str, n: int, base_url: str, model: str, tokens: int) -> int:
+    """Instructions the whole worker process executed (callgrind's total)."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m",
+           f"{__package__}.client_overhead", "--instruction-worker", f"{kind}:{what}:{n}",
+           "--url", base_url, "--model", model, "--stream-tokens", str(tokens)]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONHASHSEED": "0"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800, env=env)
+    found = _COLLECTED.search(proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise RuntimeError(f"valgrind run of {kind} ({what} x {n}) failed:\n{proc.stderr[-3000:]}")
+    return int(found.group(1))
+
+
+def instruction_rows(kinds: list[str], base_url: str, model: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``instr_call`` / ``instr_stream`` (millions of instructions) per client; the valgrind
+    runs share the cores (each is single-threaded)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    plan = {("call", kind): (max(10, args.calls // 4), max(10, args.calls // 4) + args.calls) for kind in kinds}
+    plan |= {("stream", kind): (max(5, args.stream_calls // 4), max(5, args.stream_calls // 4) + args.stream_calls)
+             for kind in kinds}
+    jobs = [(kind, what, n) for (what, kind), pair in plan.items() for n in pair]
+    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2))) as pool:
+        counted = pool.map(lambda job: count_instructions(job[0], job[1], job[2], base_url, model,
+                                                          args.stream_tokens), jobs)
+        totals = dict(zip(jobs, counted, strict=True))
+    rows: dict[str, dict[str, Any]] = {}
+    for (what, kind), (few, more) in plan.items():
+        per = per_call_instructions(totals[(kind, what, few)], totals[(kind, what, more)], few, more)
+        rows.setdefault(kind, {"client": kind})[f"instr_{what}"] = per / 1e6
+    return rows
+
+
 def run_worker(kind: str, base_url: str, model: str, argv: list[str]) -> dict[str, Any]:
     cmd = [sys.executable, "-m", f"{__package__}.client_overhead", "--worker", kind, "--url", base_url,
            "--model", model, *argv]
@@ -434,22 +525,33 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def otel_ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+def otel_ratios(rows: dict[str, dict[str, Any]], measure: str = "cpu") -> dict[str, float]:
     """CPU with OpenTelemetry on, over plain llmclient's: llmclient's spans and metrics (every
     span sampled, and 1 in 10), and the same telemetry written by hand with the SDK (its floor);
-    ``otel_*_vs_sdk_floor`` is what llmclient's instrumentation costs above that floor."""
+    ``otel_*_vs_sdk_floor`` is what llmclient's instrumentation costs above that floor.
+    ``measure``: ``cpu`` (the timed rows) or ``instr`` (``--instructions``)."""
     out: dict[str, float] = {}
     plain = rows.get("llmclient")
     if plain is None:
         return out
     for what in ("call", "stream"):
-        key = f"cpu_ms_{what}"
+        key = f"cpu_ms_{what}" if measure == "cpu" else f"instr_{what}"
         for kind, name in (("llmclient-otel", "otel"), ("llmclient-otel-sampled", "otel_sampled"),
                            ("llmclient-sdk", "sdk_floor")):
             if kind in rows:
-                out[f"{name}_cpu_{what}_vs_llmclient"] = rows[kind][key] / plain[key]
+                out[f"{name}_{measure}_{what}_vs_llmclient"] = rows[kind][key] / plain[key]
         if "llmclient-otel" in rows and "llmclient-sdk" in rows:
-            out[f"otel_cpu_{what}_vs_sdk_floor"] = rows["llmclient-otel"][key] / rows["llmclient-sdk"][key]
+            out[f"otel_{measure}_{what}_vs_sdk_floor"] = rows["llmclient-otel"][key] / rows["llmclient-sdk"][key]
+    return out
+
+
+def instruction_ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """The ``--instructions`` ratios: llmclient against the official client, and OpenTelemetry's."""
+    out: dict[str, float] = {}
+    if {"llmclient", "openai"} <= rows.keys():
+        for what in ("call", "stream"):
+            out[f"instr_{what}_vs_openai"] = rows["llmclient"][f"instr_{what}"] / rows["openai"][f"instr_{what}"]
+    out.update(otel_ratios(rows, "instr"))
     return out
 
 
@@ -461,15 +563,21 @@ TARGETS = {"otel_cpu_call_vs_llmclient": ("<=", 1.15), "otel_cpu_stream_vs_llmcl
            "throughput_vs_openai": (">=", 2.0), "import_vs_openai": ("<=", 0.35), "next_client_ms": ("<", 1.0),
            "throughput_vs_openai_aiohttp": (">", 1.0), "cpu_parse_vs_openai": ("<=", 0.3),
            "cpu_responses_vs_openai": ("<=", 0.3), "cpu_responses_stream_vs_openai": ("<=", 0.2)}
+# --instructions: the same targets, counted in instructions.
+TARGETS |= {key.replace("cpu_", "instr_", 1) if key.startswith("cpu_") else key.replace("_cpu_", "_instr_"): value
+            for key, value in TARGETS.items() if "cpu_call" in key or "cpu_stream" in key}
 # Targets for an HTTP/1.1-only origin (--http1).
 TARGETS_HTTP1 = TARGETS | {"cpu_stream_vs_openai": ("<=", 0.2), "throughput_vs_openai": (">=", 1.5)}
 
 
 def table(rows: dict[str, dict[str, Any]], ratio: dict[str, float],
           targets: dict[str, tuple[str, float]] = TARGETS) -> str:
-    cols = [("cpu_ms_call", "CPU/call ms"), ("p50_ms_call", "p50 call ms"), ("cpu_ms_stream", "CPU/stream ms"),
-            ("p50_ms_stream", "p50 stream ms"), ("conc_calls_s", "32-way calls/s"), ("import_ms", "import ms"),
-            ("first_client_ms", "1st client ms"), ("next_client_ms", "2nd client ms")]
+    if all("instr_call" in row for row in rows.values()):
+        cols = [("instr_call", "M instr/call"), ("instr_stream", "M instr/stream")]
+    else:
+        cols = [("cpu_ms_call", "CPU/call ms"), ("p50_ms_call", "p50 call ms"), ("cpu_ms_stream", "CPU/stream ms"),
+                ("p50_ms_stream", "p50 stream ms"), ("conc_calls_s", "32-way calls/s"), ("import_ms", "import ms"),
+                ("first_client_ms", "1st client ms"), ("next_client_ms", "2nd client ms")]
     if any("cpu_ms_parse" in row for row in rows.values()):
         cols.append(("cpu_ms_parse", "CPU/parse ms"))
     if any("cpu_ms_responses" in row for row in rows.values()):
@@ -482,7 +590,7 @@ def table(rows: dict[str, dict[str, Any]], ratio: dict[str, float],
     for key, value in ratio.items():
         op, target = targets[key]
         ok = value <= target if op in ("<=", "<") else value >= target
-        lines.append(f"{key:<36} {value:8.3f}   target {op} {target}   {'met' if ok else 'NOT met'}")
+        lines.append(f"{key:<40} {value:8.3f}   target {op} {target}   {'met' if ok else 'NOT met'}")
     return "\n".join(lines)
 
 
@@ -505,12 +613,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--otel", action="store_true",
                    help="also run llmclient-otel: llmclient with OpenTelemetry spans and metrics on "
                         "(SDK, no-op exporters); its CPU is compared with plain llmclient's")
-    p.add_argument("--out", default=str(ROOT / "results" / "client_overhead.json"))
+    p.add_argument("--out", help="JSON results (default: results/client_overhead.json, or "
+                                 "results/client_overhead_instructions.json with --instructions)")
+    p.add_argument("--instructions", action="store_true",
+                   help="count instructions per call and per stream under valgrind (callgrind) "
+                        "instead of timing: repeatable on a busy machine, ~50x slower")
     p.add_argument("--worker", choices=CLIENTS, help=argparse.SUPPRESS)
+    p.add_argument("--instruction-worker", metavar="KIND:WHAT:N", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args.worker, args.url, args.model, args)))
         return 0
+    if args.instruction_worker:
+        kind, what, n = args.instruction_worker.split(":")
+        instruction_worker(kind, what, int(n), args.url, args.model, args.stream_tokens)
+    for name in (args.clients.split(",") if args.clients else []):
+        if name not in CLIENTS:
+            p.error(f"--clients: unknown client {name!r} (one of {', '.join(CLIENTS)})")
+    if args.instructions and shutil.which("valgrind") is None:
+        p.error("--instructions needs valgrind on PATH (apt-get install valgrind)")
     passthrough = ["--calls", str(args.calls), "--stream-calls", str(args.stream_calls),
                    "--stream-tokens", str(args.stream_tokens), "--concurrency", str(args.concurrency),
                    "--conc-calls", str(args.conc_calls), "--warmup", str(args.warmup)]
@@ -528,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
         kinds = args.clients.split(",")
         if args.otel:
             kinds += [kind for kind in OTEL_KINDS if kind not in kinds]
-        for r in range(args.rounds):
+        for r in range(0 if args.instructions else args.rounds):
             # Clients take turns (ABC ABC ABC) so that load from other processes on a shared
             # machine hits each of them alike; the table reports the median over rounds.
             this: dict[str, dict[str, Any]] = {}
@@ -537,13 +658,20 @@ def main(argv: list[str] | None = None) -> int:
                 this[kind] = run_worker(kind, base_url, model, passthrough)
                 this[kind]["import_ms"] = import_ms(MODULE_OF[kind], repeats=3)
             rounds.append(this)
-        rows = {kind: median_row([rnd[kind] for rnd in rounds]) for kind in kinds}
-        probe = h2c_probe_ms(base_url, model) if args.http1 else None
+        if args.instructions:
+            print(f"valgrind: {len(kinds) * 4} runs of {', '.join(kinds)} ...", file=sys.stderr, flush=True)
+            rows = instruction_rows(kinds, base_url, model, args)
+        else:
+            rows = {kind: median_row([rnd[kind] for rnd in rounds]) for kind in kinds}
+        probe = h2c_probe_ms(base_url, model) if args.http1 and not args.instructions else None
     finally:
         if server is not None:
             server.stop()
-    ratio = ratios(rows) if {"llmclient", "openai"} <= rows.keys() else {}
-    ratio.update(otel_ratios(rows))
+    if args.instructions:
+        ratio = instruction_ratios(rows)
+    else:
+        ratio = ratios(rows) if {"llmclient", "openai"} <= rows.keys() else {}
+        ratio.update(otel_ratios(rows))
     print(table(rows, ratio, TARGETS_HTTP1 if args.http1 else TARGETS))
     if probe is not None:
         print(f"h2c probe (once per process and origin): first call {probe['first_call_with_probe_ms']:.2f} ms "
@@ -554,8 +682,12 @@ def main(argv: list[str] | None = None) -> int:
     result = {"base_url": redact_url(base_url), "model": model, "cpu_count": os.cpu_count(),
               "python": sys.version.split()[0], "settings": settings, "clients": rows, "ratios": ratio,
               "rounds": rounds, "h2c_probe": probe,
-              "note": "CPU = worker process CPU time / calls; the server runs in another process."}
-    out = Path(args.out)
+              "note": ("instr = instructions per call (callgrind), the difference of two runs with "
+                       "different call counts, in millions; the server runs in another process."
+                       if args.instructions else
+                       "CPU = worker process CPU time / calls; the server runs in another process.")}
+    out = Path(args.out or ROOT / "results" / (
+        "client_overhead_instructions.json" if args.instructions else "client_overhead.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"\nwrote {out}", file=sys.stderr)

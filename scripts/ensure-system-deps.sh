@@ -8,12 +8,15 @@
 #   screenshots, charts and scanned pages back with it (through pytesseract);
 # - tinyproxy: tests/interop/test_proxy.py starts its own instances (a forward proxy, one that
 #   wants credentials, one that refuses tunnels) on free loopback ports.
+# - valgrind: `python -m benchmarks.client_overhead --instructions` counts instructions per call
+#   under callgrind (tests/bench/test_client_overhead.py runs it).
 # No package's system service is used.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || missing+=(nginx)
 command -v tinyproxy >/dev/null 2>&1 || missing+=(tinyproxy)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
