@@ -8,11 +8,14 @@ import socket
 import ssl
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
-__all__ = ["kernel_timeouts", "open_async", "open_sync", "request_timeout", "set_timeout"]
+from ._tls import MemoryTLS
+
+__all__ = ["kernel_timeouts", "open_async", "open_sync", "open_sync_shared", "request_timeout",
+           "set_timeout"]
 
 
 def kernel_timeouts(sock: socket.socket) -> bool:
@@ -47,7 +50,33 @@ def request_timeout(request: httpx.Request, key: str) -> float | None:
 def open_sync(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
               open_tcp: Callable[[str, int, float | None], socket.socket] | None = None) -> socket.socket:
     """A socket to host:port (TCP, or through ``open_tcp``: a proxy's tunnel), then TLS when
-    ``ssl_context`` is given (its ALPN offers http/1.1 only)."""
+    ``ssl_context`` is given (an ``ssl.SSLSocket``: for one thread at a time)."""
+    sock = _open_tcp(host, port, request, open_tcp)
+    if ssl_context is None:
+        return sock
+    return _start_tls(host, port, request, sock,
+                      lambda timeout: ssl_context.wrap_socket(sock, server_hostname=host))
+
+
+def open_sync_shared(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
+                     open_tcp: Callable[[str, int, float | None], socket.socket] | None = None,
+                     ) -> socket.socket | MemoryTLS:
+    """As :func:`open_sync`, for a connection one thread reads while others write (HTTP/2):
+    its TLS is a :class:`~llmclient._tls.MemoryTLS` over the plain socket."""
+    sock = _open_tcp(host, port, request, open_tcp)
+    if ssl_context is None:
+        return sock
+
+    def handshake(timeout: float | None) -> MemoryTLS:
+        tls = MemoryTLS(sock, ssl_context, host)
+        tls.handshake(timeout)
+        return tls
+
+    return _start_tls(host, port, request, sock, handshake)
+
+
+def _open_tcp(host: str, port: int, request: httpx.Request,
+              open_tcp: Callable[[str, int, float | None], socket.socket] | None) -> socket.socket:
     trace = request.extensions.get("trace")
     timeout = request_timeout(request, "connect")
     if trace:
@@ -64,13 +93,23 @@ def open_sync(host: str, port: int, ssl_context: ssl.SSLContext | None, request:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if trace:
         trace("connection.connect_tcp.complete", {})
-    if ssl_context is None:
-        return sock
+    return sock
+
+
+_T = TypeVar("_T")
+
+
+def _start_tls(host: str, port: int, request: httpx.Request, sock: socket.socket,
+               handshake: Callable[[float | None], _T]) -> _T:
+    """``handshake(timeout)`` on ``sock`` with the trace events, httpx's errors, and the socket
+    closed when it fails."""
+    trace = request.extensions.get("trace")
+    timeout = request_timeout(request, "connect")
     if trace:
         trace("connection.start_tls.started", {})
     try:
         sock.settimeout(timeout)
-        sock = ssl_context.wrap_socket(sock, server_hostname=host)
+        tls = handshake(timeout)
     except TimeoutError as exc:
         sock.close()
         raise httpx.ConnectTimeout(f"TLS handshake with {host}:{port} timed out") from exc
@@ -79,7 +118,7 @@ def open_sync(host: str, port: int, ssl_context: ssl.SSLContext | None, request:
         raise httpx.ConnectError(str(exc)) from exc
     if trace:
         trace("connection.start_tls.complete", {})
-    return sock
+    return tls
 
 
 async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,

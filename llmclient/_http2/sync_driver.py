@@ -15,12 +15,12 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import cast
 
 import httpx
 
-from .._connect import kernel_timeouts, open_sync, request_timeout, set_timeout
+from .._connect import kernel_timeouts, open_sync_shared, request_timeout, set_timeout
 from .._logging import logger
+from .._tls import MemoryTLS
 from .common import (
     ConnectionFacts,
     HTTP2ProtocolError,
@@ -44,9 +44,9 @@ def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Req
     host, port, tls = origin(url)
     if tls:
         ssl_context.set_alpn_protocols(["h2", "http/1.1"])
-    sock = open_sync(host, port, ssl_context if tls else None, request, open_tcp)
-    if tls:
-        alpn = cast(ssl.SSLSocket, sock).selected_alpn_protocol()
+    sock = open_sync_shared(host, port, ssl_context if tls else None, request, open_tcp)
+    if isinstance(sock, MemoryTLS):
+        alpn = sock.selected_alpn_protocol()
         if alpn != "h2":
             sock.close()
             raise HTTP2ProtocolError(NotHTTP2(f"{host}:{port} chose {alpn or 'no protocol'} over ALPN"))
@@ -57,17 +57,20 @@ def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Req
 
 
 class SyncConnection(ConnectionFacts):
-    """One HTTP/2 connection used from any number of threads."""
+    """One HTTP/2 connection used from any number of threads. Over TLS ``sock`` is a
+    :class:`~llmclient._tls.MemoryTLS`: an ``ssl.SSLSocket`` must not be read by one thread
+    while another writes it."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket | MemoryTLS) -> None:
         self.state = H2State()
         self._sock = sock
+        self._raw = sock.raw if isinstance(sock, MemoryTLS) else sock  # timeouts, select
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._write_lock = threading.Lock()
         self._reading = False
         self._waiting = 0  # threads waiting on the condition for the reader's news
-        self._kernel_timeouts = kernel_timeouts(sock)
+        self._kernel_timeouts = kernel_timeouts(self._raw)
         self._sock_timeout: float | None = -1.0  # nothing set yet
         self.last_used = time.monotonic()
 
@@ -86,13 +89,12 @@ class SyncConnection(ConnectionFacts):
                 return
             self._reading = True
         try:
-            pending = isinstance(self._sock, ssl.SSLSocket) and self._sock.pending()
-            if not pending and not select.select([self._sock], [], [], 0)[0]:
+            if not select.select([self._raw], [], [], 0)[0]:
                 return
             self._set_timeout(0.05)
             try:
                 data = self._sock.recv(_READ_SIZE)
-            except (TimeoutError, BlockingIOError, ssl.SSLWantReadError):
+            except (TimeoutError, BlockingIOError):
                 return
             except OSError:
                 data = b""
@@ -225,7 +227,7 @@ class SyncConnection(ConnectionFacts):
         if timeout == self._sock_timeout:
             return
         self._sock_timeout = timeout
-        set_timeout(self._sock, timeout, self._kernel_timeouts)
+        set_timeout(self._raw, timeout, self._kernel_timeouts)
 
     def _broken(self, exc: Exception) -> None:
         with self._cond:

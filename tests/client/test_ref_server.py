@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 import llmclient
+from llmclient._transport import close_all
 from tests._both import Drive
 
 CHAT = "sim-zero"
@@ -56,6 +57,20 @@ def test_every_resource(drive: Drive, request: pytest.FixtureRequest, fixture: s
     b64 = drive(c.embeddings.create(model=EMBED, input="a", encoding_format="base64"))
     assert isinstance(b64.data[0].embedding, str)
     assert drive(c.embeddings.create(model=EMBED, input="x")).data[0].embedding
+
+
+def test_many_callers_share_one_tls_connection(drive: Drive, ref_server_tls: Any) -> None:
+    """32 calls at once on each of 30 fresh HTTP/2 connections over TLS. With the sync client
+    one thread reads the connection for every stream while others write their requests; over
+    an ``ssl.SSLSocket`` (no lock in OpenSSL's SSL object) that failed a few rounds in 40 with
+    "Server disconnected without sending a response" or an SSL internal error, and once crashed
+    the interpreter. The TLS state now lives in memory under a lock (llmclient/_tls.py)."""
+    c = make(drive, ref_server_tls)
+    for _ in range(30):
+        close_all()  # each round opens a fresh connection: its first reads race its writes
+        rs = drive.gather([lambda: c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=4)] * 32,
+                          workers=32)
+        assert all(r.choices[0].message.content and r.timings.http_version == "HTTP/2" for r in rs)
 
 
 def test_server_saw_our_request_id(drive: Drive, ref_server: Any) -> None:

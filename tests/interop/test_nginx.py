@@ -103,6 +103,21 @@ def test_sync_fresh_connections_through_every_listener(nginx: Nginx, listener: s
     assert any(ch.choices and ch.choices[0].finish_reason for ch in chunks)
 
 
+@pytest.mark.parametrize("listener", ["tls12", "tls13"])
+def test_sync_threads_share_one_tls_connection(nginx: Nginx, listener: str) -> None:
+    """32 threads at once on each of 20 fresh HTTP/2 connections over TLS: one thread reads the
+    connection for all while the others write. Over an ``ssl.SSLSocket`` (an OpenSSL object
+    two threads must not use at once) this failed calls now and then; the TLS state now lives
+    in memory under a lock (llmclient/_tls.py)."""
+    c = OpenAI(**_kw(nginx, listener))
+    for _ in range(20):
+        close_all()
+        with ThreadPoolExecutor(32) as pool:
+            rs = list(pool.map(lambda _: c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2),
+                               range(32)))
+        assert all(r.choices[0].message.content and r.timings.http_version == "HTTP/2" for r in rs)
+
+
 CALLS, CONCURRENCY = 350, 16
 
 

@@ -1,0 +1,162 @@
+"""llmclient/_tls.py (TLS in memory over a plain socket, for the sync HTTP/2 driver) against
+peers nobody here wrote: ``openssl s_server`` (TLS 1.3 KeyUpdate, close_notify) and the
+reference server's TLS listener through both clients (an untrusted certificate)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import llmclient
+from benchmarks.server.tls import CertPaths, generate_certs
+from llmclient._tls import MemoryTLS
+from tests._both import Drive
+
+
+class SServer:
+    """``openssl s_server`` on a free port: what a client sends shows on its stdout, what is
+    written to its stdin goes to the client, and a line ``K`` / ``q`` is a command (KeyUpdate
+    asking for one back, ``r``: TLS 1.2 renegotiation, ``q``: close the connection)."""
+
+    def __init__(self, cert: Path, key: Path, version: str) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.proc = subprocess.Popen(
+            ["stdbuf", "-oL", "openssl", "s_server", "-accept", f"127.0.0.1:{self.port}", "-cert", str(cert),
+             "-key", str(key), version],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("openssl s_server did not start") from None
+                time.sleep(0.05)
+
+    def command(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def read_until(self, line: bytes) -> None:
+        """Its output up to the line ``line`` (what the client sent, decrypted)."""
+        assert self.proc.stdout is not None
+        seen = []
+        while True:
+            got = self.proc.stdout.readline()
+            seen.append(got)
+            if got == line + b"\n":
+                return
+            assert got, f"s_server ended before {line!r}: {b''.join(seen[-8:])!r}"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> CertPaths:
+    return generate_certs(tmp_path_factory.mktemp("s_server"))
+
+
+@pytest.fixture(params=["-tls1_3"])
+def s_server(certs: CertPaths, request: pytest.FixtureRequest) -> Iterator[SServer]:
+    if shutil.which("openssl") is None:
+        why = "openssl is not installed: scripts/ensure-system-deps.sh installs it (as root)"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    server = SServer(certs.cert, certs.key, request.param)
+    yield server
+    server.proc.kill()
+    server.proc.wait()
+
+
+def _connect(port: int, ca: Path, hostname: str = "localhost") -> MemoryTLS:
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    tls = MemoryTLS(raw, ssl.create_default_context(cafile=str(ca)), hostname)
+    tls.handshake(5)
+    raw.settimeout(5)
+    return tls
+
+
+def test_a_key_update_is_answered_and_data_flows_both_ways(s_server: SServer, certs: CertPaths) -> None:
+    tls = _connect(s_server.port, certs.ca)
+    assert tls.version() == "TLSv1.3"
+    tls.sendall(b"before\n")
+    s_server.read_until(b"before")
+    s_server.command(b"K")  # KeyUpdate with update_requested: we must send ours back
+    s_server.read_until(b"SSL_do_handshake -> 1")  # sent (stdin read together would be one line)
+    s_server.command(b"after the update")
+    assert tls.recv() == b"after the update\n"
+    tls.sendall(b"from us, under our new key\n")  # undecryptable if our KeyUpdate had not gone
+    s_server.read_until(b"from us, under our new key")
+    tls.close()
+
+
+@pytest.mark.parametrize("s_server", ["-tls1_2"], indirect=True)
+def test_what_a_read_must_answer_leaves_with_the_read(s_server: SServer, certs: CertPaths) -> None:
+    """A TLS 1.2 renegotiation, with the client only reading: each handshake message it reads
+    makes one it must send (ClientHello, then its key exchange and Finished) before the server
+    goes on; no write comes to carry them. (HTTP/2 forbids renegotiation, RFC 9113 section
+    9.2.1; it is the one thing a server can send that a read must answer.)"""
+    tls = _connect(s_server.port, certs.ca)
+    assert tls.version() == "TLSv1.2"
+    tls.sendall(b"before\n")
+    s_server.read_until(b"before")
+    s_server.command(b"r")  # HelloRequest
+    s_server.read_until(b"SSL_do_handshake -> 1")
+    s_server.command(b"one")
+    s_server.command(b"two")  # the server sends it once the renegotiation is done
+    got = b""
+    while got.count(b"\n") < 2:
+        part = tls.recv()
+        assert part, "the connection ended"
+        got += part
+    assert got == b"one\ntwo\n"
+    # The renegotiation ends once the server has our answers: until then a write says so
+    # (and is refused); reading on lets the handshake's next messages in.
+    tls.raw.settimeout(0.1)
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            tls.sendall(b"still talking\n")
+            break
+        except ssl.SSLError as exc:
+            assert "renegotiated" in str(exc) and time.monotonic() < deadline, exc
+        with pytest.raises(TimeoutError):
+            tls.recv()
+    s_server.read_until(b"still talking")
+    tls.close()
+
+
+def test_close_notify_reads_as_the_end(s_server: SServer, certs: CertPaths) -> None:
+    tls = _connect(s_server.port, certs.ca)
+    tls.sendall(b"hi\n")
+    s_server.read_until(b"hi")
+    s_server.command(b"q")  # close_notify, then the socket closes
+    assert tls.recv() == b""
+    assert tls.recv() == b""  # and stays ended
+    tls.close()
+
+
+def test_a_wrong_hostname_fails_the_handshake(s_server: SServer, certs: CertPaths) -> None:
+    with pytest.raises(ssl.SSLCertVerificationError, match=r"Hostname mismatch|doesn.t match"):
+        _connect(s_server.port, certs.ca, hostname="not-this-host.example")
+
+
+def test_an_untrusted_certificate_is_refused(drive: Drive, ref_server_tls: Any) -> None:
+    """The sync client's HTTP/2 TLS handshake is its own now (llmclient/_tls.py): it still
+    verifies, against the system's CAs by default, and says so clearly."""
+    c = drive.client(base_url=ref_server_tls.base_url, api_key="k", max_retries=0)
+    with pytest.raises(llmclient.APIConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        drive(c.chat.completions.create(model="sim-zero", messages=[{"role": "user", "content": "x"}]))
+
