@@ -27,17 +27,22 @@ def kernel_timeouts(sock: socket.socket) -> bool:
     return True
 
 
-def set_timeout(sock: socket.socket, timeout: float | None, kernel: bool) -> None:
+def set_timeout(sock: socket.socket, timeout: float | None, kernel: bool,
+                which: str = "both") -> None:
     """A read/write timeout for ``sock``. A cleartext socket stays blocking, its timeouts in the
     kernel (SO_RCVTIMEO, SO_SNDTIMEO): each read is one recv() instead of CPython's poll() +
     recv(), so a stream reads once per packet; expiry is EAGAIN (BlockingIOError), which the
-    drivers turn into httpx's timeouts. Over TLS the ssl module retries SSL_read on EAGAIN, so it
-    keeps Python's timeouts."""
+    drivers turn into httpx's timeouts. ``which`` (``"read"``, ``"write"``, ``"both"``) sets one
+    direction only, for a socket one thread reads while another writes; in the kernel they are
+    apart, a Python timeout is one for both. Over TLS the ssl module retries SSL_read on EAGAIN,
+    so an ``SSLSocket`` keeps Python's timeouts."""
     if kernel:
         seconds = 0.0 if timeout is None else max(timeout, 1e-3)
         tv = struct.pack("ll", int(seconds), int((seconds % 1) * 1e6))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        if which != "write":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        if which != "read":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
     else:
         sock.settimeout(timeout)
 

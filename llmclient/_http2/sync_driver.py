@@ -71,7 +71,10 @@ class SyncConnection(ConnectionFacts):
         self._reading = False
         self._waiting = 0  # threads waiting on the condition for the reader's news
         self._kernel_timeouts = kernel_timeouts(self._raw)
-        self._sock_timeout: float | None = -1.0  # nothing set yet
+        # The timeout each direction has now (-1: none set yet). The reader and a writer may be
+        # two threads: with kernel timeouts each sets its own direction only.
+        self._read_timeout: float | None = -1.0
+        self._write_timeout: float | None = -1.0
         self.last_used = time.monotonic()
 
     def start(self, timeout: float | None) -> None:
@@ -91,7 +94,7 @@ class SyncConnection(ConnectionFacts):
         try:
             if not select.select([self._raw], [], [], 0)[0]:
                 return
-            self._set_timeout(0.05)
+            self._set_timeout(0.05, write=False)
             try:
                 data = self._sock.recv(_READ_SIZE)
             except (TimeoutError, BlockingIOError):
@@ -213,7 +216,7 @@ class SyncConnection(ConnectionFacts):
                 data = bytes(out)
                 out.clear()
             try:
-                self._set_timeout(timeout)
+                self._set_timeout(timeout, write=True)
                 self._sock.sendall(data)
             except (TimeoutError, BlockingIOError) as exc:
                 self._broken(httpx.WriteTimeout("write timed out"))
@@ -223,11 +226,18 @@ class SyncConnection(ConnectionFacts):
                 self._broken(err)
                 raise err from exc
 
-    def _set_timeout(self, timeout: float | None) -> None:
-        if timeout == self._sock_timeout:
-            return
-        self._sock_timeout = timeout
-        set_timeout(self._raw, timeout, self._kernel_timeouts)
+    def _set_timeout(self, timeout: float | None, write: bool) -> None:
+        if not self._kernel_timeouts:  # one Python timeout for both directions
+            if timeout != self._read_timeout or timeout != self._write_timeout:
+                self._read_timeout = self._write_timeout = timeout
+                set_timeout(self._raw, timeout, False)
+        elif write:
+            if timeout != self._write_timeout:
+                self._write_timeout = timeout
+                set_timeout(self._raw, timeout, True, "write")
+        elif timeout != self._read_timeout:
+            self._read_timeout = timeout
+            set_timeout(self._raw, timeout, True, "read")
 
     def _broken(self, exc: Exception) -> None:
         with self._cond:
@@ -266,8 +276,8 @@ class SyncConnection(ConnectionFacts):
         data = b""
         try:
             # httpx's read timeout bounds each wait for bytes, not the whole response.
-            if timeout != self._sock_timeout:
-                self._set_timeout(timeout)
+            if timeout != self._read_timeout:
+                self._set_timeout(timeout, write=False)
             data = self._sock.recv(_READ_SIZE)
         except (TimeoutError, BlockingIOError):
             error = httpx.ReadTimeout("read timed out")

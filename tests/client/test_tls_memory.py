@@ -1,6 +1,9 @@
-"""llmclient/_tls.py (TLS in memory over a plain socket, for the sync HTTP/2 driver) against
-peers nobody here wrote: ``openssl s_server`` (TLS 1.3 KeyUpdate, close_notify) and the
-reference server's TLS listener through both clients (an untrusted certificate)."""
+"""The socket of a sync HTTP/2 connection, which one thread reads while others write.
+
+llmclient/_tls.py (TLS in memory over a plain socket) against peers nobody here wrote:
+``openssl s_server`` (TLS 1.3 KeyUpdate, TLS 1.2 renegotiation, close_notify, a wrong
+hostname) and the reference server's TLS listener through both clients (an untrusted
+certificate); and the read and write timeouts kept apart in the kernel."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import os
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
@@ -160,3 +164,34 @@ def test_an_untrusted_certificate_is_refused(drive: Drive, ref_server_tls: Any) 
     with pytest.raises(llmclient.APIConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
         drive(c.chat.completions.create(model="sim-zero", messages=[{"role": "user", "content": "x"}]))
 
+
+
+@pytest.mark.parametrize("fixture", ["ref_server", "ref_server_tls"])
+def test_a_writer_never_sets_the_readers_timeout(request: pytest.FixtureRequest, fixture: str) -> None:
+    """One thread reads a sync HTTP/2 connection while others write. With one timeout for both
+    directions a writer's short write timeout (``httpx.Timeout(60, write=0.05)``) could land on
+    the socket just before the reader's ``recv``, which then timed out at 0.05 s; the kernel
+    keeps the two apart (to the kernel's tick), and each side now sets its own."""
+    import httpx
+
+    from llmclient._http2.sync_driver import connect_sync
+
+    server = request.getfixturevalue(fixture)
+    context = ssl.create_default_context(cafile=server.ca_path) if server.ca_path else ssl.create_default_context()
+    url = httpx.URL(server.base_url)
+    conn = connect_sync(url, context, httpx.Request("GET", url, extensions={"timeout": {"connect": 5}}))
+    try:
+        raw = conn._raw
+
+        def kernel(option: int) -> float:
+            sec, usec = struct.unpack("ll", raw.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("ll")))
+            return sec + usec / 1e6
+
+        conn._set_timeout(60.0, write=False)  # the reader's
+        conn._set_timeout(0.05, write=True)  # a writer's, meanwhile
+        assert kernel(socket.SO_RCVTIMEO) == pytest.approx(60.0, abs=0.01)
+        assert kernel(socket.SO_SNDTIMEO) == pytest.approx(0.05, abs=0.01)
+        conn._set_timeout(None, write=False)  # no read timeout: blocking reads
+        assert kernel(socket.SO_RCVTIMEO) == 0.0 and kernel(socket.SO_SNDTIMEO) == pytest.approx(0.05, abs=0.01)
+    finally:
+        conn.close()
