@@ -153,7 +153,8 @@ def _network(profile: str, host: str, port: int, scheme: str, verify: str | bool
              measure: bool, seed: int) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yields (origin through the emulated network, what the network achieved)."""
     if profile == "none":
-        yield f"{scheme}://{host}:{port}", {"profile": "none (direct)"}
+        netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # an IPv6 literal
+        yield f"{scheme}://{netloc}", {"profile": "none (direct)"}
         return
     from ..netem import Network, measure_network
 

@@ -45,8 +45,13 @@ class ServeOptions:
     key: Path | None = None
 
 
+def origin_url(scheme: str, host: str, port: int) -> str:
+    """``scheme://host:port``, an IPv6 literal in brackets (RFC 3986: ``http://[::1]:8000``)."""
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
 def _announce(scheme: str, host: str, port: int) -> None:
-    sys.stdout.write(f"READY {scheme}://{host}:{port}\n")
+    sys.stdout.write(f"READY {origin_url(scheme, host, port)}\n")
     sys.stdout.flush()
 
 

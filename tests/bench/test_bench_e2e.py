@@ -65,3 +65,33 @@ def test_base_url_runs_what_it_can_and_says_why_it_skips_the_rest(
     assert by_name["connection"]["skipped"] is None
     assert "reference_server" not in doc["capabilities"]
     assert "faults" in (by_name["faults"]["skipped"] or "")
+
+
+@pytest.mark.timeout(90)
+def test_base_url_with_an_ipv6_literal(tmp_path: Path) -> None:
+    """``--base-url http://[::1]:PORT/v1`` with no emulated network: the harness rebuilt the
+    origin from the parsed host without its brackets, and every request failed ('other')."""
+    import socket
+
+    from tests.conftest import start_ref_server, stop_ref_server
+
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    server = start_ref_server("--host", "::1")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks", "--quick", "--scenarios", "steady", "--network", "none",
+             "--base-url", server.base_url, "--api-key", "any", "--out", str(tmp_path)],
+            cwd=ROOT, capture_output=True, text=True, timeout=85)
+    finally:
+        stop_ref_server(server)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run_dir,) = list(tmp_path.iterdir())
+    doc = json.loads((run_dir / "result.json").read_text())
+    (steady,) = [s for s in doc["scenarios"] if s["name"] == "steady"]
+    records = steady["records"]["llmclient"]
+    failed = [r for r in records if r["error_kind"] is not None or r["status"] != 200]
+    assert records and not failed, failed[:3]

@@ -7,6 +7,7 @@ cancellation of an asyncio task, which has no sync counterpart.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import time
 import uuid
@@ -19,6 +20,7 @@ import pytest
 import llmclient
 from llmclient._transport import close_all
 from tests._both import Drive
+from tests.conftest import start_ref_server, stop_ref_server
 
 CHAT = "sim-zero"
 EMBED = "text-embedding-3-small"
@@ -71,6 +73,33 @@ def test_many_callers_share_one_tls_connection(drive: Drive, ref_server_tls: Any
         rs = drive.gather([lambda: c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=4)] * 32,
                           workers=32)
         assert all(r.choices[0].message.content and r.timings.http_version == "HTTP/2" for r in rs)
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("http1", [False, True], ids=["HTTP/2", "HTTP/1.1"])
+def test_an_ipv6_origin(drive: Drive, http1: bool) -> None:
+    """``http://[::1]:PORT/v1``: the server announces its URL with the brackets (it printed
+    ``http://::1:PORT``, which no client parses), and both protocols work over IPv6."""
+    if not _ipv6_loopback():
+        pytest.skip("no IPv6 loopback on this machine")
+    server = start_ref_server("--host", "::1", *(["--http1-only"] if http1 else []))
+    try:
+        assert server.url.startswith("http://[::1]:")
+        c = make(drive, server)
+        r = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=4))
+        assert r.choices[0].message.content and r.timings.http_version == ("HTTP/1.1" if http1 else "HTTP/2")
+        assert len(drive.iterate(drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=4,
+                                                                 stream=True)))) >= 2
+    finally:
+        stop_ref_server(server)
 
 
 def test_server_saw_our_request_id(drive: Drive, ref_server: Any) -> None:
