@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
@@ -427,11 +427,26 @@ class BaseClient:
                 response._content = raw  # what httpx's read() leaves: RawResponse.content works
             return codec.decode(call.path, raw, response.headers.get("content-type", ""))
         except APIError as err:
-            err.trace_id = call.trace.trace_id
-            err.request_id = response.headers.get("x-request-id")
-            err.timings = call.record
-            err.request = response.request
+            BaseClient._stamp(err, call, response)
             raise
+
+    @staticmethod
+    def _make(call: Call, make: Callable[[dict[str, Any]], Any], value: dict[str, Any],
+              response: httpx.Response) -> Any:
+        """``make(value)``: the response object; an error it finds in the answer (a malformed
+        embedding) carries the call's trace id like any other."""
+        try:
+            return make(value)
+        except APIError as err:
+            BaseClient._stamp(err, call, response)
+            raise
+
+    @staticmethod
+    def _stamp(err: APIError, call: Call, response: httpx.Response) -> None:
+        err.trace_id = call.trace.trace_id
+        err.request_id = response.headers.get("x-request-id")
+        err.timings = call.record
+        err.request = response.request
 
     @staticmethod
     def _finish(call: Call, obj: Any, response: httpx.Response | None) -> Any:

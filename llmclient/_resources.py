@@ -11,13 +11,15 @@ response proxies, the Responses API's pass-through of the methods we do not acce
 
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
+import sys
 from array import array
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._call import NOT_GIVEN, Call, split_options
+from ._errors import MalformedResponseError
 from ._models import create_embedding_response, jsonable
 from .wire.codec import RESPONSES_PATH
 
@@ -156,20 +158,52 @@ def _prepare_embedding_params(params: dict[str, Any]) -> bool:
     return False
 
 
-def _decode_embeddings(value: dict[str, Any]) -> dict[str, Any]:
-    for item in value.get("data") or ():
-        emb = item.get("embedding")
-        if isinstance(emb, str):
-            floats = array("f")
-            floats.frombytes(base64.b64decode(emb))  # little-endian float32, as the API sends
-            item["embedding"] = floats.tolist()
-    return value
+def _base64_vectors(value: dict[str, Any]) -> tuple[dict[str, Any], list[list[float] | None]]:
+    """The base64 vectors of an embeddings answer, decoded (little-endian float32, as the API
+    sends them), and a copy of the answer with an empty list in their place (``value`` itself is
+    left alone: the cache or another caller may hold it). None for an item that was not base64."""
+    vectors: list[list[float] | None] = []
+    data: list[Any] = []
+    for n, item in enumerate(value.get("data") or ()):
+        emb = item.get("embedding") if isinstance(item, dict) else None
+        if not isinstance(emb, str):
+            vectors.append(None)
+            data.append(item)
+            continue
+        floats = array("f")
+        try:
+            floats.frombytes(binascii.a2b_base64(emb))  # b64decode, minus a copy of the str
+        except ValueError as exc:  # binascii.Error, non-ASCII, not a whole number of floats
+            raise MalformedResponseError(
+                f"Malformed response body: embedding {n} is not base64 float32 ({exc})") from None
+        if sys.byteorder == "big":
+            floats.byteswap()
+        vectors.append(floats.tolist())
+        data.append({**item, "embedding": []})
+    return {**value, "data": data}, vectors
+
+
+def _decoded_embeddings(value: dict[str, Any]) -> Any:
+    """The response, its base64 vectors turned back into floats (the caller did not choose an
+    encoding). The floats go in after the response object is built, as the official client
+    does: validating millions of floats one by one cost more than decoding them."""
+    if not value.get("data"):
+        return create_embedding_response(value)
+    value, vectors = _base64_vectors(value)
+    response = create_embedding_response(value)
+    data = getattr(response, "data", None) or ()
+    for item, vector in zip(data, vectors, strict=False):
+        if vector is None:
+            continue
+        if isinstance(item, dict):  # a loose construct() of an answer the types refused
+            item["embedding"] = vector
+        else:
+            item.embedding = vector
+    return response
 
 
 def _make_embeddings(decode: bool) -> Callable[[dict[str, Any]], Any]:
-    if decode:
-        return lambda v: create_embedding_response(_decode_embeddings(v))
-    return create_embedding_response
+    return _decoded_embeddings if decode else create_embedding_response
 
 
 class Beta:

@@ -138,9 +138,9 @@ class AsyncPipeline(_Stages):
             call.record.bytes_received += response.num_bytes_downloaded  # as on the wire
             call.record.finish()
             value = self._decode(call, response, data, codec)
-            if handle is not None:
-                await handle.astore_response(value)  # the cache keeps a complete answer
-            obj = self._finish(call, make(value), response)
+            obj = self._finish(call, self._make(call, make, value, response), response)
+            if handle is not None:  # the cache keeps a complete answer, one that made an object
+                await handle.astore_response(value)
             features.after(call, value)
             return RawResponse(response, obj) if raw else obj
         except BaseException as exc:

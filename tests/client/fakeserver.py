@@ -198,6 +198,8 @@ class FakeApp:
                 emb: Any = vec
                 if body.get("encoding_format") == "base64":
                     emb = base64.b64encode(struct.pack("<3f", *vec)).decode()
+                    if "bad_base64" in fault:  # 10 bytes: not a whole number of float32s
+                        emb = base64.b64encode(b"0123456789").decode()
                 items.append({"object": "embedding", "index": i, "embedding": emb})
             data = {"object": "list", "data": items, "model": model, "usage": {"prompt_tokens": 3, "total_tokens": 3}}
             return await _respond(send, 200, orjson.dumps(data), b"application/json", out_headers)

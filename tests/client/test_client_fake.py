@@ -111,6 +111,31 @@ def test_embeddings_float_default_travels_as_base64(drive: Drive, fake: Hypercor
     assert drive(c.embeddings.create(model="e", input="x")).data[0].embedding == [0.5, -1.25, 2.0]
 
 
+def test_an_embedding_that_is_not_base64_float32_is_a_clear_error(drive: Drive, fake: HypercornServer) -> None:
+    c = client(drive, fake)
+    with pytest.raises(llmclient.MalformedResponseError, match="embedding 0 is not base64 float32") as info:
+        drive(c.embeddings.create(model="e", input="a", extra_headers={"x-test-fault": "bad_base64"}))
+    assert info.value.trace_id
+    # ... and not kept by the cache: the next identical call goes to the server again
+    cached = client(drive, fake, cache="memory")
+
+    def upstream() -> int:
+        return sum(seen.path.endswith("/embeddings") for seen in fake.app.seen)
+
+    before = upstream()
+    for _ in range(2):  # a good answer is kept: the second is a hit
+        drive(cached.embeddings.create(model="e", input="good"))
+    assert upstream() - before == 1
+    for _ in range(2):
+        with pytest.raises(llmclient.MalformedResponseError):
+            drive(cached.embeddings.create(model="e", input="bad", extra_headers={"x-test-fault": "bad_base64"}))
+    assert upstream() - before == 3
+    # asked for base64 (nothing decoded): handed over as sent
+    raw = drive(c.embeddings.create(model="e", input="a", encoding_format="base64",
+                                    extra_headers={"x-test-fault": "bad_base64"}))
+    assert raw.data[0].embedding == "MDEyMzQ1Njc4OQ=="
+
+
 def test_extras_reach_the_server_and_llmclient_options_do_not(drive: Drive, fake: HypercornServer) -> None:
     drive(client(drive, fake).chat.completions.create(
         model="m", messages=MSG, extra_headers={"X-Custom": "1"}, extra_query={"q": "v"},

@@ -75,6 +75,24 @@ def test_many_callers_share_one_tls_connection(drive: Drive, ref_server_tls: Any
         assert all(r.choices[0].message.content and r.timings.http_version == "HTTP/2" for r in rs)
 
 
+@pytest.mark.parametrize("wire", ["json", "protobuf"])
+def test_embeddings_as_the_official_client_decodes_them(drive: Drive, ref_server: Any, wire: str) -> None:
+    """No encoding_format: both clients ask for base64 and hand back floats. The same floats, in
+    the official types; the vectors go in after the response object is built (validating them
+    one by one cost more than decoding them)."""
+    import openai
+
+    inputs = [f"passage {i}" for i in range(64)]
+    ours = drive(make(drive, ref_server, wire=wire).embeddings.create(model=EMBED, input=inputs))
+    theirs = openai.OpenAI(base_url=ref_server.base_url, api_key="k").embeddings.create(model=EMBED, input=inputs)
+    assert type(ours).__name__ == "CreateEmbeddingResponse" and type(ours.data[0]) is type(theirs.data[0])
+    assert [d.embedding for d in ours.data] == [d.embedding for d in theirs.data]
+    assert all(type(x) is float for x in ours.data[-1].embedding) and len(ours.data[-1].embedding) == 1536
+    assert [d.index for d in ours.data] == list(range(64)) and ours.usage == theirs.usage
+    if wire == "protobuf":
+        assert ours.timings.wire == "protobuf"
+
+
 def _ipv6_loopback() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as probe:
