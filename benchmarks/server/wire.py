@@ -17,6 +17,7 @@ import orjson
 from llmclient.wire import (
     PROTOBUF_CONTENT_TYPE,
     CompressionError,
+    DecompressedTooLarge,
     MalformedResponseError,
     StreamEncoder,
     choose_request_encoding,
@@ -33,6 +34,7 @@ __all__ = [
     "JSON_TYPE",
     "PROTOBUF_TYPE",
     "SSE_TYPE",
+    "BodyTooLargeDecompressed",
     "StreamWriter",
     "UnsupportedMediaType",
     "WireDecodeError",
@@ -67,6 +69,11 @@ class UnsupportedMediaType(ValueError):
 
 class WireDecodeError(ValueError):
     """The body does not parse under its Content-Type (HTTP 400)."""
+
+
+class BodyTooLargeDecompressed(ValueError):
+    """The body decompresses past the server's body limit (HTTP 413, as the same body sent
+    plain gets)."""
 
 
 def _media_type(header: str | None) -> str:
@@ -110,6 +117,8 @@ def decode_request(body: bytes, content_type: str | None,
         try:
             body = (decompress(body, content_encoding) if max_size is None
                     else decompress(body, content_encoding, max_size))
+        except DecompressedTooLarge as exc:
+            raise BodyTooLargeDecompressed(f"request body: {exc}") from None
         except CompressionError as exc:
             raise WireDecodeError(f"request body: {exc}") from None
     media = _media_type(content_type)

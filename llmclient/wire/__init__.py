@@ -15,7 +15,7 @@ llmclient's protobuf import (never the submodules).
 * **Compression** (``llmclient.wire.compression``): :func:`compress` / :func:`decompress` (zstd,
   gzip; decompression capped against bombs), :func:`parse_accept_encoding`,
   :func:`choose_request_encoding`, :func:`supported_encodings`, :data:`MIN_COMPRESS_BYTES`,
-  :class:`CompressionError`.
+  :class:`CompressionError` (:class:`DecompressedTooLarge` past the cap).
 * :data:`Wire`: the ``wire=`` setting's values (``"json"``, ``"protobuf"``, ``"auto"``), and
   :class:`MalformedResponseError`, what a body that does not decode raises.
 
@@ -36,6 +36,7 @@ from .codec import JSON_CODEC, RESPONSE_END_EVENTS, SSEDecoder
 from .compression import (
     MIN_COMPRESS_BYTES,
     CompressionError,
+    DecompressedTooLarge,
     choose_request_encoding,
     compress,
     decompress,
@@ -66,6 +67,7 @@ __all__ = [
     "RESPONSE_END_EVENTS",
     "WIRE_HEADER",
     "CompressionError",
+    "DecompressedTooLarge",
     "MalformedResponseError",
     "SSEDecoder",
     "StreamEncoder",

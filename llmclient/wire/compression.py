@@ -27,6 +27,7 @@ __all__ = [
     "MIN_COMPRESS_BYTES",
     "ZSTD_LEVEL",
     "CompressionError",
+    "DecompressedTooLarge",
     "accept_encoding",
     "choose_request_encoding",
     "compress",
@@ -49,6 +50,11 @@ MAX_DECOMPRESSED_BYTES: Final = 64 * 1024 * 1024
 
 class CompressionError(ValueError):
     """A body could not be (de)compressed with the coding it claims."""
+
+
+class DecompressedTooLarge(CompressionError):
+    """A body that decompresses to more than the cap (a compression bomb, or a body past a
+    server's size limit): a server answers it 413, as it would the same body sent plain."""
 
 
 _local = threading.local()  # zstd (de)compressor objects are not safe to share across threads
@@ -136,7 +142,7 @@ def decompress(data: bytes, encoding: str, max_size: int = MAX_DECOMPRESSED_BYTE
         except zlib.error as exc:
             raise CompressionError(f"corrupt gzip body: {exc}") from None
         if not d.eof:
-            raise CompressionError(_short_or_big(len(out), max_size, "gzip"))
+            raise _short_or_big(len(out), max_size, "gzip")
     elif coding == "zstd":
         zstd = _zstd()
         if zstd is None:
@@ -145,7 +151,7 @@ def decompress(data: bytes, encoding: str, max_size: int = MAX_DECOMPRESSED_BYTE
     else:
         raise CompressionError(f"unsupported content-coding {encoding!r}")
     if len(out) > max_size:
-        raise CompressionError(_short_or_big(len(out), max_size, coding))
+        raise _short_or_big(len(out), max_size, coding)
     return out
 
 
@@ -153,7 +159,7 @@ def _zstd_decompress(zstd: Any, data: bytes, max_size: int) -> bytes:
     try:
         declared = zstd.frame_content_size(data)
         if declared > max_size:
-            raise CompressionError(_short_or_big(declared, max_size, "zstd"))
+            raise _short_or_big(declared, max_size, "zstd")
         if declared >= 0:  # size known (our compressor writes it): one bounded call
             d = zstd.ZstdDecompressor().decompressobj()
             out: bytes = d.decompress(data)
@@ -168,7 +174,7 @@ def _zstd_decompress(zstd: Any, data: bytes, max_size: int) -> bytes:
         raise CompressionError(f"corrupt zstd body: {exc}") from None
 
 
-def _short_or_big(n: int, max_size: int, coding: str) -> str:
+def _short_or_big(n: int, max_size: int, coding: str) -> CompressionError:
     if n > max_size:
-        return f"{coding} body decompresses to more than {max_size} bytes"
-    return f"truncated {coding} body"
+        return DecompressedTooLarge(f"{coding} body decompresses to more than {max_size} bytes")
+    return CompressionError(f"truncated {coding} body")

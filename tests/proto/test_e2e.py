@@ -115,6 +115,40 @@ def test_bad_bodies_get_clear_4xx_answers(http: httpx.Client) -> None:
     assert r.status_code == 415
 
 
+@pytest.mark.parametrize("coding", supported_encodings())
+def test_a_body_that_decompresses_past_the_limit_is_413_like_a_plain_one(http: httpx.Client, coding: str) -> None:
+    """33 MB of JSON compresses to a few KB; decompressed it is past the 32 MiB body limit, and
+    the answer is the plain body's 413, not a 400 that reads as a malformed request."""
+    big = b'{"model": "sim-zero", "messages": [{"role": "user", "content": "' + b"a" * (33 << 20) + b'"}]}'
+    plain = http.post("/chat/completions", content=big, headers={"content-type": "application/json"})
+    packed = http.post("/chat/completions", content=compress(big, coding),
+                       headers={"content-type": "application/json", "content-encoding": coding})
+    assert plain.status_code == packed.status_code == 413, (plain.text, packed.text)
+    assert "decompresses to more than" in packed.json()["error"]["message"]
+
+
+def test_the_client_sees_the_same_413_either_way(ref_server: Any) -> None:
+    """llmclient compresses the big body (zstd); the official client sends it plain: both get
+    413 (``APIStatusError``), not one a 400 (``BadRequestError``)."""
+    import openai
+
+    import llmclient
+
+    text = "lorem ipsum " * (3 << 20)  # 36 MB of prompt
+    msgs = [{"role": "user", "content": text}]
+    short = [{"role": "user", "content": "hi"}]
+    errors = []
+    for module in (llmclient, openai):
+        client = module.OpenAI(base_url=ref_server.base_url, api_key="k", max_retries=0)
+        client.chat.completions.create(model="sim-zero", messages=short, max_tokens=2)  # learns zstd
+        with pytest.raises(module.APIStatusError) as info:
+            client.chat.completions.create(model="sim-zero", messages=msgs, max_tokens=2)
+        errors.append(info.value)
+    assert [e.status_code for e in errors] == [413, 413]
+    assert errors[0].timings.request_encoding in ("zstd", "gzip")  # llmclient's went compressed
+    assert type(errors[0]).__name__ == type(errors[1]).__name__
+
+
 @pytest.mark.parametrize("wire", ["protobuf", "auto"])
 def test_the_client_gives_the_same_objects_over_protobuf(drive: Drive, ref_server: Any, wire: str) -> None:
     with drive.enter(drive.client(base_url=ref_server.base_url, api_key="k")) as j, \
