@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--server", default="granian", choices=("granian", "hypercorn", "uvicorn"),
                    help="HTTP server: granian (HTTP/1.1 + HTTP/2), hypercorn (HTTP/1.1 + HTTP/2), "
                         "uvicorn (HTTP/1.1 only, as vLLM and SGLang serve)")
+    p.add_argument("--uvicorn-http", default="h11", choices=("h11", "httptools"),
+                   help="uvicorn's HTTP/1.1 parser: h11, or httptools, which uvicorn[standard] "
+                        "installs and so vLLM and SGLang run on")
     p.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"),
                    help="event loop; auto = uvloop when installed (less CPU per request)")
     p.add_argument("--log-level", default="INFO")
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
                                 compress_responses=not args.no_compress,
                                 tracing=tracing.create(args.trace_spans, args.otlp_endpoint)))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
-                        cert if args.tls else None, key if args.tls else None)
+                        cert if args.tls else None, key if args.tls else None, args.uvicorn_http)
     shutdown.configure(args.shutdown_grace_s)
     _install_loop(args.loop)
     asyncio.run(serve(app, opts))

@@ -43,6 +43,7 @@ class ServeOptions:
     http1_only: bool = False
     cert: Path | None = None
     key: Path | None = None
+    uvicorn_http: str = "h11"  # or "httptools" (uvicorn[standard], as vLLM and SGLang install it)
 
 
 def origin_url(scheme: str, host: str, port: int) -> str:
@@ -156,12 +157,17 @@ async def _serve_hypercorn(app: object, opts: ServeOptions, scheme: str) -> None
 
 
 async def _serve_uvicorn(app: object, opts: ServeOptions, scheme: str) -> None:
-    """uvicorn speaks HTTP/1.1 only (h11): what vLLM, SGLang, llama-cpp-python's server and
-    litellm's proxy are served by. An h2c preface gets an HTTP/1.1 error answer there."""
+    """uvicorn speaks HTTP/1.1 only (h11, or httptools): what vLLM, SGLang, llama-cpp-python's
+    server and litellm's proxy are served by. An h2c preface gets an HTTP/1.1 error answer there."""
     try:
         import uvicorn
     except ImportError:
         raise SystemExit("uvicorn is not installed: pip install uvicorn") from None
+    if opts.uvicorn_http == "httptools":
+        try:
+            import httptools  # noqa: F401
+        except ImportError:
+            raise SystemExit("--uvicorn-http httptools needs httptools: pip install httptools") from None
     sock = socket.socket(socket.AF_INET6 if ":" in opts.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((opts.host, opts.port))
@@ -169,7 +175,7 @@ async def _serve_uvicorn(app: object, opts: ServeOptions, scheme: str) -> None:
     port = sock.getsockname()[1]
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
-        http="h11", lifespan="on", access_log=False, log_level="warning",
+        http=opts.uvicorn_http, lifespan="on", access_log=False, log_level="warning",
         timeout_keep_alive=KEEP_ALIVE_S, loop="none",
         ssl_certfile=str(opts.cert) if opts.cert else None,
         ssl_keyfile=str(opts.key) if opts.key else None,

@@ -1,4 +1,4 @@
-"""uvicorn (installed from the registry; HTTP/1.1 only, h11) as the origin: how vLLM, SGLang,
+"""uvicorn (installed from the registry; HTTP/1.1 only, h11 and httptools) as the origin: how vLLM, SGLang,
 llama-cpp-python's server and litellm's proxy serve. It answers the h2c preface with an
 HTTP/1.1 error, so llmclient must fall back to HTTP/1.1 within the first call, sync and async
 alike, and never probe that origin again in this process (each probe is a rejected request in
@@ -23,11 +23,12 @@ CHAT = "sim-zero"
 MSG = [{"role": "user", "content": "hello"}]
 
 
-@pytest.fixture()
-def uvicorn_server() -> Iterator[RefServer]:
+@pytest.fixture(params=["h11", "httptools"])
+def uvicorn_server(request: pytest.FixtureRequest) -> Iterator[RefServer]:
     # A fresh server (a fresh origin) per test: what the process learned about another
-    # origin must not help.
-    server = start_ref_server("--server", "uvicorn")
+    # origin must not help. Both of uvicorn's parsers: h11, and httptools, which
+    # uvicorn[standard] installs, as vLLM and SGLang do.
+    server = start_ref_server("--server", "uvicorn", "--uvicorn-http", request.param)
     yield server
     stop_ref_server(server)
 
