@@ -195,3 +195,58 @@ def test_a_writer_never_sets_the_readers_timeout(request: pytest.FixtureRequest,
         assert kernel(socket.SO_RCVTIMEO) == 0.0 and kernel(socket.SO_SNDTIMEO) == pytest.approx(0.05, abs=0.01)
     finally:
         conn.close()
+
+
+class _SilentPeer:
+    """A TCP listener that accepts and then says nothing (``close=False``) or hangs up at once
+    (``close=True``): a TLS handshake with it must end at the connect timeout, or at once."""
+
+    def __init__(self, close: bool) -> None:
+        import threading
+
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._held: list[socket.socket] = []
+        self._close = close
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            if self._close:
+                conn.close()
+            else:
+                self._held.append(conn)
+
+    def stop(self) -> None:
+        self._listener.close()
+        for conn in self._held:
+            conn.close()
+
+
+@pytest.mark.parametrize("close", [False, True], ids=["silent", "hangs-up"])
+def test_a_handshake_that_goes_nowhere_ends_at_the_connect_timeout_or_at_once(drive: Drive, close: bool) -> None:
+    import httpx
+
+    peer = _SilentPeer(close)
+    try:
+        # A peer that hangs up must fail long before a 10 s connect timeout; a silent one at
+        # its 0.5 s connect timeout, long before the 30 s read timeout.
+        c = drive.client(base_url=f"https://127.0.0.1:{peer.port}/v1", api_key="k", max_retries=0,
+                         timeout=httpx.Timeout(30.0, connect=10.0 if close else 0.5))
+        started = time.monotonic()
+        error = llmclient.APIConnectionError  # APITimeoutError is one too
+        with pytest.raises(error) as info:
+            drive(c.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}]))
+        elapsed = time.monotonic() - started
+    finally:
+        peer.stop()
+    if close:
+        assert not isinstance(info.value, llmclient.APITimeoutError), info.value
+        assert elapsed < 5, elapsed  # decided now, not at the timeout
+    else:
+        assert isinstance(info.value, llmclient.APITimeoutError), info.value
+        assert elapsed < 10, elapsed  # the connect timeout (0.5 s), not the read timeout (30 s)
