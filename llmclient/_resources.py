@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import binascii
 import functools
-import sys
-from array import array
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._call import NOT_GIVEN, Call, split_options
 from ._errors import MalformedResponseError
 from ._models import create_embedding_response, jsonable
-from .wire.codec import RESPONSES_PATH
+from .wire.codec import RESPONSES_PATH, float32_list
 
 if TYPE_CHECKING:
     from ._client import BaseClient
@@ -170,15 +168,11 @@ def _base64_vectors(value: dict[str, Any]) -> tuple[dict[str, Any], list[list[fl
             vectors.append(None)
             data.append(item)
             continue
-        floats = array("f")
         try:
-            floats.frombytes(binascii.a2b_base64(emb))  # b64decode, minus a copy of the str
+            vectors.append(float32_list(binascii.a2b_base64(emb)))  # a2b: b64decode minus a copy
         except ValueError as exc:  # binascii.Error, non-ASCII, not a whole number of floats
             raise MalformedResponseError(
                 f"Malformed response body: embedding {n} is not base64 float32 ({exc})") from None
-        if sys.byteorder == "big":
-            floats.byteswap()
-        vectors.append(floats.tolist())
         data.append({**item, "embedding": []})
     return {**value, "data": data}, vectors
 

@@ -95,8 +95,9 @@ class MemoryTLS:
                 else:
                     self._incoming.write_eof()
                 plain = self._decrypt()
-                # A post-handshake message to answer (a TLS 1.3 KeyUpdate): sent here unless a
-                # writer holds the send lock, in which case it sends it before letting go.
+                # A handshake message to answer (a TLS 1.2 renegotiation; OpenSSL answers a TLS
+                # 1.3 KeyUpdate with the next write): sent here unless a writer holds the send
+                # lock, in which case it sends it before letting go.
                 reply = self._outgoing.pending > 0 and self._send_lock.acquire(blocking=False)
             if reply:
                 try:
@@ -162,9 +163,6 @@ class MemoryTLS:
             except BaseException:
                 self._send_lock.release()
                 raise
-
-    def fileno(self) -> int:
-        return self.raw.fileno()
 
     def close(self) -> None:
         self.raw.close()

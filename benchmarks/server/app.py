@@ -308,7 +308,7 @@ class App:
         except FaultSpecError as exc:
             await self._error(send, req, 400, f"x-fault header: {exc}", param="x-fault")
             return
-        except (BodyTooLarge, wire.BodyTooLargeDecompressed) as exc:
+        except BodyTooLarge as exc:
             await self._error(send, req, 413, str(exc))
             return
         except BodyTimeout as exc:

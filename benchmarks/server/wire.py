@@ -29,12 +29,13 @@ from llmclient.wire import (
 )
 from llmclient.wire import encode_response as encode_protobuf_response
 
+from ._http import BodyTooLarge
+
 __all__ = [
     "ADVERTISED_HEADERS",
     "JSON_TYPE",
     "PROTOBUF_TYPE",
     "SSE_TYPE",
-    "BodyTooLargeDecompressed",
     "StreamWriter",
     "UnsupportedMediaType",
     "WireDecodeError",
@@ -69,11 +70,6 @@ class UnsupportedMediaType(ValueError):
 
 class WireDecodeError(ValueError):
     """The body does not parse under its Content-Type (HTTP 400)."""
-
-
-class BodyTooLargeDecompressed(ValueError):
-    """The body decompresses past the server's body limit (HTTP 413, as the same body sent
-    plain gets)."""
 
 
 def _media_type(header: str | None) -> str:
@@ -117,8 +113,8 @@ def decode_request(body: bytes, content_type: str | None,
         try:
             body = (decompress(body, content_encoding) if max_size is None
                     else decompress(body, content_encoding, max_size))
-        except DecompressedTooLarge as exc:
-            raise BodyTooLargeDecompressed(f"request body: {exc}") from None
+        except DecompressedTooLarge as exc:  # past the body limit once decompressed: 413
+            raise BodyTooLarge(f"request body: {exc}") from None
         except CompressionError as exc:
             raise WireDecodeError(f"request body: {exc}") from None
     media = _media_type(content_type)

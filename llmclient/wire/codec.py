@@ -10,13 +10,15 @@ are plain dicts in the OpenAI JSON shape. JSON is the default; the protobuf code
 
 from __future__ import annotations
 
+import sys
+from array import array
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
 from .._errors import IncompleteStreamError, MalformedResponseError
 
-__all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder"]
+__all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder", "float32_list"]
 
 
 @runtime_checkable
@@ -212,6 +214,16 @@ def _fields(raw: bytes) -> tuple[bytes | None, bytes]:
         elif name == b"event":
             event = value
     return (b"\n".join(data) if data else None), event
+
+
+def float32_list(raw: bytes) -> list[float]:
+    """Little-endian float32s as Python floats: an embedding as the API sends it in base64, and
+    as protobuf packs it. ValueError when ``raw`` is not a whole number of them."""
+    floats = array("f")
+    floats.frombytes(raw)
+    if sys.byteorder == "big":
+        floats.byteswap()
+    return floats.tolist()
 
 
 JSON_CODEC = JsonCodec()

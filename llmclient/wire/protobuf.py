@@ -45,9 +45,7 @@ import base64
 import binascii
 import os
 import struct
-import sys
 import threading
-from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
@@ -56,7 +54,7 @@ import orjson
 
 from .._call import Wire
 from .._errors import IncompleteStreamError, MalformedResponseError
-from .codec import JSON_CODEC, SSEDecoder
+from .codec import JSON_CODEC, SSEDecoder, float32_list
 from .compression import parse_accept_encoding
 
 __all__ = [
@@ -141,7 +139,6 @@ _BODY_KINDS: Final[Mapping[int, str]] = {
     5: "completion", 6: "embeddings", 7: "models", 8: "model", 9: "error",
 }
 
-_BIG_ENDIAN: Final = sys.byteorder == "big"
 _MISS: Final = object()  # a value that does not fit a field
 _EMPTY_LIST: Final = object()  # [] for a repeated field: sent as an `empty` mark
 
@@ -412,11 +409,7 @@ def _f32_dec(v: bytes) -> list[float]:
         raise MalformedResponseError(
             f"Malformed protobuf body: a float32 vector of {len(v)} bytes (not a multiple of 4)"
         )
-    a = array("f")
-    a.frombytes(v)
-    if _BIG_ENDIAN:
-        a.byteswap()
-    return a.tolist()
+    return float32_list(v)
 
 
 def _base64_dec(v: bytes) -> str:
