@@ -247,7 +247,7 @@ def _chat(report: Report, client: Any, model: str) -> Any:
 
 def _headers(report: Report, headers: Any) -> dict[str, Any]:
     """What the response headers say: Server-Timing, rate limits, clock, keep-alive, codecs."""
-    from ._timings import parse_server_timing
+    from .pipeline.timings import parse_server_timing
     from .wire.protobuf import server_accepts_protobuf
 
     found: dict[str, Any] = {}

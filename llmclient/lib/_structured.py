@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._call import NOT_GIVEN, is_given
 from .._errors import ContentFilterFinishReasonError, LengthFinishReasonError, OpenAIError
+from ..pipeline.call import NOT_GIVEN, is_given
 
 __all__ = ["async_parse", "async_stream", "parse", "pydantic_function_tool", "stream"]
 

@@ -52,8 +52,8 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from .._call import Wire
 from .._errors import IncompleteStreamError, MalformedResponseError
+from ..pipeline.call import Wire
 from .codec import JSON_CODEC, SSEDecoder, float32_list
 from .compression import parse_accept_encoding
 

@@ -1,5 +1,5 @@
 """The features (images, cache, speculation, hedging) attach to the pipeline through the hooks in
-``llmclient/_features.py`` and see a Port, never the client: read from the source, so that a
+``llmclient/pipeline/hooks.py`` and see a Port, never the client: read from the source, so that a
 shortcut back into the client fails here rather than in a review."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "llmclient"
 
 # What a feature must never import: the client, its pipelines, its resources.
-CLIENT_MODULES = {"_client", "_async.pipeline", "_sync.pipeline", "_resources", "_passthrough"}
-FEATURES = ["_features.py", "_prefetch.py", "_images.py", "_hedge.py", "_hedge_run.py",
+CLIENT_MODULES = {"_client", "_async.pipeline", "_sync.pipeline", "api.resources", "api.passthrough"}
+FEATURES = ["pipeline/hooks.py", "features/prefetch.py", "features/images.py", "features/hedge.py",
+            "features/hedge_run.py",
             *(f"cache/{p.name}" for p in sorted((ROOT / "cache").glob("*.py")))]
 # The client core: features are reached through ``self._features``, never imported in a function.
 CORE = ["_client.py", "_async/pipeline.py", "_sync/pipeline.py"]

@@ -7,20 +7,21 @@ and its generated twin ``llmclient/_sync/pipeline.py``; the client mixes them in
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from .wire.codec import JSON_CODEC, Codec, has_token
+from ..wire.codec import JSON_CODEC, Codec, has_token
 
 if TYPE_CHECKING:
-    from ._call import Call, CallOptions
-    from ._client import BaseClient
+    from .._client import BaseClient
+    from .call import Call, CallOptions
 
 __all__ = ["Attempts", "Port", "RawResponse", "async_sleep", "first_token_probe", "has_image_part", "off_loop",
-           "response_coding", "start_task"]
+           "response_coding", "start_task", "sync_sleep"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class Port:
     """What a feature may do with the client it is attached to, and nothing more: features
     (``_features``: speculation today) get a Port, never the client.
 
-    ``build`` makes a :class:`~llmclient._call.Call` as the client makes one (its base URL,
+    ``build`` makes a :class:`~llmclient.pipeline.call.Call` as the client makes one (its base URL,
     headers, credential scope, timeout and retries); ``request`` runs one through the whole
     pipeline (``request(call, make, raw=False, stream_make=None)``; the async client's returns a
     coroutine); ``lookup`` is the cache stage alone (a handle or None; a coroutine for the async
@@ -218,6 +219,11 @@ class Attempts:
             self.attempt += 1
         self.call.record.retries += 1
         self.call.record.new_attempt()
+
+
+def sync_sleep(delay: float) -> None:
+    """The sync pipeline's wait between attempts, the twin of :func:`async_sleep`."""
+    time.sleep(delay)
 
 
 async def async_sleep(delay: float) -> None:

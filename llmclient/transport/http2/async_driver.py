@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
-from .._connect import open_async, request_timeout
+from ..connect import open_async, request_timeout
 from .common import (
     ConnectionFacts,
     HTTP2ProtocolError,

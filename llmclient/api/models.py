@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # what create() is typed to return: the official types, with 
     import openai.types
     import openai.types.chat
 
-    from ._timings import CallRecord
+    from ..pipeline.timings import CallRecord
 
     class _Traced:
         trace_id: str

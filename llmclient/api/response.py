@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ._errors import OpenAIError
+from .._errors import OpenAIError
 
 if TYPE_CHECKING:
-    from ._client import RawResponse
+    from .._client import RawResponse
 
 __all__ = [
     "APIResponse", "AsyncAPIResponse", "AsyncResponseContextManager", "ResponseContextManager",

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any
 
-from ._call import NOT_GIVEN
+from ..pipeline.call import NOT_GIVEN
 
 __all__ = ["SETTINGS", "load_client", "resource_proxy"]
 
@@ -35,7 +35,7 @@ def load_client() -> Any:
     with _lock:
         client = _state["client"]
         if client is None or _state["settings"] != settings:
-            from ._client import OpenAI
+            from .._client import OpenAI
 
             kwargs = {name: value for name, value in zip(SETTINGS, settings, strict=True)
                       if value is not None}

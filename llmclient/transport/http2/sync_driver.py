@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 
 import httpx
 
-from .._connect import kernel_timeouts, open_sync_shared, request_timeout, set_timeout
-from .._logging import logger
-from .._tls import MemoryTLS
+from ..._logging import logger
+from ..connect import kernel_timeouts, open_sync_shared, request_timeout, set_timeout
+from ..tls import MemoryTLS
 from .common import (
     ConnectionFacts,
     HTTP2ProtocolError,
@@ -58,7 +58,7 @@ def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Req
 
 class SyncConnection(ConnectionFacts):
     """One HTTP/2 connection used from any number of threads. Over TLS ``sock`` is a
-    :class:`~llmclient._tls.MemoryTLS`: an ``ssl.SSLSocket`` must not be read by one thread
+    :class:`~llmclient.transport.tls.MemoryTLS`: an ``ssl.SSLSocket`` must not be read by one thread
     while another writes it."""
 
     def __init__(self, sock: socket.socket | MemoryTLS) -> None:

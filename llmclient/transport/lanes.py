@@ -53,10 +53,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ._http2 import AsyncPool, HTTP2ProtocolError, NotHTTP2, SyncPool
-from ._http2.pool import KEEPALIVE_EXPIRY_S, PING_AFTER_IDLE_S, PING_TIMEOUT_S  # noqa: F401 (tests read them here)
-from ._logging import logger
-from ._proxy import ProxyInfo, ProxyMap, proxy_for
+from .._logging import logger
+from .http2 import AsyncPool, HTTP2ProtocolError, NotHTTP2, SyncPool
+from .http2.pool import KEEPALIVE_EXPIRY_S, PING_AFTER_IDLE_S, PING_TIMEOUT_S  # noqa: F401 (tests read them here)
+from .proxy import ProxyInfo, ProxyMap, proxy_for
 
 if TYPE_CHECKING:
     import asyncio
@@ -389,20 +389,20 @@ class SyncTransport(_TransportBase):
         self._lock = threading.Lock()  # a thread of the parent may have held it at fork()
 
     def _tunnel(self, proxy: ProxyInfo) -> Any:
-        from ._proxy import tunnel_sync
+        from .proxy import tunnel_sync
 
         return tunnel_sync(proxy)
 
     def _to_proxy(self, proxy: ProxyInfo) -> Any:
-        from ._proxy import connect_sync
+        from .proxy import connect_sync
 
         return lambda _host, _port, timeout: connect_sync(proxy, timeout)
 
     def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
                  target: Callable[[httpx.URL], bytes] | None,
                  extra: list[tuple[bytes, bytes]] | None) -> Any:
-        from ._connect import open_sync
-        from ._h1 import SyncPool
+        from .connect import open_sync
+        from .http1 import SyncPool
 
         def open_socket(request: httpx.Request) -> Any:
             return open_sync(host, port, ctx, request, open_tcp)
@@ -442,20 +442,20 @@ class AsyncTransport(_TransportBase):
     _h2_pool_cls = AsyncPool
 
     def _tunnel(self, proxy: ProxyInfo) -> Any:
-        from ._proxy import tunnel_async
+        from .proxy import tunnel_async
 
         return tunnel_async(proxy)
 
     def _to_proxy(self, proxy: ProxyInfo) -> Any:
-        from ._proxy import connect_async
+        from .proxy import connect_async
 
         return lambda _host, _port, factory: connect_async(proxy, factory)
 
     def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
                  target: Callable[[httpx.URL], bytes] | None,
                  extra: list[tuple[bytes, bytes]] | None) -> Any:
-        from ._connect import open_async
-        from ._h1 import AsyncPool
+        from .connect import open_async
+        from .http1 import AsyncPool
 
         def open_transport(request: httpx.Request, factory: Callable[[], Any]) -> Any:
             return open_async(host, port, ctx, request, factory, open_tcp)

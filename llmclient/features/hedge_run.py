@@ -28,9 +28,9 @@ from typing import Any
 
 import httpx
 
-from . import _otel
-from ._hedge import HedgeLost, HedgeTrack
-from ._logging import logger
+from .._logging import logger
+from . import otel as _otel
+from .hedge import HedgeLost, HedgeTrack
 
 __all__ = ["race_async", "race_sync"]
 
@@ -167,7 +167,7 @@ def race_sync(
             _otel.hedge_copy_done(race.copy, fut.exception())
             return  # the first copy goes on; if it fails too, its error is the answer
         outcome = race.copy_answered()
-        _otel.hedge_copy_done(race.copy, outcome)  # the copy's span ends (llmclient._otel)
+        _otel.hedge_copy_done(race.copy, outcome)  # the copy's span ends (llmclient.features.otel)
         if outcome == "won":
             call.cancel.cancel(_lost())  # the caller's wait ends with HedgeLost
         elif outcome == "lost":
@@ -257,7 +257,7 @@ async def race_async(
             _otel.hedge_copy_done(race.copy, "lost" if task.cancelled() else task.exception())
             return
         outcome = race.copy_answered()
-        _otel.hedge_copy_done(race.copy, outcome)  # the copy's span ends (llmclient._otel)
+        _otel.hedge_copy_done(race.copy, outcome)  # the copy's span ends (llmclient.features.otel)
         if outcome == "won":
             call.cancel.cancel(_lost())
         elif outcome == "lost":

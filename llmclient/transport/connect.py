@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from ._tls import MemoryTLS
+from .tls import MemoryTLS
 
 __all__ = ["kernel_timeouts", "open_async", "open_sync", "open_sync_shared", "request_timeout",
            "set_timeout"]
@@ -67,7 +67,7 @@ def open_sync_shared(host: str, port: int, ssl_context: ssl.SSLContext | None, r
                      open_tcp: Callable[[str, int, float | None], socket.socket] | None = None,
                      ) -> socket.socket | MemoryTLS:
     """As :func:`open_sync`, for a connection one thread reads while others write (HTTP/2):
-    its TLS is a :class:`~llmclient._tls.MemoryTLS` over the plain socket."""
+    its TLS is a :class:`~llmclient.transport.tls.MemoryTLS` over the plain socket."""
     sock = _open_tcp(host, port, request, open_tcp)
     if ssl_context is None:
         return sock

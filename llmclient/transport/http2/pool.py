@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .._logging import logger
+from ..._logging import logger
 
 if TYPE_CHECKING:
     import asyncio

@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from .._logging import logger
+from ..._logging import logger
 from .errors import (
     ConnectionLost,
     GoAwayError,

@@ -20,7 +20,7 @@ close       ``close()`` / ``aclose()``                       speculation's timer
 
 The client's own methods ``warm``, ``speculation_stats`` and ``hedge_stats`` are answered here
 too. A feature never sees the client: what it may do with it is a
-:class:`~llmclient._pipeline.Port` (build a call as the client builds one, run one through the
+:class:`~llmclient.pipeline.shared.Port` (build a call as the client builds one, run one through the
 whole pipeline, read the cache). Each feature's module is imported here on first use, and
 nowhere else in the client, so that ``import llmclient`` loads no Pillow, cache backend, thread
 pool or event loop.
@@ -32,14 +32,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import _otel
-from ._hedge import HEDGE_HEADER, CancelToken, HedgeTrack
-from ._hedge import eligible as hedge_eligible
-from ._pipeline import Port, has_image_part
+from ..features import otel as _otel
+from ..features.hedge import HEDGE_HEADER, CancelToken, HedgeTrack
+from ..features.hedge import eligible as hedge_eligible
+from .shared import Port, has_image_part
 
 if TYPE_CHECKING:
-    from ._call import Call, CallOptions
-    from ._prefetch import Speculation
+    from ..features.prefetch import Speculation
+    from .call import Call, CallOptions
 
 __all__ = ["Features"]
 
@@ -70,7 +70,7 @@ class Features:
         # call asks for prefetch; calls are observed only while it exists.
         self._speculation: Speculation | None = None
         if speculation is not None or prefetch:
-            from . import _prefetch
+            from ..features import prefetch as _prefetch
 
             config = _prefetch.config_from(speculation) or _prefetch.SpeculationConfig()
             self._speculation = _prefetch.Speculation(self.port, config)
@@ -89,7 +89,9 @@ class Features:
         """Image parts through ``llmclient.preprocess`` (orientation, resize, metadata, format)."""
         if call.body is None or not Features.has_images(call):
             return call
-        from . import _images  # with Pillow: loaded by the first call that carries an image
+        from ..features import (
+            images as _images,  # with Pillow: loaded by the first call that carries an image
+        )
 
         started = time.perf_counter()
         body, stats = _images.prepare_payload(call.body, call.options)
@@ -106,7 +108,7 @@ class Features:
         if setting is False or (setting is None and self.cache_setting is None):
             return None
         if self._cache is None:
-            from .cache import open_cache
+            from ..cache import open_cache
 
             self._cache = open_cache(self.cache_setting if self.cache_setting is not None else True)
         return self._cache
@@ -122,7 +124,7 @@ class Features:
 
     def speculation(self, create: bool) -> Speculation | None:
         if self._speculation is None and create:
-            from . import _prefetch
+            from ..features import prefetch as _prefetch
 
             self._speculation = _prefetch.Speculation(self.port, _prefetch.SpeculationConfig())
         return self._speculation
@@ -209,14 +211,14 @@ class Features:
     @staticmethod
     def race_sync(*args: Any) -> Any:
         """Race a hedged call's two copies on threads (``_hedge_run.race_sync``)."""
-        from ._hedge_run import race_sync
+        from ..features.hedge_run import race_sync
 
         return race_sync(*args)
 
     @staticmethod
     async def race_async(*args: Any) -> Any:
         """Race a hedged call's two copies as tasks (``_hedge_run.race_async``)."""
-        from ._hedge_run import race_async
+        from ..features.hedge_run import race_async
 
         return await race_async(*args)
 
@@ -238,7 +240,7 @@ class Features:
     def speculation_stats(self) -> dict[str, Any]:
         if self._speculation is not None:
             return self._speculation.state.stats()
-        from ._prefetch import SpeculationConfig, SpeculationState
+        from ..features.prefetch import SpeculationConfig, SpeculationState
 
         return SpeculationState(SpeculationConfig()).stats()
 

@@ -1,7 +1,7 @@
 """What the HTTP/2 state machine reports: one typed event per thing that happened, in order.
 
-:meth:`~llmclient._http2.state.H2State.receive` returns these for the bytes it was given (as h2
-does); :meth:`~llmclient._http2.state.H2State.fail` and ``connection_lost`` return the
+:meth:`~llmclient.transport.http2.state.H2State.receive` returns these for the bytes it was given (as h2
+does); :meth:`~llmclient.transport.http2.state.H2State.fail` and ``connection_lost`` return the
 :class:`StreamFailed` / :class:`ConnectionFailed` they cause. Every event has a ``stream_id``,
 0 for the connection's own, so a driver wakes whoever waits on that stream without asking
 what kind of event it was. The state has already acted on each one (buffered the data, queued

@@ -16,13 +16,13 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._call import NOT_GIVEN, Call, split_options
-from ._errors import MalformedResponseError
-from ._models import create_embedding_response, jsonable
-from .wire.codec import RESPONSES_PATH, float32_list
+from .._errors import MalformedResponseError
+from ..pipeline.call import NOT_GIVEN, Call, split_options
+from ..wire.codec import RESPONSES_PATH, float32_list
+from .models import create_embedding_response, jsonable
 
 if TYPE_CHECKING:
-    from ._client import BaseClient
+    from .._client import BaseClient
 
 __all__ = ["Beta"]
 
@@ -41,14 +41,14 @@ class _RawProxy:
 
 class _StreamingProxy:
     """``resource.with_streaming_response.create(...)``: the official context manager (``with``,
-    or ``async with`` on an async client), sending on entry (``llmclient._response``)."""
+    or ``async with`` on an async client), sending on entry (``llmclient.api.response``)."""
 
     def __init__(self, resource: Any) -> None:
         self._resource = resource
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        from ._client import AsyncOpenAI
-        from ._response import AsyncResponseContextManager, ResponseContextManager
+        from .._client import AsyncOpenAI
+        from .response import AsyncResponseContextManager, ResponseContextManager
 
         method = getattr(self._resource, name)
         if isinstance(self._resource._client, AsyncOpenAI):
@@ -102,7 +102,7 @@ class _ResponsesBase(_Resource):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        from ._passthrough import passed
+        from .passthrough import passed
 
         return getattr(passed(self._client, "responses"), name)
 
@@ -131,14 +131,14 @@ class _CreateOrPassed:
     def __getattr__(self, name: str) -> Any:
         if name == "create":
             return self._ours.create
-        from ._passthrough import passed
+        from .passthrough import passed
 
         return getattr(getattr(passed(self._resource._client, "responses"), self._name), name)
 
 
 def _raw_with(raw: Any, parsed: Any) -> Any:
     """The RawResponse of a call whose ``parse()`` gives ``parsed`` instead."""
-    from ._client import RawResponse
+    from .._client import RawResponse
 
     return RawResponse(raw.http_response, parsed)
 
@@ -211,6 +211,6 @@ class Beta:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        from ._passthrough import passed
+        from .passthrough import passed
 
         return passed(self.chat.completions._client, name, under="beta")

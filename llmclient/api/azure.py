@@ -17,9 +17,9 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ._call import Call
-from ._client import AsyncOpenAI, BaseClient, OpenAI
-from ._errors import OpenAIError
+from .._client import AsyncOpenAI, BaseClient, OpenAI
+from .._errors import OpenAIError
+from ..pipeline.call import Call
 
 __all__ = ["AsyncAzureOpenAI", "AzureOpenAI"]
 

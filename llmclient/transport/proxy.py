@@ -29,8 +29,8 @@ from urllib.parse import unquote
 
 import httpx
 
-from ._h1 import H1Error, ResponseParser
-from ._redact import redact_url
+from .._redact import redact_url
+from .http1 import H1Error, ResponseParser
 
 if TYPE_CHECKING:
     import asyncio

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .wire.codec import RESPONSES_PATH
+from ..wire.codec import RESPONSES_PATH
 
 __all__ = [
     "HEDGE_HEADER",

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
-from ._connect import kernel_timeouts, request_timeout, set_timeout
-from ._logging import logger
+from .._logging import logger
+from .connect import kernel_timeouts, request_timeout, set_timeout
 
 if TYPE_CHECKING:
     import asyncio

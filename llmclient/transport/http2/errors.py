@@ -12,7 +12,7 @@
 
 These are the package's own (plain ``Exception`` subclasses): the drivers hand httpx's callers
 the same failures as ``httpx.RemoteProtocolError`` subclasses of the same names
-(:mod:`llmclient._http2._common`), carrying the original in ``error``.
+(:mod:`llmclient.transport.http2._common`), carrying the original in ``error``.
 """
 
 from __future__ import annotations

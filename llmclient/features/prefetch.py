@@ -2,7 +2,7 @@
 
 The decisions live in ``speculative`` (what to predict, what the budget allows, what is stale);
 this module only runs them through the client's own pipeline, by the
-:class:`~llmclient._pipeline.Port` a :class:`Speculation` is given (it never sees the client;
+:class:`~llmclient.pipeline.shared.Port` a :class:`Speculation` is given (it never sees the client;
 ``_features`` attaches it):
 
 * **lookup** (every app call, :meth:`Speculation.lookup` / :meth:`Speculation.alookup`): the speculator observes the
@@ -58,13 +58,13 @@ from llmclient.speculative import (
     warm_request,
 )
 
-from . import _otel
-from ._call import Call, CallOptions
-from ._logging import get_logger
-from ._redact import redact_text
+from .._logging import get_logger
+from .._redact import redact_text
+from ..pipeline.call import Call, CallOptions
+from . import otel as _otel
 
 if TYPE_CHECKING:
-    from ._pipeline import Port
+    from ..pipeline.shared import Port
 
 __all__ = [
     "PREFETCH_HEADER",
@@ -161,7 +161,7 @@ class _Claim:
     cache_key: str
     single_use: bool
     cache: Any
-    scope: str = ""  # the credential scope it was fetched under (llmclient._call.credential_scope)
+    scope: str = ""  # the credential scope it was fetched under (llmclient.pipeline.call.credential_scope)
     consumer: bool = False  # an app call already counts on it (a single-use answer serves one)
 
 
@@ -286,7 +286,7 @@ class SpeculationState:
 
 class Speculation:
     """Speculation attached to one client's pipeline (by ``_features``): its state, and the
-    :class:`~llmclient._pipeline.Port` it builds and sends its requests through. It never sees
+    :class:`~llmclient.pipeline.shared.Port` it builds and sends its requests through. It never sees
     the client itself."""
 
     __slots__ = ("port", "state")
@@ -343,7 +343,7 @@ def _single_use(port: Port, body: Mapping[str, Any]) -> bool:
 
 def _forced_cache_option(setting: Any, single_use: bool, ttl_s: float) -> Any:
     """The cache option of a prefetch (store forced) built from the app call's own."""
-    from .cache import CacheOptions
+    from ..cache import CacheOptions
 
     ttl = ttl_s if single_use else None
     if isinstance(setting, CacheOptions):
@@ -519,7 +519,7 @@ def _chain(port: Port, state: SpeculationState, call: Call, handle: Any) -> None
     """An answer served from the cache plans the next prefetches too (the client's ``_after``
     runs only for answers that came from the server)."""
     if call.options.prefetch and handle is not None and handle.entry is not None:
-        from .cache import replay_response
+        from ..cache import replay_response
 
         after_call(port, state, call, replay_response(handle.entry))
 
@@ -558,7 +558,7 @@ def _on_stream_complete(port: Port, state: SpeculationState, prior: Any) -> Any:
         if prior is not None:
             prior(call, chunks)
         try:
-            from .cache import merge_chunks
+            from ..cache import merge_chunks
 
             answer = merge_chunks("chat.completions", chunks)
         except Exception:
@@ -736,7 +736,7 @@ async def _asend_warm(port: Port, state: SpeculationState, origin: Call, wcall: 
 # -- client.warm(...) ----------------------------------------------------------------------
 
 def _warm_call(port: Port, state: SpeculationState, args: dict[str, Any]) -> Call:
-    from ._call import split_options
+    from ..pipeline.call import split_options
 
     extra_headers = args.get("extra_headers") or {}
     params = {k: v for k, v in args.items() if k not in ("extra_headers", "extra_query", "extra_body", "timeout")}
@@ -747,7 +747,7 @@ def _warm_call(port: Port, state: SpeculationState, args: dict[str, Any]) -> Cal
                PREFETCH_HEADER: "warm"}
     if state.config.priority:
         headers[PRIORITY_HEADER] = state.config.priority
-    from ._call import NOT_GIVEN
+    from ..pipeline.call import NOT_GIVEN
 
     call = port.build("POST", CHAT_PATH, body, options=options, extra_headers=headers,
                               extra_query=args.get("extra_query"), extra_body=args.get("extra_body"),
@@ -804,7 +804,7 @@ async def awarm(port: Port, state: SpeculationState, keep_warm: bool | float, ar
 
 
 def _completion_model() -> Any:
-    from ._models import ChatCompletion
+    from ..api.models import ChatCompletion
 
     return ChatCompletion
 

@@ -35,7 +35,7 @@ from typing import Final
 from hpack.huffman_table import HUFFMAN_TABLE
 from hpack.table import HeaderTable
 
-from .._redact import SECRET_HEADERS
+from ..._redact import SECRET_HEADERS
 
 __all__ = ["Decoder", "Encoder", "HPACKError"]
 

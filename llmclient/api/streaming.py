@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from . import _otel
-from ._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
-from ._logging import current_trace_id
-from .wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
+from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
+from .._logging import current_trace_id
+from ..features import otel as _otel
+from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
 
 if TYPE_CHECKING:
-    from ._call import Call
-    from ._timings import CallRecord
-    from .wire.codec import StreamDecoder
+    from ..pipeline.call import Call
+    from ..pipeline.timings import CallRecord
+    from ..wire.codec import StreamDecoder
 
 __all__ = ["AsyncStream", "Stream"]
 
@@ -133,7 +133,7 @@ class _StreamBase(Generic[_T]):
         return self._annotate(err)
 
     def _end_span(self) -> None:
-        # The call's OpenTelemetry span (llmclient._otel) ends with the stream: complete, cut
+        # The call's OpenTelemetry span (llmclient.features.otel) ends with the stream: complete, cut
         # (the error being raised through the iterator's finally) or closed early.
         if _otel._live:
             _otel.stream_end(self._call, sys.exc_info()[1], self.__dict__.get("_complete", False))

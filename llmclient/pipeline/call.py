@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import httpx
 
-from ._redact import SECRET_HEADERS, redact_headers, redact_url
-from ._timings import CallRecord
-from ._tracing import TraceContext, new_trace_context
+from .._redact import SECRET_HEADERS, redact_headers, redact_url
+from .timings import CallRecord
+from .tracing import TraceContext, new_trace_context
 
 __all__ = [
     "NOT_GIVEN",
@@ -113,7 +113,7 @@ class Call:
     base_url: str
     options: CallOptions = field(default_factory=CallOptions)
     record: CallRecord = field(default_factory=CallRecord)
-    # A hedge copy's CancelToken (llmclient._hedge), passed to the transport with each attempt.
+    # A hedge copy's CancelToken (llmclient.features.hedge), passed to the transport with each attempt.
     cancel: Any = None
 
     @property
@@ -201,7 +201,7 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         if is_given(value):
             setattr(opts, key, value)
     if "hedge" in params and is_given(params["hedge"]):
-        from ._hedge import hedge_config
+        from ..features.hedge import hedge_config
 
         opts.hedge = hedge_config(opts.hedge)
     if opts.wire not in ("json", "protobuf", "auto"):

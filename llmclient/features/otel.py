@@ -46,8 +46,8 @@ import threading
 import time
 from typing import Any
 
-from ._logging import get_logger
-from ._tracing import TraceContext
+from .._logging import get_logger
+from ..pipeline.tracing import TraceContext
 
 __all__ = ["ATTRIBUTES", "METRICS", "CallSpan", "hedge_copy", "hedge_copy_done",
            "prefetch_wasted", "start", "stream_end"]
@@ -105,7 +105,7 @@ _REQUEST_PARAMS = (
     ("seed", "gen_ai.request.seed"),
 )
 _PROVIDER = "openai"  # the API shape spoken; the conventions' value for OpenAI-compatible APIs
-_PREFETCH_HEADER = "x-llm-prefetch"  # llmclient._prefetch.PREFETCH_HEADER (not imported: heavy)
+_PREFETCH_HEADER = "x-llm-prefetch"  # llmclient.features.prefetch.PREFETCH_HEADER (not imported: heavy)
 
 
 class _Instruments:
@@ -165,7 +165,7 @@ class _Tally:
 
 
 def _version() -> str:
-    from ._client import __version__
+    from .._client import __version__
 
     return __version__
 
@@ -576,12 +576,12 @@ def _error_type(error: BaseException) -> str:
 
 
 def _describe(error: BaseException) -> str:
-    from ._redact import redact_text
+    from .._redact import redact_text
 
     return redact_text(str(error))[:200]
 
 
 def _is_call_error(error: BaseException) -> bool:
-    from ._errors import OpenAIError
+    from .._errors import OpenAIError
 
     return isinstance(error, OpenAIError)

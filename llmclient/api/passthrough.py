@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from . import _errors
-from ._tracing import new_trace_context, parse_traceparent
+from .. import _errors
+from ..pipeline.tracing import new_trace_context, parse_traceparent
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI as OfficialAsyncOpenAI
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from openai.resources.realtime import AsyncRealtime, Realtime
     from openai.resources.webhooks import AsyncWebhooks, Webhooks
 
-    from ._transport import TransportSettings
+    from ..transport.lanes import TransportSettings
 
 __all__ = [
     "PASSED_MODULE_NAMES", "AsyncPassthrough", "SyncPassthrough", "official_client", "passed", "translate", "wrap",
@@ -93,7 +93,7 @@ def _build(client: Any) -> Any:
         cls = openai.AsyncOpenAI if is_async else openai.OpenAI
     else:  # Azure: the deployment is already in base_url; api-version goes as the official adds it
         cls = openai.AsyncAzureOpenAI if is_async else openai.AzureOpenAI
-        from ._azure import API_KEY_SENTINEL
+        from .azure import API_KEY_SENTINEL
 
         kwargs["default_query"].pop("api-version", None)
         kwargs.update(api_version=api_version, azure_ad_token=client._azure_ad_token,
@@ -106,7 +106,7 @@ def _build(client: Any) -> Any:
 
 
 def _is_async(client: Any) -> bool:
-    from ._client import AsyncOpenAI
+    from .._client import AsyncOpenAI
 
     return isinstance(client, AsyncOpenAI)
 
@@ -135,7 +135,7 @@ class _SyncAdapter(httpx.BaseTransport):
         self._settings = settings
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        from ._transport import shared_sync_transport
+        from ..transport.lanes import shared_sync_transport
 
         request.read()  # a multipart upload is a stream: our connections send whole bodies
         _trace(request)
@@ -149,7 +149,7 @@ class _AsyncAdapter(httpx.AsyncBaseTransport):
         self._settings = settings
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        from ._transport import shared_async_transport
+        from ..transport.lanes import shared_async_transport
 
         await request.aread()
         _trace(request)
@@ -324,7 +324,7 @@ def _passed_attr(name: str) -> property:
         return passed(self, name)
 
     get.__name__ = name
-    get.__doc__ = f"The official client's ``{name}`` (passed through, see ``llmclient._passthrough``)."
+    get.__doc__ = f"The official client's ``{name}`` (passed through, see ``llmclient.api.passthrough``)."
     return property(get)
 
 
