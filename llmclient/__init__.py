@@ -4,6 +4,7 @@
 ``.trace_id``, ``._request_id`` and ``.timings`` (a :class:`CallRecord`).
 """
 
+import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
+from .api.module_client import resource_proxy
 from .api.streaming import AsyncStream, Stream
 from .pipeline.call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
 from .pipeline.timings import CallRecord
@@ -84,14 +86,10 @@ _MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models", "b
 
 def __getattr__(name: str) -> object:
     if name in _MODULE_RESOURCES:
-        from .api.module_client import resource_proxy
-
         return resource_proxy(name)
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'llmclient' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(target[0]), target[1])
     globals()[name] = value
     return value

@@ -37,6 +37,7 @@ from ._errors import (
 from ._logging import logger
 from ._sync.pipeline import Pipeline
 from ._sync.resources import Chat, Completions, Embeddings, Models, Responses
+from ._version import __version__
 from .api.passthrough import AsyncPassthrough, SyncPassthrough
 from .api.resources import Beta
 from .features.hedge import hedge_config
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
 
-__version__ = "0.1.0"
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES = 2
 _USER_AGENT = f"llmclient/{__version__} python/{sys.version_info[0]}.{sys.version_info[1]}"

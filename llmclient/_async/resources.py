@@ -28,6 +28,7 @@ from ..api.resources import (
     _Resource,
     _ResponsesBase,
 )
+from ..lib._structured import async_parse, async_stream
 from ..pipeline.call import NOT_GIVEN
 
 if TYPE_CHECKING:
@@ -119,8 +120,6 @@ class AsyncChatCompletions(_Resource):
     async def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
         """Structured outputs (``response_format=MyModel``, strict tools): the official
         ``ParsedChatCompletion``, with the official semantics (``llmclient.lib._structured``)."""
-        from ..lib._structured import async_parse
-
         if not _raw:
             return await async_parse(self.create, messages=messages, model=model, **params)
         raws: list[Any] = []  # with_raw_response.parse (LangChain's with_structured_output)
@@ -135,8 +134,6 @@ class AsyncChatCompletions(_Resource):
     def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
         """The official streaming helper (``async with ... as stream: async for event in stream``,
         events, ``get_final_completion()``) over llmclient's stream."""
-        from ..lib._structured import async_stream
-
         return async_stream(self.create, messages=messages, model=model, **params)
 
 

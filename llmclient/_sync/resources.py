@@ -30,6 +30,7 @@ from ..api.resources import (
     _Resource,
     _ResponsesBase,
 )
+from ..lib._structured import parse, stream
 from ..pipeline.call import NOT_GIVEN
 
 if TYPE_CHECKING:
@@ -121,8 +122,6 @@ class ChatCompletions(_Resource):
     def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
         """Structured outputs (``response_format=MyModel``, strict tools): the official
         ``ParsedChatCompletion``, with the official semantics (``llmclient.lib._structured``)."""
-        from ..lib._structured import parse
-
         if not _raw:
             return parse(self.create, messages=messages, model=model, **params)
         raws: list[Any] = []  # with_raw_response.parse (LangChain's with_structured_output)
@@ -137,8 +136,6 @@ class ChatCompletions(_Resource):
     def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
         """The official streaming helper (``with ... as stream: for event in stream``,
         events, ``get_final_completion()``) over llmclient's stream."""
-        from ..lib._structured import stream
-
         return stream(self.create, messages=messages, model=model, **params)
 
 

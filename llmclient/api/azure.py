@@ -20,6 +20,7 @@ from typing import Any
 from .._client import AsyncOpenAI, BaseClient, OpenAI
 from .._errors import OpenAIError
 from ..pipeline.call import Call
+from .passthrough import API_KEY_SENTINEL  # the official client's placeholder api_key for a token
 
 __all__ = ["AsyncAzureOpenAI", "AzureOpenAI"]
 
@@ -28,8 +29,6 @@ DEPLOYMENT_ENDPOINTS = frozenset({
     "/completions", "/chat/completions", "/embeddings", "/audio/transcriptions",
     "/audio/translations", "/audio/speech", "/images/generations", "/images/edits",
 })
-# The official client's placeholder api_key when the credential is a token.
-API_KEY_SENTINEL = "<missing API key>"
 
 AzureADTokenProvider = Callable[[], str]
 AsyncAzureADTokenProvider = Callable[[], "str | Awaitable[str]"]

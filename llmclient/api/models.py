@@ -20,7 +20,9 @@ models allow extra fields).
 
 from __future__ import annotations
 
+import importlib
 import os
+import typing
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -378,8 +380,6 @@ class _Factory:
     def official_class(self) -> type | None:
         if not official_types_enabled():
             return None
-        import importlib
-
         module, _, name = self.target.partition(":")
         cls: Any = importlib.import_module(module)
         for part in name.split("."):
@@ -390,6 +390,7 @@ class _Factory:
         cls: Any = self.official_class()
         if cls is None:
             return self.light
+        # pydantic comes with openai: only a validating parse loads it
         from pydantic import ValidationError
 
         cls.model_rebuild()  # the official models defer building their validators
@@ -418,8 +419,6 @@ def _members_by_tag(union: Any) -> dict[str, Any]:
     """The members of an official union tagged by ``type`` (``Annotated[Union[...], ...]``), by
     tag. The official annotation is not a pydantic discriminator, so validating against the union
     itself tries its members in turn (about 50 us for one stream event, against 1.5 us here)."""
-    import typing
-
     members: Any = typing.get_args(union)[0] if typing.get_origin(union) is typing.Annotated else union
     by_tag: dict[str, Any] = {}
     for member in typing.get_args(members):
@@ -430,6 +429,7 @@ def _members_by_tag(union: Any) -> dict[str, Any]:
 
 
 def _tagged_builder(union: Any, unknown: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    # pydantic comes with openai: only a validating parse loads it
     from pydantic import ValidationError
 
     by_tag = _members_by_tag(union)
@@ -457,6 +457,7 @@ class _UnionFactory(_Factory):
         union: Any = self.official_class()
         if union is None:
             return self.light
+        # openai (~0.7 s to import): only asked for by isinstance checks on official types
         from openai import BaseModel as OfficialBase
 
         return _tagged_builder(union, lambda data: OfficialBase.construct(**data))
@@ -472,6 +473,7 @@ class _ResponseFactory(_Factory):
         whole = super()._resolve()
         if whole is self.light:
             return whole
+        # openai (~0.7 s to import): only a Responses output item loads it
         from openai.types.responses import ResponseOutputItem
 
         item = _tagged_builder(ResponseOutputItem, lambda data: data)  # unknown: the union decides

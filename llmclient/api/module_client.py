@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any
 
+from .._client import OpenAI
 from ..pipeline.call import NOT_GIVEN
 
 __all__ = ["SETTINGS", "load_client", "resource_proxy"]
@@ -35,8 +36,6 @@ def load_client() -> Any:
     with _lock:
         client = _state["client"]
         if client is None or _state["settings"] != settings:
-            from .._client import OpenAI
-
             kwargs = {name: value for name, value in zip(SETTINGS, settings, strict=True)
                       if value is not None}
             if kwargs.get("timeout") is None:

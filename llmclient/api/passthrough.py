@@ -27,6 +27,7 @@ import httpx
 
 from .. import _errors
 from ..pipeline.tracing import new_trace_context, parse_traceparent
+from ..transport.lanes import TransportSettings, shared_async_transport, shared_sync_transport
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI as OfficialAsyncOpenAI
@@ -42,10 +43,12 @@ if TYPE_CHECKING:
     from openai.resources.realtime import AsyncRealtime, Realtime
     from openai.resources.webhooks import AsyncWebhooks, Webhooks
 
-    from ..transport.lanes import TransportSettings
+# The official client's placeholder api_key when the credential is a token (AzureOpenAI's); the
+# official Azure client built here gets None instead.
+API_KEY_SENTINEL = "<missing API key>"
 
 __all__ = [
-    "PASSED_MODULE_NAMES", "AsyncPassthrough", "SyncPassthrough", "official_client", "passed", "translate", "wrap",
+    "API_KEY_SENTINEL", "PASSED_MODULE_NAMES", "AsyncPassthrough", "SyncPassthrough", "official_client", "passed", "translate", "wrap",
 ]
 
 # The official client's resources and methods llmclient does not implement (openai 3.60).
@@ -72,7 +75,7 @@ def official_client(client: Any) -> Any:
 
 
 def _build(client: Any) -> Any:
-    import openai
+    import openai  # the official client (~0.7 s to import): loaded by the first passed-through call
 
     is_async = _is_async(client)
     kwargs: dict[str, Any] = {
@@ -93,8 +96,6 @@ def _build(client: Any) -> Any:
         cls = openai.AsyncOpenAI if is_async else openai.OpenAI
     else:  # Azure: the deployment is already in base_url; api-version goes as the official adds it
         cls = openai.AsyncAzureOpenAI if is_async else openai.AzureOpenAI
-        from .azure import API_KEY_SENTINEL
-
         kwargs["default_query"].pop("api-version", None)
         kwargs.update(api_version=api_version, azure_ad_token=client._azure_ad_token,
                       azure_ad_token_provider=client._azure_ad_token_provider)
@@ -106,9 +107,7 @@ def _build(client: Any) -> Any:
 
 
 def _is_async(client: Any) -> bool:
-    from .._client import AsyncOpenAI
-
-    return isinstance(client, AsyncOpenAI)
+    return bool(client._on_event_loop)  # set by the pipeline mixed in (AsyncPipeline: True)
 
 
 # -- sending through llmclient's connections ---------------------------------------------------
@@ -135,8 +134,6 @@ class _SyncAdapter(httpx.BaseTransport):
         self._settings = settings
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        from ..transport.lanes import shared_sync_transport
-
         request.read()  # a multipart upload is a stream: our connections send whole bodies
         _trace(request)
         return shared_sync_transport(self._settings).send(request)
@@ -149,8 +146,6 @@ class _AsyncAdapter(httpx.AsyncBaseTransport):
         self._settings = settings
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        from ..transport.lanes import shared_async_transport
-
         await request.aread()
         _trace(request)
         return await shared_async_transport(self._settings).send(request)

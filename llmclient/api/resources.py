@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import MalformedResponseError
 from ..pipeline.call import NOT_GIVEN, Call, split_options
+from ..pipeline.shared import RawResponse
 from ..wire.codec import RESPONSES_PATH, float32_list
 from .models import create_embedding_response, jsonable
+from .passthrough import passed
+from .response import AsyncResponseContextManager, ResponseContextManager
 
 if TYPE_CHECKING:
     from .._client import BaseClient
@@ -47,11 +50,8 @@ class _StreamingProxy:
         self._resource = resource
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        from .._client import AsyncOpenAI
-        from .response import AsyncResponseContextManager, ResponseContextManager
-
         method = getattr(self._resource, name)
-        if isinstance(self._resource._client, AsyncOpenAI):
+        if self._resource._client._on_event_loop:  # an async client (AsyncPipeline mixed in)
             return lambda *args, **kwargs: AsyncResponseContextManager(
                 lambda: method(*args, _raw=True, **kwargs))
         return lambda *args, **kwargs: ResponseContextManager(lambda: method(*args, _raw=True, **kwargs))
@@ -102,8 +102,6 @@ class _ResponsesBase(_Resource):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        from .passthrough import passed
-
         return getattr(passed(self._client, "responses"), name)
 
     @property
@@ -131,15 +129,11 @@ class _CreateOrPassed:
     def __getattr__(self, name: str) -> Any:
         if name == "create":
             return self._ours.create
-        from .passthrough import passed
-
         return getattr(getattr(passed(self._resource._client, "responses"), self._name), name)
 
 
 def _raw_with(raw: Any, parsed: Any) -> Any:
     """The RawResponse of a call whose ``parse()`` gives ``parsed`` instead."""
-    from .._client import RawResponse
-
     return RawResponse(raw.http_response, parsed)
 
 
@@ -211,6 +205,4 @@ class Beta:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        from .passthrough import passed
-
         return passed(self.chat.completions._client, name, under="beta")

@@ -210,7 +210,7 @@ class CancelToken:
 
     async def asleep(self, seconds: float) -> None:
         """:meth:`sleep` for the async client (checks every 20 ms: retry waits are rare)."""
-        import asyncio
+        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
         deadline = time.monotonic() + seconds
         while self._exc is None:

@@ -239,7 +239,7 @@ async def race_async(
 ) -> httpx.Response:
     """As :func:`race_sync`, on the running loop: the first copy is awaited here, the second is
     a task started by a ``call_later`` timer."""
-    import asyncio
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
     t0 = time.perf_counter()
     loop = asyncio.get_running_loop()

@@ -37,6 +37,9 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
+from urllib.parse import unquote, urlsplit
+
+import httpx
 
 __all__ = [
     "CacheInfo",
@@ -205,8 +208,6 @@ def _classify(url: Any, fetch: bool, local_paths: bool = False) -> str | None:
 def _as_path(url: str) -> Path:
     """A path string or local ``file://`` URL (RFC 8089: ``file:///abs/path``) as a Path."""
     if url.startswith("file://"):
-        from urllib.parse import unquote, urlsplit
-
         return Path(unquote(urlsplit(url).path))
     return Path(url)
 
@@ -340,6 +341,7 @@ def _pool() -> Executor:
 
 
 def _run(jobs: list[_Job], settings: ImageSettings) -> list[_Result]:
+    # llmclient.preprocess loads Pillow: only a call that carries an image loads it
     from llmclient.preprocess import ImageError
 
     def one(job: _Job) -> _Result:
@@ -356,6 +358,7 @@ def _run(jobs: list[_Job], settings: ImageSettings) -> list[_Result]:
 
 
 def _prepare_one(job: _Job, settings: ImageSettings) -> _Result:
+    # llmclient.preprocess loads Pillow: only a call that carries an image loads it
     from llmclient.preprocess import (
         DEFAULT_MAX_INPUT_PIXELS,
         get_target,
@@ -418,8 +421,7 @@ def _digest(raw: Any) -> str:
 
 def _fetch(url: str) -> bytes:
     """Download an http(s) image (only when the caller asked for it)."""
-    import httpx
-
+    # llmclient.preprocess loads Pillow: only a call that carries an image loads it
     from llmclient.preprocess import ImageSourceError
 
     try:

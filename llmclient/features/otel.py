@@ -45,8 +45,12 @@ import sys
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
+from .._errors import OpenAIError
 from .._logging import get_logger
+from .._redact import redact_text
+from .._version import __version__
 from ..pipeline.tracing import TraceContext
 
 __all__ = ["ATTRIBUTES", "METRICS", "CallSpan", "hedge_copy", "hedge_copy_done",
@@ -165,8 +169,6 @@ class _Tally:
 
 
 def _version() -> str:
-    from .._client import __version__
-
     return __version__
 
 
@@ -533,8 +535,6 @@ _servers: dict[str, tuple[str, int]] = {}
 def _server(base_url: str) -> tuple[str, int]:
     found = _servers.get(base_url)
     if found is None:
-        from urllib.parse import urlsplit
-
         parts = urlsplit(base_url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         found = _servers[base_url] = (parts.hostname or "", port)
@@ -576,12 +576,8 @@ def _error_type(error: BaseException) -> str:
 
 
 def _describe(error: BaseException) -> str:
-    from .._redact import redact_text
-
     return redact_text(str(error))[:200]
 
 
 def _is_call_error(error: BaseException) -> bool:
-    from .._errors import OpenAIError
-
     return isinstance(error, OpenAIError)

@@ -60,7 +60,8 @@ from llmclient.speculative import (
 
 from .._logging import get_logger
 from .._redact import redact_text
-from ..pipeline.call import Call, CallOptions
+from ..api.models import ChatCompletion
+from ..pipeline.call import NOT_GIVEN, Call, CallOptions, split_options
 from . import otel as _otel
 
 if TYPE_CHECKING:
@@ -343,6 +344,7 @@ def _single_use(port: Port, body: Mapping[str, Any]) -> bool:
 
 def _forced_cache_option(setting: Any, single_use: bool, ttl_s: float) -> Any:
     """The cache option of a prefetch (store forced) built from the app call's own."""
+    # the cache (sqlite3, backends): loaded when speculation meets a cache
     from ..cache import CacheOptions
 
     ttl = ttl_s if single_use else None
@@ -519,6 +521,7 @@ def _chain(port: Port, state: SpeculationState, call: Call, handle: Any) -> None
     """An answer served from the cache plans the next prefetches too (the client's ``_after``
     runs only for answers that came from the server)."""
     if call.options.prefetch and handle is not None and handle.entry is not None:
+        # the cache (sqlite3, backends): loaded when speculation meets a cache
         from ..cache import replay_response
 
         after_call(port, state, call, replay_response(handle.entry))
@@ -558,6 +561,7 @@ def _on_stream_complete(port: Port, state: SpeculationState, prior: Any) -> Any:
         if prior is not None:
             prior(call, chunks)
         try:
+            # the cache (sqlite3, backends): loaded when speculation meets a cache
             from ..cache import merge_chunks
 
             answer = merge_chunks("chat.completions", chunks)
@@ -736,8 +740,6 @@ async def _asend_warm(port: Port, state: SpeculationState, origin: Call, wcall: 
 # -- client.warm(...) ----------------------------------------------------------------------
 
 def _warm_call(port: Port, state: SpeculationState, args: dict[str, Any]) -> Call:
-    from ..pipeline.call import split_options
-
     extra_headers = args.get("extra_headers") or {}
     params = {k: v for k, v in args.items() if k not in ("extra_headers", "extra_query", "extra_body", "timeout")}
     body, _ = split_options(params, port.defaults)
@@ -747,8 +749,6 @@ def _warm_call(port: Port, state: SpeculationState, args: dict[str, Any]) -> Cal
                PREFETCH_HEADER: "warm"}
     if state.config.priority:
         headers[PRIORITY_HEADER] = state.config.priority
-    from ..pipeline.call import NOT_GIVEN
-
     call = port.build("POST", CHAT_PATH, body, options=options, extra_headers=headers,
                               extra_query=args.get("extra_query"), extra_body=args.get("extra_body"),
                               timeout=args.get("timeout", NOT_GIVEN))
@@ -804,8 +804,6 @@ async def awarm(port: Port, state: SpeculationState, keep_warm: bool | float, ar
 
 
 def _completion_model() -> Any:
-    from ..api.models import ChatCompletion
-
     return ChatCompletion
 
 

@@ -10,11 +10,13 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
 from .._redact import SECRET_HEADERS, redact_headers, redact_url
+from ..features.hedge import hedge_config
+from ..wire.codec import Wire
 from .timings import CallRecord
 from .tracing import TraceContext, new_trace_context
 
@@ -80,8 +82,6 @@ _SENTINEL_NAMES = frozenset({"NotGiven", "Omit"})
 def is_given(value: object) -> bool:
     """False for ``NOT_GIVEN`` / ``omit``, ours or the official client's."""
     return value is not NOT_GIVEN and type(value).__name__ not in _SENTINEL_NAMES
-
-Wire = Literal["json", "protobuf", "auto"]
 
 
 @dataclass(slots=True)
@@ -201,8 +201,6 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         if is_given(value):
             setattr(opts, key, value)
     if "hedge" in params and is_given(params["hedge"]):
-        from ..features.hedge import hedge_config
-
         opts.hedge = hedge_config(opts.hedge)
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")

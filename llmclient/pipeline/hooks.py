@@ -70,6 +70,7 @@ class Features:
         # call asks for prefetch; calls are observed only while it exists.
         self._speculation: Speculation | None = None
         if speculation is not None or prefetch:
+            # speculation (llmclient.speculative): loaded when a client turns it on
             from ..features import prefetch as _prefetch
 
             config = _prefetch.config_from(speculation) or _prefetch.SpeculationConfig()
@@ -89,9 +90,8 @@ class Features:
         """Image parts through ``llmclient.preprocess`` (orientation, resize, metadata, format)."""
         if call.body is None or not Features.has_images(call):
             return call
-        from ..features import (
-            images as _images,  # with Pillow: loaded by the first call that carries an image
-        )
+        # with Pillow: loaded by the first call that carries an image
+        from ..features import images as _images
 
         started = time.perf_counter()
         body, stats = _images.prepare_payload(call.body, call.options)
@@ -108,6 +108,7 @@ class Features:
         if setting is False or (setting is None and self.cache_setting is None):
             return None
         if self._cache is None:
+            # the cache (sqlite3, backends): loaded by the first call that asks for it
             from ..cache import open_cache
 
             self._cache = open_cache(self.cache_setting if self.cache_setting is not None else True)
@@ -124,6 +125,7 @@ class Features:
 
     def speculation(self, create: bool) -> Speculation | None:
         if self._speculation is None and create:
+            # speculation (llmclient.speculative): loaded when a client turns it on
             from ..features import prefetch as _prefetch
 
             self._speculation = _prefetch.Speculation(self.port, _prefetch.SpeculationConfig())
@@ -211,6 +213,7 @@ class Features:
     @staticmethod
     def race_sync(*args: Any) -> Any:
         """Race a hedged call's two copies on threads (``_hedge_run.race_sync``)."""
+        # the hedge race: loaded by the first hedged call
         from ..features.hedge_run import race_sync
 
         return race_sync(*args)
@@ -218,6 +221,7 @@ class Features:
     @staticmethod
     async def race_async(*args: Any) -> Any:
         """Race a hedged call's two copies as tasks (``_hedge_run.race_async``)."""
+        # the hedge race (and asyncio): loaded by the first hedged call
         from ..features.hedge_run import race_async
 
         return await race_async(*args)
@@ -240,6 +244,7 @@ class Features:
     def speculation_stats(self) -> dict[str, Any]:
         if self._speculation is not None:
             return self._speculation.state.stats()
+        # speculation (llmclient.speculative): loaded when a client turns it on
         from ..features.prefetch import SpeculationConfig, SpeculationState
 
         return SpeculationState(SpeculationConfig()).stats()

@@ -227,7 +227,7 @@ def sync_sleep(delay: float) -> None:
 
 
 async def async_sleep(delay: float) -> None:
-    import asyncio
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
     await asyncio.sleep(delay)
 
@@ -235,7 +235,7 @@ async def async_sleep(delay: float) -> None:
 async def off_loop(fn: Any, arg: Any) -> Any:
     """``fn(arg)`` in a worker thread (asyncio is imported here, on first use: ``import
     llmclient`` does not load it)."""
-    import asyncio
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
     return await asyncio.to_thread(fn, arg)
 
@@ -243,7 +243,7 @@ async def off_loop(fn: Any, arg: Any) -> Any:
 def start_task(coro_fn: Callable[[], Any]) -> Any:
     """A task running ``coro_fn()`` on the running event loop, or None when no loop runs (then
     nothing is started)."""
-    import asyncio
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
     try:
         loop = asyncio.get_running_loop()

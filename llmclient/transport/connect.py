@@ -130,7 +130,7 @@ async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, r
                      protocol_factory: Callable[[], Any], open_tcp: Any = None) -> tuple[Any, Any]:
     """(transport, protocol) to host:port: TCP (or ``open_tcp``: a proxy's tunnel), then TLS
     when ``ssl_context`` is given."""
-    import asyncio
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
     trace = request.extensions.get("trace")
     timeout = request_timeout(request, "connect")

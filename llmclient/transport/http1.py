@@ -28,6 +28,7 @@ request. Trace events use httpcore's ``http11.*`` names, so timings read both st
 
 from __future__ import annotations
 
+import collections
 import re
 import select
 import socket
@@ -699,7 +700,7 @@ class AsyncConnection:
     """One HTTP/1.1 connection on the running event loop (an asyncio Protocol)."""
 
     def __init__(self, pool: AsyncPool | None = None) -> None:
-        import asyncio
+        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
         self.transport: Any = None
         self._pool = pool
@@ -843,7 +844,7 @@ class AsyncConnection:
         return make_response(parser, stream)
 
     async def _wait_drain(self, timeout: float | None) -> None:
-        import asyncio
+        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
         assert self._drain is not None
         try:
@@ -947,8 +948,6 @@ class AsyncPool:
                  idle_expiry_s: float, target: Callable[[httpx.URL], bytes] | None = None,
                  extra_headers: list[tuple[bytes, bytes]] | None = None,
                  reuse_only_if_said: bool = False) -> None:
-        import collections
-
         self.reuse_only_if_said = reuse_only_if_said
         self._open_transport = open_transport
         self._max = max_connections
@@ -982,7 +981,7 @@ class AsyncPool:
         return None
 
     async def _new_or_wait(self, request: httpx.Request) -> AsyncConnection:
-        import asyncio
+        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
         deadline: float | None = None
         while self._count >= self._max:

@@ -54,9 +54,20 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .._logging import logger
+from .connect import open_async, open_sync
+from .http1 import AsyncPool as H1AsyncPool
+from .http1 import SyncPool as H1SyncPool
 from .http2 import AsyncPool, HTTP2ProtocolError, NotHTTP2, SyncPool
 from .http2.pool import KEEPALIVE_EXPIRY_S, PING_AFTER_IDLE_S, PING_TIMEOUT_S  # noqa: F401 (tests read them here)
-from .proxy import ProxyInfo, ProxyMap, proxy_for
+from .proxy import (
+    ProxyInfo,
+    ProxyMap,
+    connect_async,
+    connect_sync,
+    proxy_for,
+    tunnel_async,
+    tunnel_sync,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -389,25 +400,19 @@ class SyncTransport(_TransportBase):
         self._lock = threading.Lock()  # a thread of the parent may have held it at fork()
 
     def _tunnel(self, proxy: ProxyInfo) -> Any:
-        from .proxy import tunnel_sync
-
         return tunnel_sync(proxy)
 
     def _to_proxy(self, proxy: ProxyInfo) -> Any:
-        from .proxy import connect_sync
-
         return lambda _host, _port, timeout: connect_sync(proxy, timeout)
 
     def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
                  target: Callable[[httpx.URL], bytes] | None,
                  extra: list[tuple[bytes, bytes]] | None) -> Any:
-        from .connect import open_sync
-        from .http1 import SyncPool
 
         def open_socket(request: httpx.Request) -> Any:
             return open_sync(host, port, ctx, request, open_tcp)
 
-        return SyncPool(open_socket, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
+        return H1SyncPool(open_socket, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
                         reuse_only_if_said=target is not None)
 
     def send(self, request: httpx.Request) -> httpx.Response:
@@ -442,25 +447,19 @@ class AsyncTransport(_TransportBase):
     _h2_pool_cls = AsyncPool
 
     def _tunnel(self, proxy: ProxyInfo) -> Any:
-        from .proxy import tunnel_async
-
         return tunnel_async(proxy)
 
     def _to_proxy(self, proxy: ProxyInfo) -> Any:
-        from .proxy import connect_async
-
         return lambda _host, _port, factory: connect_async(proxy, factory)
 
     def _h1_pool(self, host: str, port: int, ctx: ssl.SSLContext | None, open_tcp: Any,
                  target: Callable[[httpx.URL], bytes] | None,
                  extra: list[tuple[bytes, bytes]] | None) -> Any:
-        from .connect import open_async
-        from .http1 import AsyncPool
 
         def open_transport(request: httpx.Request, factory: Callable[[], Any]) -> Any:
             return open_async(host, port, ctx, request, factory, open_tcp)
 
-        return AsyncPool(open_transport, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
+        return H1AsyncPool(open_transport, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
                          reuse_only_if_said=target is not None)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
@@ -547,7 +546,7 @@ def close_all() -> None:
 
 async def aclose_all() -> None:
     """Close every connection the async clients on the running event loop share."""
-    import asyncio
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
     per_loop = _async_transports.pop(asyncio.get_running_loop(), None) or {}
     for transport in per_loop.values():

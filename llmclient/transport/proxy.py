@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 import httpx
+from httpx._utils import URLPattern, get_environment_proxies
 
 from .._redact import redact_url
 from .http1 import H1Error, ResponseParser
@@ -57,8 +58,6 @@ class ProxyError(httpx.ProxyError):
 
 def proxy_map(proxy: str | httpx.URL | None, trust_env: bool = True) -> ProxyMap:
     """What routes where: ``proxy`` for every origin, else the environment's proxies."""
-    from httpx._utils import URLPattern, get_environment_proxies
-
     if proxy is not None:
         return (("all://", str(proxy)),)
     if not trust_env:
@@ -101,8 +100,6 @@ def proxy_for(routes: ProxyMap, url: httpx.URL) -> ProxyInfo | None:
     """The proxy ``url`` goes through under ``routes`` (httpx's matching), or None: direct."""
     if not routes:
         return None
-    from httpx._utils import URLPattern
-
     for pattern, proxy in routes:
         if URLPattern(pattern).matches(url):
             return None if proxy is None else ProxyInfo.parse(proxy)
@@ -224,7 +221,7 @@ class _TunnelProtocol:
 
 async def connect_async(proxy: ProxyInfo, protocol_factory: Callable[[], Any]) -> tuple[Any, Any]:
     """A TCP connection to the proxy itself (the caller bounds the time)."""
-    import asyncio
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
     proxy.check_supported()
     loop = asyncio.get_running_loop()
@@ -241,7 +238,7 @@ def tunnel_async(proxy: ProxyInfo) -> Callable[..., Any]:
     protocol) reaching host:port through a CONNECT tunnel, the protocol from the factory."""
 
     async def open_tcp(host: str, port: int, protocol_factory: Callable[[], Any]) -> tuple[Any, Any]:
-        import asyncio
+        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
         loop = asyncio.get_running_loop()
         transport, tunnel = await connect_async(proxy, lambda: _TunnelProtocol(loop))

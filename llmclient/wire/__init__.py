@@ -31,8 +31,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .._errors import MalformedResponseError
-from ..pipeline.call import Wire
-from .codec import JSON_CODEC, RESPONSE_END_EVENTS, SSEDecoder
+from .codec import JSON_CODEC, RESPONSE_END_EVENTS, SSEDecoder, Wire
 from .compression import (
     MIN_COMPRESS_BYTES,
     CompressionError,

@@ -53,8 +53,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from .._errors import IncompleteStreamError, MalformedResponseError
-from ..pipeline.call import Wire
-from .codec import JSON_CODEC, SSEDecoder, float32_list
+from .codec import JSON_CODEC, SSEDecoder, Wire, float32_list
 from .compression import parse_accept_encoding
 
 __all__ = [
@@ -188,6 +187,7 @@ def _module() -> Any:
         with _lock:
             if _pb is None:
                 try:
+                    # google.protobuf (tens of ms): loaded by the first protobuf call
                     from .proto import llmclient_pb2
                 except ImportError as exc:  # pragma: no cover - protobuf is a core dependency
                     raise ImportError(
@@ -233,6 +233,7 @@ _LEN, _VARINT, _I64 = 2, 0, 1
 
 
 def _tag_table(desc: Any, spec: _Spec) -> dict[int, tuple[str, int, Any]]:
+    # google.protobuf (tens of ms): loaded by the first protobuf call
     from google.protobuf.descriptor import FieldDescriptor as FD
 
     tags: dict[int, tuple[str, int, Any]] = {}
@@ -265,6 +266,7 @@ def _tag_table(desc: Any, spec: _Spec) -> dict[int, tuple[str, int, Any]]:
 
 
 def _plain_fields(desc: Any, spec: _Spec) -> dict[str, type]:
+    # google.protobuf (tens of ms): loaded by the first protobuf call
     from google.protobuf.descriptor import FieldDescriptor as FD
 
     types = {FD.TYPE_STRING: str, FD.TYPE_BOOL: bool, FD.TYPE_DOUBLE: float}
@@ -277,6 +279,7 @@ def _plain_fields(desc: Any, spec: _Spec) -> dict[str, type]:
 
 
 def _converters(msg_name: str, fd: Any) -> tuple[_Enc, _Dec]:
+    # google.protobuf (tens of ms): loaded by the first protobuf call
     from google.protobuf.descriptor import FieldDescriptor as FD
 
     repeated = _is_repeated(fd)
@@ -336,6 +339,7 @@ def _uint32_enc(v: Any) -> Any:
 
 
 def _scalar_table() -> dict[int, _Enc]:
+    # google.protobuf (tens of ms): loaded by the first protobuf call
     from google.protobuf.descriptor import FieldDescriptor as FD
 
     return {
@@ -775,7 +779,7 @@ def _compiled_parser() -> _BodyParser | None:
     if os.environ.get("LLMCLIENT_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
-        from . import _pbparse
+        from . import _pbparse  # the compiled parser, optional (built where a C compiler was)
     except ImportError:
         return None
     kinds = (

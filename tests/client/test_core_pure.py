@@ -29,8 +29,13 @@ def test_public_all_is_sorted_and_every_name_exists() -> None:
 def test_import_does_not_load_optional_heavy_modules() -> None:
     code = "import sys, llmclient; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    # and the rooms' lazy parts: each is loaded by the first call that needs it (the reason is on
+    # its import; tests/client/test_feature_boundaries.py checks there is one)
     for heavy in ("google.protobuf", "PIL", "opentelemetry", "redis", "h2", "hpack", "asyncio", "openai",
-                  "llmclient.wire.protobuf"):
+                  "llmclient.wire.protobuf", "llmclient.preprocess", "llmclient.speculative",
+                  "llmclient.features.images", "llmclient.features.prefetch", "llmclient.features.hedge_run",
+                  "llmclient.cache", "llmclient.transport.http2.sync_driver",
+                  "llmclient.transport.http2.async_driver", "llmclient._doctor"):
         assert heavy not in out, f"import llmclient loaded {heavy}"
 
 

@@ -69,7 +69,7 @@ class AsyncConnection(ConnectionFacts):
     """One HTTP/2 connection on the running event loop (an asyncio Protocol)."""
 
     def __init__(self) -> None:
-        import asyncio
+        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
         self.state = H2State()
         self.transport: Any = None

@@ -143,7 +143,7 @@ class AsyncPool(_PoolBase):
             conn = None
         if conn is None:
             if self._connect_lock is None:
-                import asyncio
+                import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
                 self._connect_lock = asyncio.Lock()
             async with self._connect_lock:
@@ -151,6 +151,7 @@ class AsyncPool(_PoolBase):
                     await old.aclose()
                 conn = self._usable()
                 if conn is None:
+                    # the asyncio driver: loaded by the async client's first HTTP/2 connection
                     from .async_driver import connect_async
 
                     conn = await connect_async(request.url, self._ssl_context, request, self._open_tcp)
