@@ -31,7 +31,7 @@ import httpx
 from httpx._utils import URLPattern, get_environment_proxies
 
 from .._redact import redact_url
-from .http1 import H1Error, ResponseParser
+from .http1_parser import H1Error, ResponseParser
 
 if TYPE_CHECKING:
     import asyncio
