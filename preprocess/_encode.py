@@ -1,7 +1,8 @@
 """Choose the output format by content and encode within the byte budget.
 
-Photos: the lossy quality comes from ``_quality.search_quality`` (measured per image) unless
-the caller fixed one; graphics: PNG unless PNG costs far more than a lossy encode.
+Photos (``_content.classify``): the lossy quality comes from ``_quality.search_quality``
+(measured per image) unless the caller fixed one; graphics and rendered text: PNG unless PNG
+costs far more than a lossy encode.
 """
 
 from __future__ import annotations
@@ -17,17 +18,12 @@ from ._quality import QualityPlan, encode_lossy, search_quality
 from ._targets import Target
 
 __all__ = [
-    "GRAPHIC_MAX_COLORS",
     "Encoded",
     "choose_formats",
     "encode_within_budget",
-    "is_graphic",
     "quality_steps",
 ]
 
-# Screenshots, diagrams and line art use few distinct colours (UI palettes, anti-aliased
-# text adds a few hundred shades); a camera photo has tens of thousands even at 1 MP.
-GRAPHIC_MAX_COLORS = 4096
 # A graphic stays PNG (lossless, no ringing around text) unless PNG costs more than this
 # many times the JPEG bytes: then it is photo-like after all (e.g. a screenshot of a photo).
 PNG_OVER_JPEG_LIMIT = 3.0
@@ -48,11 +44,6 @@ class Encoded:
     size: tuple[int, int]
     subsample: bool | None = None  # lossy: 4:2:0 chroma (WebP always); None for PNG
     plan: QualityPlan | None = None  # how the quality was chosen, when it was measured
-
-
-def is_graphic(colors: int | None) -> bool:
-    """``colors`` is the distinct-colour count, or None when it exceeded GRAPHIC_MAX_COLORS."""
-    return colors is not None and colors <= GRAPHIC_MAX_COLORS
 
 
 def choose_formats(graphic: bool, has_alpha: bool, target: Target, webp: bool) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from PIL import Image
 
+from ._content import PHOTO, classify, measure
 from ._decode import (
     DEFAULT_MAX_INPUT_PIXELS,
     apply_orientation,
@@ -21,14 +22,7 @@ from ._decode import (
     swaps_axes,
     to_srgb,
 )
-from ._encode import (
-    GRAPHIC_MAX_COLORS,
-    MIME,
-    Encoded,
-    choose_formats,
-    encode_within_budget,
-    is_graphic,
-)
+from ._encode import MIME, Encoded, choose_formats, encode_within_budget
 from ._source import read_source
 from ._targets import Target, estimate_tokens, get_target, plan_resize
 
@@ -65,6 +59,8 @@ class PreparedImage:
     # How the quality was chosen: "measured", "budget" (search cut short), "fallback" (the
     # target's quality: nothing measured in time), "fixed" (the caller's), None for PNG.
     quality_source: str | None = None
+    # What the source was judged to be: "photo", "graphic" or "text" (``preprocess._content``).
+    content: str | None = None
 
     @property
     def bytes_after(self) -> int:
@@ -126,6 +122,7 @@ def prepare_image(
         similarity=enc.plan.similarity if enc.plan is not None and enc.plan.quality == enc.quality
         else None,
         quality_source=_source_of(enc),
+        content=px.content,
     )
 
 
@@ -147,10 +144,14 @@ def prepare_pixels(
 class _Pixels:
     image: Image.Image
     icc: bytes | None  # a profile that must still travel (no LittleCMS), else None
-    graphic: bool
+    content: str  # "photo" | "graphic" | "text" (``_content.classify``)
     original_format: str | None
     shown: tuple[int, int]  # the source's size as displayed
     bytes_before: int | None
+
+    @property
+    def graphic(self) -> bool:
+        return self.content != PHOTO
 
 
 def _pixels(source: Any, tgt: Target, max_input_pixels: int | None,
@@ -179,8 +180,7 @@ def _pixels(source: Any, tgt: Target, max_input_pixels: int | None,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # palette-with-transparency notices
         img = normalise_mode(img)
-    colors = img.getcolors(GRAPHIC_MAX_COLORS)
-    graphic = is_graphic(None if colors is None else len(colors))
+    content = classify(measure(img))  # before the resize blurs the noise it reads
     if img.size != file_size:
         img = img.resize(file_size, resample, reducing_gap=3.0)
     img = apply_orientation(img, orientation)
@@ -189,7 +189,7 @@ def _pixels(source: Any, tgt: Target, max_input_pixels: int | None,
         img = img.copy()  # nothing changed it so far; the caller's image keeps its metadata
     img.info = {}  # no EXIF, XMP, comments or text chunks reach the encoder
 
-    return _Pixels(img, icc, graphic, original_format, shown, bytes_before)
+    return _Pixels(img, icc, content, original_format, shown, bytes_before)
 
 
 def _source_of(enc: Encoded) -> str | None:
