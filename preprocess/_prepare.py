@@ -55,6 +55,8 @@ class PreparedImage:
     subsampled: bool | None = None
     # Luma SSIM of the chosen quality against the resized pixels, measured on the search's
     # probe; None when not measured (PNG, a fixed ``quality``, or the search ran out of time).
+    # For noise-like content chosen at half scale (``_quality.RUNAWAY_QUALITY``) it is the
+    # SSIM of 2x-reduced copies.
     similarity: float | None = None
     # How the quality was chosen: "measured", "budget" (search cut short), "fallback" (the
     # target's quality: nothing measured in time), "fixed" (the caller's), None for PNG.

@@ -15,9 +15,9 @@ import io
 import pytest
 from PIL import Image
 
+import llmclient.preprocess._encode as encode_module
 from benchmarks.fixtures.sample_images import COLOUR_PHOTOS, GRAYSCALE_PHOTOS, real_photo
 from benchmarks.image_prep import plain_q85
-from llmclient.preprocess import _encode as encode_module
 from llmclient.preprocess import prepare_image, prepare_pixels, search_quality, ssim
 from llmclient.preprocess._quality import HALF_SCALE_THRESHOLD, RUNAWAY_QUALITY
 
