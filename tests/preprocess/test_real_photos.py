@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import io
+import re
+import shutil
 
 import pytest
 from PIL import Image
@@ -18,8 +20,20 @@ from PIL import Image
 import llmclient.preprocess._encode as encode_module
 from benchmarks.fixtures.sample_images import COLOUR_PHOTOS, GRAYSCALE_PHOTOS, real_photo
 from benchmarks.image_prep import plain_q85
-from llmclient.preprocess import prepare_image, prepare_pixels, search_quality, ssim
-from llmclient.preprocess._quality import HALF_SCALE_THRESHOLD, RUNAWAY_QUALITY
+from llmclient.preprocess import (
+    measure_content,
+    prepare_image,
+    prepare_pixels,
+    search_quality,
+    ssim,
+)
+from llmclient.preprocess._content import has_text_lines
+from llmclient.preprocess._decode import normalise_mode
+from llmclient.preprocess._quality import (
+    HALF_SCALE_THRESHOLD,
+    RUNAWAY_QUALITY,
+    TEXT_SIMILARITY_THRESHOLD,
+)
 
 pytest.importorskip("skimage", reason="the test extra installs scikit-image (its sample photos)")
 
@@ -31,7 +45,7 @@ CEILINGS = {
     "retina.jpg": 0.75, "rocket.jpg": 1.25,
     "brick.png": 0.65, "camera.png": 1.15, "cell.png": 0.65, "clock_motion.png": 0.6,
     "coins.png": 1.0, "grass.png": 1.05, "gravel.png": 0.85, "microaneurysms.png": 0.7,
-    "moon.png": 0.85, "page.png": 0.75, "text.png": 0.8,
+    "moon.png": 0.85, "page.png": 0.85, "text.png": 0.8,
 }
 
 
@@ -78,3 +92,34 @@ def test_star_field_is_chosen_at_half_scale_not_at_the_top_rung() -> None:
     # ...while the structure a half-size view keeps is there.
     half = ssim(reference.reduce(2), decoded(out.data).reduce(2))
     assert half >= HALF_SCALE_THRESHOLD - 0.002  # the probe's margin over the whole image
+
+
+def test_only_the_photographed_page_shows_lines_of_text() -> None:
+    found = set()
+    for name in [*COLOUR_PHOTOS, *GRAYSCALE_PHOTOS]:
+        data = real_photo(name)
+        img = prepare_pixels(data, "openai-high")
+        source = Image.open(io.BytesIO(data))
+        source.load()
+        if has_text_lines(measure_content(normalise_mode(source)), img):
+            found.add(name)
+    assert found == {"page.png"}  # grass has as many strokes, in no lines
+
+
+def test_photographed_page_keeps_its_words() -> None:
+    pytesseract = pytest.importorskip("pytesseract", reason="the test extra installs pytesseract")
+    if shutil.which("tesseract") is None:
+        pytest.skip("tesseract-ocr not installed (scripts/ensure-system-deps.sh)")
+
+    def words(img: Image.Image) -> set[str]:
+        text = pytesseract.image_to_string(img.convert("RGB"))
+        return {w.lower() for w in re.findall(r"[A-Za-z]{4,}", text)}
+
+    data = real_photo("page.png")
+    readable = words(prepare_pixels(data, "openai-high"))
+    assert len(readable) >= 12, sorted(readable)  # the page itself reads
+    out = prepare_image(data, "openai-high")
+    assert out.format == "JPEG" and out.similarity is not None
+    assert out.similarity >= TEXT_SIMILARITY_THRESHOLD
+    lost = readable - words(decoded(out.data))
+    assert len(lost) <= 1, f"q{out.quality} lost {sorted(lost)}"
