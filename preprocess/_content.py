@@ -9,7 +9,7 @@ the horizontal neighbour differences (``ContentStats``):
 
 * ``noise``: among the 8x8 blocks that are not perfectly flat, the share of neighbour pairs
   that differ by 1 or 2 levels out of those that differ by at most 2. Photographs score
-  0.29-0.8, rendered content under 0.03; a perfectly flat block (a clipped sky, a UI panel)
+  0.29-0.8, rendered content under 0.06; a perfectly flat block (a clipped sky, a UI panel)
   says nothing either way, so it is left out, and a product shot on white is judged by the
   product.
 * ``spike``: how much of the perfectly flat area sits on isolated luma levels (a fill colour
@@ -59,15 +59,17 @@ GRAPHIC = "graphic"
 TEXT = "text"
 
 # Below this ``noise`` an image is drawn by software; photographs in the labelled set score
-# at least 0.29 (a processed image of the moon), rendered content at most 0.03 (a gradient header).
+# at least 0.29 (a processed image of the moon), rendered content at most 0.06 (a
+# dashboard's gradient header).
 NOISE_PHOTO_MIN = 0.15
 # Between NOISE_PHOTO_MIN and this, flat areas that are mostly palette spikes still make a
-# graphic (the scikit-image logo: noise 0.39, spike 0.63; the moon: 0.29 and 0.06; the
-# astronaut, whose black background is clipped: 0.70 and 0.51).
+# graphic (the scikit-image logo: noise 0.40, spike 0.64; the moon: 0.29 and 0.06; the
+# astronaut, whose black background is clipped: 0.71 and 0.48).
 NOISE_SMOOTH_GRAPHIC_MAX = 0.45
 SPIKE_GRAPHIC_MIN = 0.55
 # A synthetic image is text when at least this share of pixels are thin strokes: rendered
-# pages, code and chats score 0.006-0.05, charts, diagrams and UI without much text 0.000-0.005.
+# pages, code, chats and terminals score 0.0066 or more, charts, diagrams and UI without
+# much text at most 0.0038 (seeds 0-2 of the rendered set).
 STROKES_TEXT_MIN = 0.005
 STROKE_STEP = 48  # luma levels: the contrast of a glyph stroke against its background
 SMALL_STEP = 2  # neighbour differences up to this are noise (or a smooth gradient)

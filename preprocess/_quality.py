@@ -26,6 +26,12 @@ encode and the cost per step is a fraction of the image's. It stops when its tim
 (``SEARCH_BUDGET_MS``) would be exceeded and then takes the lowest rung already seen to pass,
 or the target's fixed quality (the safe default) when none has.
 
+Two cases get another rule. Content whose full-resolution SSIM still fails at
+``RUNAWAY_QUALITY`` (noise, grain, a star field: detail at the scale of single pixels that
+JPEG cannot keep cheaply) has its rung chosen on 2x-reduced copies against
+``HALF_SCALE_THRESHOLD`` (``QualityPlan.scale`` is 2). A photograph that shows lines of text
+(``_content.has_text_lines``) is searched against ``TEXT_SIMILARITY_THRESHOLD``.
+
 ``plan_quality`` holds the decision and takes the scoring function and the clock as
 arguments, so it is tested without encoding anything; ``search_jpeg`` is the thin I/O side.
 """
