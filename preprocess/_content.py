@@ -16,7 +16,9 @@ the horizontal neighbour differences (``ContentStats``):
   whose neighbouring levels are absent) rather than on a smooth spread of levels. Palette
   fills are spikes; flat patches of a photograph spread over neighbouring levels. It settles
   smooth graphics whose gradients and anti-aliasing raise ``noise`` (a logo, a gradient
-  header).
+  header), unless the image also has more than ``MANY_COLOURS`` colours: in colour, that
+  middle ground with a photograph's colour count is photographic content after all (a page
+  with a photo in it, a screenshot saved as JPEG), and it stays lossy as it always was.
 * ``strokes``: the share of pixels that are a thin stroke, at least ``STROKE_STEP`` darker
   (or lighter) than both pixels two to each side. Glyphs are thin strokes; chart bars, boxes
   and photographs have few. It is the evidence for ``text``.
@@ -43,6 +45,7 @@ from PIL import Image, ImageChops
 
 __all__ = [
     "GRAPHIC",
+    "MANY_COLOURS",
     "NOISE_PHOTO_MIN",
     "PHOTO",
     "TEXT",
@@ -67,6 +70,10 @@ NOISE_PHOTO_MIN = 0.15
 # astronaut, whose black background is clipped: 0.71 and 0.48).
 NOISE_SMOOTH_GRAPHIC_MAX = 0.45
 SPIKE_GRAPHIC_MIN = 0.55
+# Distinct colours in the image above which that middle ground is a photo (colour only: a
+# grayscale image has at most 256). The logo has 2,139; a dashboard screenshot saved as JPEG
+# (noise 0.24, spike 0.67) or a web page with a photo in it (0.40, 0.66) tens of thousands.
+MANY_COLOURS = 4096
 # A synthetic image is text when at least this share of pixels are thin strokes: rendered
 # pages, code, chats and terminals score 0.0066 or more, charts, diagrams and UI without
 # much text at most 0.0038 (seeds 0-2 of the rendered set).
@@ -94,12 +101,14 @@ class ContentStats:
     noise: float
     spike: float
     strokes: float
+    many_colours: bool = False  # more than MANY_COLOURS colours (measured only where it matters)
 
 
 def classify(stats: ContentStats) -> str:
     """``"photo"``, ``"graphic"`` or ``"text"``."""
     synthetic = stats.noise < NOISE_PHOTO_MIN or (
-        stats.noise < NOISE_SMOOTH_GRAPHIC_MAX and stats.spike >= SPIKE_GRAPHIC_MIN)
+        stats.noise < NOISE_SMOOTH_GRAPHIC_MAX and stats.spike >= SPIKE_GRAPHIC_MIN
+        and not stats.many_colours)
     if not synthetic:
         return PHOTO
     return TEXT if stats.strokes >= STROKES_TEXT_MIN else GRAPHIC
@@ -125,14 +134,20 @@ def sample_strips(y: Image.Image, max_pixels: int = SAMPLE_MAX_PIXELS) -> Image.
 
 def measure(img: Image.Image) -> ContentStats:
     """The statistics of ``img`` (any mode Pillow converts to L)."""
-    y = sample_strips(img)  # before converting: only the sampled rows are converted
-    y = y if y.mode == "L" else y.convert("L")
+    sample = sample_strips(img)  # before converting: only the sampled rows are converted
+    y = sample if sample.mode == "L" else sample.convert("L")
     w, h = y.size
     if w < 5:
         return ContentStats(noise=0.0, spike=1.0, strokes=0.0)  # too narrow to tell: lossless
     left, right = y.crop((0, 0, w - 1, h)), y.crop((1, 0, w, h))
     diff = ImageChops.difference(left, right)
-    return ContentStats(_noise(diff), _spike(left, diff), _strokes(y))
+    noise, spike = _noise(diff), _spike(left, diff)
+    many = False
+    if img.mode != "L" and NOISE_PHOTO_MIN <= noise < NOISE_SMOOTH_GRAPHIC_MAX:
+        # Only where the rule asks; on the whole image (a sample sees fewer colours), which
+        # stops counting at MANY_COLOURS.
+        many = img.getcolors(MANY_COLOURS) is None
+    return ContentStats(noise, spike, _strokes(y), many)
 
 
 def _noise(diff: Image.Image) -> float:

@@ -11,6 +11,7 @@ from PIL import Image
 
 from benchmarks.fixtures.sample_images import (
     Sample,
+    dashboard,
     real_photo,
     real_photos,
     synthetic_images,
@@ -43,6 +44,9 @@ def decide(sample: Sample) -> str:
     (ContentStats(noise=0.0, spike=1.0, strokes=0.03), "text"),  # flat fills, many strokes
     (ContentStats(noise=0.4, spike=0.7, strokes=0.0), "graphic"),  # gradients on palette fills
     (ContentStats(noise=0.7, spike=0.7, strokes=0.0), "photo"),  # a clipped background
+    # The same middle ground with a photograph's colour count: photographic content in it.
+    (ContentStats(noise=0.4, spike=0.7, strokes=0.0, many_colours=True), "photo"),
+    (ContentStats(noise=0.0, spike=1.0, strokes=0.0, many_colours=True), "graphic"),
 ])
 def test_rule(stats: ContentStats, expect: str) -> None:
     assert classify_content(stats) == expect
@@ -85,3 +89,24 @@ def test_the_sample_is_bounded_whole_rows() -> None:
     assert strips.crop((0, 0, 4000, 8)).tobytes() == img.crop((0, 0, 4000, 8)).tobytes()
     small = pixels(real_photo("microaneurysms.png"))
     assert sample_strips(small) is small
+
+
+def _jpeg(img: Image.Image, quality: int) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=quality)
+    return buf.getvalue()
+
+
+def test_colour_pages_with_photographic_content_stay_lossy() -> None:
+    # A screenshot saved as JPEG, and a page with a real photograph in it: their noise and
+    # flat fills sit in the middle; tens of thousands of colours settle them as photos,
+    # the lossy JPEG they always were (as PNG the page would be 4.3x the q85 bytes).
+    page = dashboard(3)
+    hero = pixels(real_photo("astronaut.png")).convert("RGB").resize((900, 600))
+    page.paste(hero, (500, 420))
+    for img in (pixels(_jpeg(dashboard(0), 90)), page):
+        stats = measure_content(img)
+        assert stats.many_colours and classify_content(stats) == "photo"
+    # The same screenshot in gray has no colour count to go by: a graphic.
+    gray = pixels(_jpeg(dashboard(0).convert("L"), 90))
+    assert classify_content(measure_content(gray)) == "graphic"
