@@ -26,7 +26,7 @@ from PIL import Image
 import llmclient
 from benchmarks.fixtures.photos import GPS_IFD, camera_photo
 from benchmarks.server.vision import image_tokens
-from llmclient import _images
+from llmclient.features import images as _images
 from llmclient.preprocess import (
     CorruptImage,
     ImageError,
