@@ -68,24 +68,35 @@ class PartialTracker:
         self.response_id: str | None = None
         self.last_sequence_number: int | None = None
 
-    def chunk(self, obj: dict[str, Any]) -> None:
-        """A Chat Completions or Completions chunk."""
+    def chunk(self, obj: dict[str, Any], choices: Any) -> None:
+        """A Chat Completions or Completions chunk, and its ``choices`` (read once, by the
+        caller). Runs for every chunk of every stream: few lookups."""
         self.events += 1
-        if self.response_id is None and isinstance(obj.get("id"), str):
+        if self.response_id is None and type(obj.get("id")) is str:
             self.response_id = obj["id"]
-        for choice in obj.get("choices") or ():
+        if not choices:
+            return
+        states = self._choices
+        for choice in choices:
             index = choice.get("index") or 0
-            state = self._choices.get(index)
+            state = states.get(index)
             if state is None:
-                state = self._choices[index] = _Choice()
+                state = states[index] = _Choice()
             delta = choice.get("delta")
-            text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-            if isinstance(text, str) and text:
+            if delta is not None:  # chat
+                text = delta.get("content")
+                if delta.get("tool_calls"):
+                    _merge_tools(state.tools, delta["tool_calls"])
+            else:  # completions
+                text = choice.get("text")
+            if text and type(text) is str:
                 state.parts.append(text)
-            if isinstance(delta, dict) and delta.get("tool_calls"):
-                _merge_tools(state.tools, delta["tool_calls"])
             if choice.get("finish_reason"):
                 state.finish = choice["finish_reason"]
+
+    def finished(self) -> dict[int, bool]:
+        """Each choice seen: whether it got a finish_reason."""
+        return {i: s.finish is not None for i, s in self._choices.items()}
 
     def event(self, obj: dict[str, Any]) -> None:
         """A Responses API event."""

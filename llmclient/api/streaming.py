@@ -58,7 +58,6 @@ class _StreamBase(Generic[_T]):
         self._make = make
         self._on_complete = on_complete
         self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
-        self._choices: dict[int, bool] = {}  # choice index -> finish_reason seen
         # A Responses stream is typed events, complete at its final event (``_end``) instead.
         self._events = call.path == RESPONSES_PATH
         self._end: str | None = None
@@ -103,10 +102,7 @@ class _StreamBase(Generic[_T]):
                 raise self._annotate(APIError(_error_message(obj), body=obj))
             if record.first_token_ms is None and has_token(obj):
                 record.mark_first_token()
-            choices = obj.get("choices")
-            if choices:
-                _track_choices(self._choices, choices)
-            partial.chunk(obj)
+            partial.chunk(obj, obj.get("choices"))  # also each choice's finish_reason
             if self._chunks is not None:
                 self._chunks.append(obj)
             out.append(self._make(obj))
@@ -146,7 +142,7 @@ class _StreamBase(Generic[_T]):
                                        "or error")
             unfinished = None
         else:
-            unfinished = unfinished_message(self._choices, self._decoder.done)
+            unfinished = unfinished_message(self._partial.finished(), self._decoder.done)
         if unfinished is not None:
             raise self._incomplete(unfinished)
         self.__dict__["_complete"] = True
@@ -289,15 +285,6 @@ def _reset(token: Any) -> None:
         current_trace_id.reset(token)
     except ValueError:  # the generator was finalised in another context (GC, another task)
         pass
-
-
-def _track_choices(state: dict[int, bool], choices: list[dict[str, Any]]) -> None:
-    for choice in choices:
-        index = choice.get("index") or 0
-        if choice.get("finish_reason"):
-            state[index] = True
-        elif index not in state:
-            state[index] = False
 
 
 def unfinished_message(choices: dict[int, bool], done: bool) -> str | None:

@@ -61,14 +61,18 @@ def test_the_message_says_how_long_after_what_and_which_kind_of_silence() -> Non
 
 def test_the_partial_answer_merges_text_and_tool_call_fragments() -> None:
     t = PartialTracker()
-    t.chunk({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
-    t.chunk({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": "Hel"}},
-                                             {"index": 1, "delta": {"content": "Bon"}}]})
-    t.chunk({"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": "lo"}}]})
-    t.chunk({"choices": [{"index": 1, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\""}}]}}]})
-    t.chunk({"choices": [{"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]},
-                          "finish_reason": "tool_calls"}]})
+    for chunk in (
+        {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+        {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": "Hel"}},
+                                         {"index": 1, "delta": {"content": "Bon"}}]},
+        {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {"content": "lo"}}]},
+        {"choices": [{"index": 1, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\""}}]}}]},
+        {"choices": [{"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]},
+                      "finish_reason": "tool_calls"}]},
+    ):
+        t.chunk(chunk, chunk["choices"])
+    assert t.finished() == {0: False, 1: True}
     a = t.answer()
     assert (a.events, a.response_id, a.text) == (5, "chatcmpl-1", "Hello")
     assert a.choices[1].text == "Bon"
