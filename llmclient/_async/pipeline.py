@@ -9,6 +9,7 @@ Written once, as coroutines; ``scripts/unasync.py`` generates the blocking twin.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,10 @@ from .._logging import current_trace_id
 from ..api.streaming import AsyncStream
 from ..features import otel as _otel
 from ..pipeline import shared as _pipeline
+from ..pipeline.resume import resumable
 from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding
 from ..transport.http_clients import asend_through
-from ..wire.codec import Codec
+from ..wire.codec import JSON_CODEC, Codec
 
 if TYPE_CHECKING:
     from .._client import BaseClient as _Stages
@@ -71,6 +73,18 @@ class AsyncPipeline(_Stages):
                 else:
                     await _pipeline.async_sleep(delay)
             tries.next()
+
+    async def _resume_stream(self, call: Call, response_id: str, after: int) -> tuple[httpx.Response, Any]:
+        """The rest of a cut background stream (``pipeline.resume``): ``GET /responses/{id}?
+        stream=true&starting_after=N``, with the call's headers (credentials, a gateway's own),
+        trace and timeouts; retried as any GET. Its (response, decoder)."""
+        headers = {k: v for k, v in call.headers.items() if k not in ("content-type", "content-encoding")}
+        again = self._build_call("GET", f"/responses/{response_id}", stream=True, options=call.options,
+                                 extra_headers=headers, timeout=call.timeout,
+                                 extra_query={**call.query, "stream": "true", "starting_after": after})
+        again.trace = call.trace  # one trace for the whole stream, resumes included
+        response = await self._send(again, None, JSON_CODEC)
+        return response, self._stream_decoder(again, response, JSON_CODEC)
 
     async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         """_send, or a race of two copies when the call is hedged (``_hedge``)."""
@@ -123,7 +137,10 @@ class AsyncPipeline(_Stages):
             if call.stream:
                 decoder = self._stream_decoder(call, response, codec)
                 on_complete = features.on_stream_complete(call, handle)
-                result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete)
+                resume = (functools.partial(self._resume_stream, call)
+                          if resumable(call.method, call.path, call.body, call.stream) else None)
+                result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete,
+                                          resume)
                 if span is not None:
                     span.stream = True  # ends when the stream does (_streaming)
                 return RawResponse(response, result) if raw else result

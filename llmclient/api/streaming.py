@@ -27,6 +27,7 @@ import httpx
 from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from .._logging import current_trace_id
 from ..features import otel as _otel
+from ..pipeline.resume import MAX_RESUMES, out_of_order, resume_delay
 from ..pipeline.watchdog import stall_message, stalled
 from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
 from .partial import PartialTracker
@@ -51,6 +52,7 @@ class _StreamBase(Generic[_T]):
         decoder: StreamDecoder,
         make: Callable[[dict[str, Any]], _T],
         on_complete: Callable[[Call, list[dict[str, Any]]], None] | None = None,
+        resume: Callable[[str, int], Any] | None = None,
     ) -> None:
         self.response = response
         self._call = call
@@ -69,6 +71,12 @@ class _StreamBase(Generic[_T]):
         self._idle = call.options.stream_idle_timeout
         self._last_event = time.monotonic()
         self._keepalives = False
+        # Resuming a cut background stream (pipeline.resume): resume(response_id, after) gives
+        # (response, decoder) for the events after ``after``; the sequence number expected next.
+        self._resume = resume
+        self._resumes = 0
+        self._expect_seq: int | None = None
+        self._final = False  # an error no resume can mend (events out of order, resume refused)
 
     @property
     def timings(self) -> CallRecord:
@@ -114,6 +122,12 @@ class _StreamBase(Generic[_T]):
         out = []
         record = self._call.record
         for obj in objs:
+            if self._expect_seq is not None:
+                wrong = out_of_order(self._expect_seq, obj.get("sequence_number"))
+                if wrong is not None:
+                    self._final = True
+                    raise self._incomplete(f"Incomplete stream: {wrong}")
+                self._expect_seq += 1
             kind = obj.get("type")
             if kind is None and obj.get("error"):
                 raise self._annotate(APIError(_error_message(obj), body=obj))
@@ -162,6 +176,30 @@ class _StreamBase(Generic[_T]):
         return self._incomplete(
             f"Incomplete stream: the connection failed mid-stream ({type(exc).__name__}: {exc})")
 
+    def _resume_point(self) -> tuple[str, int] | None:
+        """Where a cut stream resumes: (response id, last sequence number delivered), or None
+        when it cannot (not a background stream, nothing numbered yet, too many resumes)."""
+        if self._resume is None or self._final or self._resumes >= MAX_RESUMES:
+            return None
+        partial = self._partial
+        if partial.response_id is None or partial.last_sequence_number is None:
+            return None
+        return partial.response_id, partial.last_sequence_number
+
+    def _resume_failed(self, err: APIError, rid: str, after: int, exc: APIError) -> APIError:
+        self._final = True
+        return self._incomplete(f"{err.message}; resuming response {rid} after event {after} "
+                                f"failed: {exc.message}")
+
+    def _resumed(self, response: httpx.Response, decoder: Any, after: int) -> None:
+        self.response = response
+        self._decoder = decoder
+        self._resumes += 1
+        self._call.record.resumes += 1
+        self._expect_seq = after + 1
+        self._last_event = time.monotonic()
+        self._keepalives = False
+
     def _watchdog_read(self) -> bool:
         """Whether the read that timed out waited the idle limit (not a shorter read timeout)."""
         read = self._call.timeout.read
@@ -188,17 +226,39 @@ class Stream(_StreamBase[_T]):
     def __iter__(self) -> Iterator[_T]:
         token = current_trace_id.set(self.trace_id)
         try:
-            try:
-                for raw in self.response.stream:  # type: ignore[union-attr]
-                    if self._decoder.done:
-                        continue  # drain to the end so the connection is reusable
-                    yield from self._handle(self._decoder.feed(raw))
-            except httpx.TransportError as exc:
-                raise self._transport_error(exc) from exc
-            self._finish()
+            while True:
+                try:
+                    try:
+                        for raw in self.response.stream:  # type: ignore[union-attr]
+                            if self._decoder.done:
+                                continue  # drain to the end so the connection is reusable
+                            yield from self._handle(self._decoder.feed(raw))
+                    except httpx.TransportError as exc:
+                        raise self._transport_error(exc) from exc
+                    self._finish()
+                    return
+                except (IncompleteStreamError, APITimeoutError) as err:
+                    point = self._resume_point()
+                    if point is None:
+                        raise
+                    self._reconnect(err, *point)
         finally:
             _reset(token)
             self.close()
+
+    def _reconnect(self, err: APIError, rid: str, after: int) -> None:
+        """The rest of a cut background stream, after event ``after`` (pipeline.resume)."""
+        try:
+            self.response.close()
+        except Exception:
+            pass
+        time.sleep(resume_delay(self._resumes))
+        assert self._resume is not None
+        try:
+            response, decoder = self._resume(rid, after)
+        except APIError as exc:
+            raise self._resume_failed(err, rid, after, exc) from exc
+        self._resumed(response, decoder, after)
 
     def __next__(self) -> _T:
         it = self.__dict__.get("_iter")
@@ -233,18 +293,42 @@ class AsyncStream(_StreamBase[_T]):
     async def __aiter__(self) -> AsyncIterator[_T]:
         token = current_trace_id.set(self.trace_id)
         try:
-            try:
-                async for raw in self.response.stream:  # type: ignore[union-attr]
-                    if self._decoder.done:
-                        continue
-                    for item in self._handle(self._decoder.feed(raw)):
-                        yield item
-            except httpx.TransportError as exc:
-                raise self._transport_error(exc) from exc
-            self._finish()
+            while True:
+                try:
+                    try:
+                        async for raw in self.response.stream:  # type: ignore[union-attr]
+                            if self._decoder.done:
+                                continue
+                            for item in self._handle(self._decoder.feed(raw)):
+                                yield item
+                    except httpx.TransportError as exc:
+                        raise self._transport_error(exc) from exc
+                    self._finish()
+                    return
+                except (IncompleteStreamError, APITimeoutError) as err:
+                    point = self._resume_point()
+                    if point is None:
+                        raise
+                    await self._reconnect(err, *point)
         finally:
             _reset(token)
             await self.close()
+
+    async def _reconnect(self, err: APIError, rid: str, after: int) -> None:
+        """See :meth:`Stream._reconnect`."""
+        import asyncio  # heavy: loaded by the async client's first use, not `import llmclient`
+
+        try:
+            await self.response.aclose()
+        except Exception:
+            pass
+        await asyncio.sleep(resume_delay(self._resumes))
+        assert self._resume is not None
+        try:
+            response, decoder = await self._resume(rid, after)
+        except APIError as exc:
+            raise self._resume_failed(err, rid, after, exc) from exc
+        self._resumed(response, decoder, after)
 
     async def __anext__(self) -> _T:
         it = self.__dict__.get("_aiter")

@@ -48,6 +48,7 @@ class CallRecord:
     http_version: str | None = None
     connection_reused: bool | None = None
     retries: int = 0
+    resumes: int = 0  # a cut background stream went on from where it was (pipeline.resume)
     cache: str | None = None
     prefetch_joined: bool = False
     image_prep_ms: float | None = None

@@ -1,0 +1,47 @@
+"""Resuming a cut stream, as pure decisions: which streams can be resumed, from where, how often
+and after how long.
+
+OpenAI's background mode (and vLLM's) keeps every event of a ``background=True`` Responses
+stream, numbered by ``sequence_number``, and ``GET /v1/responses/{id}?stream=true&
+starting_after=N`` sends the events after N. So a background stream that is cut (a reset, a
+lost connection), stalls (the watchdog) or ends before its final event is not lost: llmclient
+asks for the rest and goes on with the same iterator, and the app sees one stream with no gap
+and no event twice. Each event after a resume must carry the next sequence number; anything
+else (an event skipped or repeated) ends the stream with an error, never a reordered answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..wire.codec import RESPONSES_PATH
+
+__all__ = ["MAX_RESUMES", "out_of_order", "resumable", "resume_delay"]
+
+# Resumes of one stream before its error is raised: a server that cuts every connection gets a
+# few tries, not an endless loop.
+MAX_RESUMES = 3
+
+
+def resumable(method: str, path: str, body: dict[str, Any] | None, stream: bool) -> bool:
+    """Whether a call's stream can be resumed: a streamed ``POST /responses`` with
+    ``background: true`` (the server keeps its events; a foreground stream stops when its
+    connection does, and its events are gone)."""
+    return (stream and method == "POST" and path == RESPONSES_PATH and body is not None
+            and body.get("background") is True)
+
+
+def resume_delay(attempt: int) -> float:
+    """Seconds before resume ``attempt`` (0-based): 0.1, 0.2, 0.4 ... (a cut connection is
+    usually a proxy or a network blip, over at once; a server restarting needs a moment)."""
+    return min(0.1 * 2 ** attempt, 2.0)
+
+
+def out_of_order(expected: int, got: object) -> str | None:
+    """Why an event after a resume cannot be delivered (None when it is the expected one)."""
+    if got == expected:
+        return None
+    if isinstance(got, int) and not isinstance(got, bool):
+        kind = "repeated an event" if got < expected else "skipped events"
+        return f"the resumed stream {kind}: expected sequence_number {expected}, got {got}"
+    return f"the resumed stream sent an event without a sequence_number (expected {expected})"
