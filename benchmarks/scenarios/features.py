@@ -1,10 +1,11 @@
 """Caching, encoding and everything combined: the rows the other scenario modules do not make.
 
-- ``cache``: classification-style prompts repeated with a Zipf distribution (a few prompts
-  asked often, a long tail asked once), temperature 0. The official client, llmclient without
+- ``cache``: classification-style prompts, temperature 0, from a seeded workload in which a
+  stated share (REPEAT_RATE) of the requests repeats an earlier prompt, the repeated one drawn
+  with Zipf weights (popular prompts come back most). The official client, llmclient without
   a cache, and llmclient with ``cache="memory"`` (outside quick mode also SQLite in a temp file
-  and a private loopback Redis), interleaved request by request; the "cache alone" rows
-  isolate what each cache saves.
+  and a private loopback Redis), interleaved request by request; the rows give the mixed p50
+  at that repeat rate, the cache alone, and a hit against a call, with the hit rate beside.
 - ``encoding``: ten-turn conversations of about 16 KB per request (the shape of a chat app's
   requests late in a session). The official client (JSON), llmclient's JSON path (orjson, the
   body compressed with zstd once the origin said it reads it) and llmclient with
