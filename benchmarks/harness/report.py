@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .records import RequestRecord, ScenarioResult
+from .records import RequestRecord, Row, ScenarioResult
 from .stats import (
     BEYOND_QUANTILE,
     BOOTSTRAP_ITERATIONS,
@@ -55,13 +55,13 @@ def metric_values(records: Sequence[Any], metric: str) -> list[float | None]:
     return out
 
 
-def row_json(row: Any, summaries: Mapping[str, Mapping[str, Any]],
+def row_json(row: Row, summaries: Mapping[str, Mapping[str, Any]],
              records: Mapping[str, Sequence[Any]], seed: int | str = 0) -> dict[str, Any]:
     """One savings row as data: both sides' p50/p99 (as before), and the row's own statistic
     with a bootstrap interval on the ratio and the verdict it allows."""
     base, cand = summaries.get(row.baseline, {}), summaries.get(row.candidate, {})
     b, c = base.get(row.metric, {}), cand.get(row.metric, {})
-    statistic = getattr(row, "statistic", "p50")
+    statistic = row.statistic
     b_values = metric_values(records.get(row.baseline, []), row.metric)
     c_values = metric_values(records.get(row.candidate, []), row.metric)
     n_b, n_c = b.get("n", 0), c.get("n", 0)
@@ -71,8 +71,8 @@ def row_json(row: Any, summaries: Mapping[str, Mapping[str, Any]],
     return {
         "label": row.label, "baseline": row.baseline, "candidate": row.candidate,
         "metric": row.metric,
-        "statistic": statistic, "technique": getattr(row, "technique", None),
-        "effort": getattr(row, "effort", "default"), "context": getattr(row, "context", ""),
+        "statistic": statistic, "technique": row.technique, "effort": row.effort,
+        "context": row.context,
         "baseline_stat": b_stat, "candidate_stat": c_stat,
         "ratio": ratio(b_stat, c_stat),
         "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
