@@ -143,7 +143,10 @@ def _ms(value: float | None) -> str:
 
 
 def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    if value is None:
+        return "-"
+    # Within 1% of no change, two decimals would print a measured 1.004x as a bare 1.00x.
+    return f"{value:.3f}x" if abs(value - 1.0) < 0.01 else f"{value:.2f}x"
 
 
 def _failures(summary: Mapping[str, Any]) -> str:
@@ -416,7 +419,7 @@ def _xr(value: float | None) -> str:
         return "-"
     if value >= 100:
         return f"{value:,.0f}x"
-    return f"{value:.1f}x" if value >= 10 else f"{value:.2f}x"
+    return f"{value:.1f}x" if value >= 10 else _x(value)
 
 
 def interval_text(row: Mapping[str, Any]) -> str:
