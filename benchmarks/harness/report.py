@@ -32,7 +32,8 @@ from .stats import (
     verdict,
 )
 
-__all__ = ["SCHEMA", "build_result", "headline", "latency_split", "render_html", "render_table",
+__all__ = ["SCHEMA", "build_result", "chart_rows", "headline", "interval_text", "latency_split",
+           "metric_values", "render_html", "render_table", "row_json", "svg_interval_chart",
            "svg_log_hbars", "waterfall_segments", "write_result"]
 
 SCHEMA = "llmclient-bench/1"
