@@ -8,7 +8,9 @@
 ``--host`` is the OpenAI-compatible base URL (with ``/v1``). Environment: ``OPENAI_API_KEY``,
 ``LLM_MODEL`` (default: the server's first model), ``LLM_STREAM`` (1/0, default 1),
 ``LLM_CA_BUNDLE`` (a CA file for a self-signed server such as the reference server),
-``LLM_THINK_S`` (mean think time between calls, default 1.0).
+``LLM_THINK_S`` (mean think time between calls, default 1.0), ``LLM_STOP_AFTER`` (stop the run
+once this many calls have finished, in this process: a smoke run that ends when it has its
+sample, however slow the machine, with ``-t`` as the upper bound).
 
 Each call fires three Locust request events under type ``LLM``: ``e2e`` (end-to-end latency),
 ``ttft`` (time to the first non-empty content chunk; streams only) and, on failure, ``e2e`` with
@@ -34,11 +36,23 @@ from llmclient_bench.harness.load import LengthModel, readable_text
 REQUEST_TYPE = "LLM"
 
 
+def stop_after() -> int | None:
+    """``LLM_STOP_AFTER`` as a count; a value that is not a positive integer is an error."""
+    raw = os.environ.get("LLM_STOP_AFTER")
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise SystemExit(f"LLM_STOP_AFTER={raw!r}: expected a positive integer")
+    return int(raw)
+
+
 class LLMUser(User):
     """One simulated app user: chat calls with think time, through llmclient."""
 
     wait_time = between(0.0, 2 * float(os.environ.get("LLM_THINK_S", "1.0")))
     lengths = LengthModel()
+    finished = 0                      # calls finished by every user of this process
+    stop_after = stop_after()
 
     def on_start(self) -> None:
         import llmclient
@@ -96,3 +110,10 @@ class LLMUser(User):
         self._fire("e2e", (time.perf_counter() - t0) * 1000.0, chars, trace_id=trace_id)
         if ttft is not None:
             self._fire("ttft", ttft, chars, trace_id=trace_id)
+        LLMUser.finished += 1
+        if self.stop_after is not None and LLMUser.finished >= self.stop_after \
+                and self.environment.runner is not None:
+            # From a greenlet of its own: quit() kills the users, this one included.
+            import gevent
+
+            gevent.spawn(self.environment.runner.quit)

@@ -10,6 +10,8 @@
 #   wants credentials, one that refuses tunnels) on free loopback ports.
 # - valgrind: `python -m benchmarks.client_overhead --instructions` counts instructions per call
 #   under callgrind (tests/bench/test_client_overhead.py runs it).
+# - chromium: tests/bench/test_report_browser.py opens the benchmark's HTML report in headless
+#   Chromium and checks what a person sees there (headline, intervals).
 # No package's system service is used.
 set -euo pipefail
 missing=()
@@ -17,6 +19,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v nginx >/dev/null 2>&1 || missing+=(nginx)
 command -v tinyproxy >/dev/null 2>&1 || missing+=(tinyproxy)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -120,3 +120,18 @@ def drive(request: pytest.FixtureRequest) -> Iterator[Drive]:
         yield driver
     finally:
         driver.close()
+
+
+@pytest.fixture
+def unhurried_quality_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JPEG quality search without its wall-clock budget. On a busy machine the budget
+    cuts the search short, sometimes before its first rung (then the quality is the
+    fallback), so a test that compares one image's bytes across calls, or expects a measured
+    quality, would fail for the machine's sake. The budget itself is tested on a virtual
+    clock in tests/preprocess/test_quality.py."""
+    import functools
+
+    from llmclient.preprocess import _encode, _quality
+
+    monkeypatch.setattr(_encode, "search_quality",
+                        functools.partial(_quality.search_quality, budget_ms=600_000.0))

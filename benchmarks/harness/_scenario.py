@@ -31,7 +31,11 @@ Everything a scenario measures is a :class:`RequestRecord` per request, grouped 
 (``"openai"``, ``"fresh-connection"``, ``"llmclient"``, ...). Stats (percentiles, failures by
 status and kind, breakdowns) are derived from those records by ``benchmarks.harness.stats`` when the
 result is reported, so every scenario is summarised the same way. A :class:`Row` says which two
-variants the savings table compares (baseline first).
+variants the savings table compares (baseline first), on which statistic the technique is
+judged (``statistic="p95"`` for one that works on the tail; p50 by default), and, for the
+chart, its ``technique`` name and ``effort`` (what a user does to get it). The report puts a
+bootstrap interval on every ratio and says "needs --full" where the run's samples cannot
+estimate the statistic.
 
 Variants run *interleaved* (A B A B ...) through :meth:`Context.interleave`, so machine noise
 (other processes on a shared 2-core box) hits both sides alike.

@@ -111,6 +111,10 @@ def _savings(doc: Doc) -> Iterator[str]:
             r50 = row.get("ratio_p50")
             if row.get("baseline_p50") is None or row.get("candidate_p50") is None:
                 continue  # a side with no successful request: the failures advice covers it
+            if "verdict" in row and row["verdict"] not in ("faster", "slower"):
+                continue  # its interval includes 1.0x, or too few samples: nothing to claim
+            if row.get("statistic", "p50") != "p50":
+                continue  # judged on its tail: the headline and the table say it
             metric = row["metric"].removesuffix("_ms")
             span = f"{_ms(row['baseline_p50'])} -> {_ms(row['candidate_p50'])}, n={row['n_candidate']}"
             if r50 and r50 >= 10:

@@ -2,7 +2,7 @@
 
     python -m benchmarks [--network wan|lan|mobile|loopback] [--quick] [--scenarios a,b]
                          [--profile h100-8b] [--out results] [--base-url URL --api-key KEY]
-    python -m benchmarks compare BASELINE.json CURRENT.json --max-p99-regression 10%
+    python -m benchmarks compare A.json B.json [--max-p99-regression 10%]
 
 Without ``--base-url`` it starts the reference server (TLS, so handshakes count) and puts the
 emulated network between client and server; with it, it runs what makes sense against that
@@ -92,13 +92,17 @@ def parse_slo(text: str) -> SLO:
 
 def _compare_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"{_prog()} compare",
-                                description="Exit 1 on a P99 regression beyond the threshold, "
+                                description="Two runs side by side (each savings row with its "
+                                            "95% interval, then every variant's p50/p99 change "
+                                            "with its interval). Exit 1 on a P99 regression "
+                                            "whose whole interval lies beyond the threshold, "
                                             "2 on bad input, 0 otherwise.")
     p.add_argument("baseline")
     p.add_argument("current")
     p.add_argument("--max-p99-regression", default="10%")
-    p.add_argument("--min-samples", type=int, default=20,
-                   help="P99s from fewer requests are shown but not gated")
+    p.add_argument("--min-samples", type=int, default=None,
+                   help="P99s from fewer requests are shown but not gated (default: 200, the "
+                        "fewest that estimate a P99: two samples beyond it)")
     return p
 
 
@@ -403,16 +407,15 @@ def run_suite(args: argparse.Namespace) -> int:
         stack_provider.shutdown()  # flush the run's spans to the collector
     print()
     print(render_table(doc))
-    lines = headline(doc)
-    if lines:
-        print(f"\nsummary ({'quick pass' if args.quick else 'full suite'}, "
-              f"{doc.get('suite_s', 0):.0f} s of scenarios):")
-        for line in lines:
-            print(f"  - {line}")
     if doc["advice"]:
         print("\nadvice:")
         for line in doc["advice"]:
             print(f"  - {line}")
+    # The headline last, where the eye lands when the run ends (the same lines top the report).
+    print(f"\nin short ({'quick pass' if args.quick else 'full suite'}, "
+          f"{doc.get('suite_s', 0):.0f} s of scenarios):")
+    for line in headline(doc):
+        print(f"  - {line}")
     print(f"\nwrote {json_path} and {html_path}")
     return 1 if crashed else 0
 

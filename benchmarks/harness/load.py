@@ -36,6 +36,7 @@ __all__ = [
     "mixed_requests",
     "poisson_arrivals",
     "readable_text",
+    "repeat_indices",
     "run_closed_loop",
     "run_interleaved",
     "run_open_loop",
@@ -79,6 +80,29 @@ def zipf_indices(n: int, distinct: int, s: float, rng: random.Random) -> list[in
         raise ValueError(f"need distinct >= 1 and n >= 0, got {distinct}, {n}")
     weights = [1.0 / (k + 1) ** s for k in range(distinct)]
     return rng.choices(range(distinct), weights=weights, k=n)
+
+
+def repeat_indices(n: int, repeat_rate: float, s: float, rng: random.Random) -> list[int]:
+    """A seeded workload of ``n`` prompt indices in which exactly ``round(n * repeat_rate)``
+    are repeats of a prompt asked earlier, the repeated prompt drawn with Zipf weights over
+    the prompts seen so far (popular ones come back most). The first ask is always new, and
+    repeats are spread through the run (not all at the end), so a cache sees its hit rate
+    from the start. Distinct prompts: ``n - repeats`` (indices ``0..distinct-1``)."""
+    if n < 0 or not 0.0 <= repeat_rate < 1.0:
+        raise ValueError(f"need n >= 0 and 0 <= repeat_rate < 1, got {n}, {repeat_rate}")
+    repeats = round(n * repeat_rate)
+    if n and repeats >= n:
+        repeats = n - 1
+    slots = set(rng.sample(range(1, n), repeats)) if n > 1 else set()
+    out: list[int] = []
+    fresh = 0
+    for i in range(n):
+        if i in slots:
+            out.append(zipf_indices(1, fresh, s, rng)[0])
+        else:
+            out.append(fresh)
+            fresh += 1
+    return out
 
 
 def readable_text(n_words: int, rng: random.Random) -> str:

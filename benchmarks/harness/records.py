@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from ._scenario import Context
 
 __all__ = [
-    "CAPABILITIES", "ChatRequest", "Driver", "NotAvailable", "RequestRecord", "Row", "Scenario",
-    "ScenarioResult", "new_trace_id", "traceparent",
+    "CAPABILITIES", "EFFORTS", "STATISTICS", "ChatRequest", "Driver", "NotAvailable",
+    "RequestRecord", "Row", "Scenario", "ScenarioResult", "new_trace_id", "traceparent",
 ]
 
 # Capabilities a scenario may require. The suite fills ``Context.capabilities`` by probing the
@@ -78,14 +78,45 @@ class RequestRecord:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+# What a user has to do to get a technique: the savings chart groups its rows by this.
+EFFORTS: Mapping[str, str] = {
+    "default": "nothing (llmclient's defaults)",
+    "option": "one option",
+    "app": "an app change",
+}
+# The statistics a row may be judged on: the quantile of ``metric`` each side is reduced to.
+STATISTICS: Mapping[str, float] = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+
+
 @dataclass(frozen=True)
 class Row:
-    """One line of the savings table: ``candidate`` measured against ``baseline``."""
+    """One line of the savings table: ``candidate`` measured against ``baseline``.
+
+    ``statistic`` is what the technique targets: p50 for latency techniques, p95/p99 for the
+    ones that work on the tail (hedging, retries under faults). The report judges the row on
+    it, with a bootstrap interval, and says "needs --full" when the run has too few samples to
+    estimate it. ``technique`` names the row on the savings chart, which shows each technique
+    once (the first row that names it), grouped by ``effort`` (a key of :data:`EFFORTS`);
+    rows without a technique are in the table only. ``context`` is what else the row needs
+    to be read right (a cache's hit rate and repeat rate, prefetch's wasted tokens).
+    """
 
     label: str
     baseline: str
     candidate: str
     metric: str = "latency_ms"       # or "ttft_ms"
+    statistic: str = "p50"
+    technique: str | None = None
+    effort: str = "default"
+    context: str = ""
+
+    def __post_init__(self) -> None:
+        if self.statistic not in STATISTICS:
+            raise ValueError(f"row {self.label!r}: statistic {self.statistic!r} is not one of "
+                             f"{sorted(STATISTICS)}")
+        if self.effort not in EFFORTS:
+            raise ValueError(f"row {self.label!r}: effort {self.effort!r} is not one of "
+                             f"{sorted(EFFORTS)}")
 
 
 @dataclass

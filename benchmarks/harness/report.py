@@ -14,10 +14,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .records import RequestRecord, ScenarioResult
-from .stats import SLO, cdf, ratio, summarize
+from .records import RequestRecord, Row, ScenarioResult
+from .stats import (
+    BEYOND_QUANTILE,
+    BOOTSTRAP_ITERATIONS,
+    CONFIDENCE,
+    FASTER,
+    NO_DIFFERENCE,
+    SLO,
+    SLOWER,
+    TOO_FEW,
+    bootstrap_ratio,
+    cdf,
+    min_samples,
+    ratio,
+    summarize,
+    verdict,
+)
 
-__all__ = ["SCHEMA", "build_result", "headline", "latency_split", "render_html", "render_table",
+__all__ = ["SCHEMA", "build_result", "chart_rows", "headline", "interval_text", "latency_split",
+           "metric_values", "render_html", "render_table", "row_json", "svg_interval_chart",
            "svg_log_hbars", "waterfall_segments", "write_result"]
 
 SCHEMA = "llmclient-bench/1"
@@ -28,18 +44,48 @@ _COLOURS = ("#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c", "#
 
 
 # ---- result document ------------------------------------------------------------------------
-def _row_json(row: Any, summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def metric_values(records: Sequence[Any], metric: str) -> list[float | None]:
+    """Per request, in send order: ``metric`` of a success, None for a failure (or a success
+    without that metric). Reads RequestRecords or their stored JSON alike."""
+    out: list[float | None] = []
+    for rec in records:
+        get = rec.get if isinstance(rec, Mapping) else lambda k, r=rec: getattr(r, k, None)
+        status, value = get("status"), get(metric)
+        ok = get("error_kind") is None and status is not None and status < 400
+        out.append(float(value) if ok and value is not None else None)
+    return out
+
+
+def row_json(row: Row, summaries: Mapping[str, Mapping[str, Any]],
+             records: Mapping[str, Sequence[Any]], seed: int | str = 0) -> dict[str, Any]:
+    """One savings row as data: both sides' p50/p99 (as before), and the row's own statistic
+    with a bootstrap interval on the ratio and the verdict it allows."""
     base, cand = summaries.get(row.baseline, {}), summaries.get(row.candidate, {})
     b, c = base.get(row.metric, {}), cand.get(row.metric, {})
+    statistic = row.statistic
+    b_values = metric_values(records.get(row.baseline, []), row.metric)
+    c_values = metric_values(records.get(row.candidate, []), row.metric)
+    n_b, n_c = b.get("n", 0), c.get("n", 0)
+    interval = bootstrap_ratio(b_values, c_values, statistic, seed=f"{seed}:{row.label}") \
+        if min(n_b, n_c) >= min_samples(statistic) else None
+    b_stat, c_stat = b.get(statistic), c.get(statistic)
     return {
         "label": row.label, "baseline": row.baseline, "candidate": row.candidate,
         "metric": row.metric,
+        "statistic": statistic, "technique": row.technique, "effort": row.effort,
+        "context": row.context,
+        "baseline_stat": b_stat, "candidate_stat": c_stat,
+        "ratio": ratio(b_stat, c_stat),
+        "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
+        "confidence": CONFIDENCE,
+        "min_samples": min_samples(statistic),
+        "verdict": verdict(interval, n_b, n_c, statistic),
         "baseline_p50": b.get("p50"), "baseline_p99": b.get("p99"),
         "candidate_p50": c.get("p50"), "candidate_p99": c.get("p99"),
         "ratio_p50": ratio(b.get("p50"), c.get("p50")),
         "ratio_p99": ratio(b.get("p99"), c.get("p99")),
         # n_*: samples behind the percentiles (successes); requests_*: everything sent.
-        "n_baseline": b.get("n", 0), "n_candidate": c.get("n", 0),
+        "n_baseline": n_b, "n_candidate": n_c,
         "requests_baseline": base.get("n", 0), "requests_candidate": cand.get("n", 0),
         "failed_baseline": base.get("n_failed", 0), "failed_candidate": cand.get("n_failed", 0),
     }
@@ -52,7 +98,8 @@ def scenario_json(result: ScenarioResult, slo: SLO = DEFAULT_SLO) -> dict[str, A
         "description": result.description,
         "skipped": result.skipped,
         "notes": result.notes,
-        "rows": [_row_json(row, summaries) for row in result.rows],
+        "rows": [row_json(row, summaries, result.variants, seed=result.name)
+                 for row in result.rows],
         "summaries": summaries,
         "series": _jsonable(result.series),
         "records": {name: [r.to_json() for r in recs] for name, recs in result.variants.items()},
@@ -97,7 +144,10 @@ def _ms(value: float | None) -> str:
 
 
 def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    if value is None:
+        return "-"
+    # Within 1% of no change, two decimals would print a measured 1.004x as a bare 1.00x.
+    return f"{value:.3f}x" if abs(value - 1.0) < 0.01 else f"{value:.2f}x"
 
 
 def _failures(summary: Mapping[str, Any]) -> str:
@@ -106,10 +156,17 @@ def _failures(summary: Mapping[str, Any]) -> str:
     return ",".join(f"{k}:{v}" for k, v in sorted(parts.items())) or "0"
 
 
+def _ci(row: Mapping[str, Any]) -> str:
+    if row.get("ci_low") is None:
+        return "-"
+    return f"[{row['ci_low']:.2f}-{row['ci_high']:.2f}]"
+
+
 def render_table(doc: Mapping[str, Any]) -> str:
-    """The savings table: one line per row, then per-variant lines for row-less scenarios."""
-    head = (f"{'row':<52} {'metric':<7} {'base p50':>8} {'p99':>7} {'llmc p50':>8} {'p99':>7} "
-            f"{'p50 x':>6} {'p99 x':>6} {'requests':>9} {'failures b/c'}")
+    """The savings table: one line per row (its own statistic, the ratio with its 95% interval
+    and the verdict), then per-variant lines for row-less scenarios."""
+    head = (f"{'row':<52} {'stat':<8} {'base':>8} {'llmc':>8} {'ratio':>8} {'95% CI':<14} "
+            f"{'verdict':<25} {'requests':>9} {'failures b/c'}")
     lines = [head, "-" * len(head)]
     for scen in doc.get("scenarios", []):
         if scen.get("skipped"):
@@ -118,13 +175,20 @@ def render_table(doc: Mapping[str, Any]) -> str:
         for row in scen["rows"]:
             s = scen["summaries"]
             metric = "ttft" if row["metric"] == "ttft_ms" else "e2e"
+            stat = row.get("statistic", "p50")
+            judged = row.get("verdict", "")
+            if judged == TOO_FEW:
+                judged = f"needs --full (n<{row.get('min_samples')})"
+            # A statistic the pass cannot estimate gets no number at all, not a bare 1.0x.
+            shown = (lambda v: None) if row.get("verdict") == TOO_FEW else (lambda v: v)
             lines.append(
-                f"{row['label'][:52]:<52} {metric:<7} {_ms(row['baseline_p50']):>8} "
-                f"{_ms(row['baseline_p99']):>7} {_ms(row['candidate_p50']):>8} "
-                f"{_ms(row['candidate_p99']):>7} {_x(row['ratio_p50']):>6} "
-                f"{_x(row['ratio_p99']):>6} "
+                f"{row['label'][:52]:<52} {metric + ' ' + stat:<8} "
+                f"{_ms(shown(row.get('baseline_stat'))):>8} "
+                f"{_ms(shown(row.get('candidate_stat'))):>8} "
+                f"{_x(shown(row.get('ratio'))):>8} {_ci(row):<14} {judged[:25]:<25} "
                 f"{row.get('requests_baseline', 0):>4}/{row.get('requests_candidate', 0):<4} "
-                f"{_failures(s.get(row['baseline'], {}))}/{_failures(s.get(row['candidate'], {}))}")
+                f"{_failures(s.get(row['baseline'], {}))}/{_failures(s.get(row['candidate'], {}))}"
+                + (f"  ({row['context']})" if row.get("context") else ""))
         if not scen["rows"]:
             for name, s in scen["summaries"].items():
                 lat = s["latency_ms"]
@@ -337,28 +401,122 @@ def svg_log_hbars(bars: Sequence[tuple[str, float]], unit: str, title: str,
     return _svg("".join(body), width, bottom + 24, title)
 
 
+HEADLINE_MAX_LINES = 6
+HEADLINE_WINS = 3
+
+
+def _dur(ms: float | None) -> str:
+    """A duration as a person says it: 0.3 ms, 350 ms, 1.9 s."""
+    if ms is None:
+        return "-"
+    if ms >= 1000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+
+
+def _xr(value: float | None) -> str:
+    """A ratio with the digits it deserves: 1.3x, 12x, 1,100x."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}x"
+    return f"{value:.1f}x" if value >= 10 else _x(value)
+
+
+def interval_text(row: Mapping[str, Any]) -> str:
+    """"1.30x (95% CI 1.21-1.42x)"; a row the run could not judge says why instead."""
+    v = row.get("verdict")
+    if v == TOO_FEW:
+        return (f"needs --full ({row.get('statistic')} needs {row.get('min_samples')} samples "
+                f"a side, has {min(row.get('n_baseline', 0), row.get('n_candidate', 0))})")
+    if row.get("ci_low") is None:
+        return "not measured"
+    conf = f"{float(row.get('confidence', CONFIDENCE)):.0%}"
+    return (f"{_xr(row.get('ratio'))} ({conf} CI {_xr(row['ci_low']).removesuffix('x')}-"
+            f"{_xr(row['ci_high'])})")
+
+
+def _rows(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [r for scen in doc.get("scenarios", []) if not scen.get("skipped")
+            for r in scen.get("rows", [])]
+
+
+def _name(row: Mapping[str, Any]) -> str:
+    return str(row.get("technique") or row["label"])
+
+
+def _trust_line(doc: Mapping[str, Any]) -> str:
+    net = doc.get("network", {})
+    target = net.get("target", {})
+    parts = []
+    rtt = net.get("rtt_ms")
+    if isinstance(rtt, Mapping) and rtt.get("median") is not None:
+        parts.append(f"RTT {rtt['median']:.0f} ms" + (f" (target {target['rtt_ms']:g})"
+                                                       if target.get("rtt_ms") is not None else ""))
+    for way in ("down", "up"):
+        got = net.get(f"{way}_mbit")
+        if got is not None:
+            want = target.get(f"{way}_mbit")
+            parts.append(f"{way} {got:.1f}" + (f"/{want:g}" if want else "") + " Mbit/s")
+    lag = doc.get("harness_overhead", {}).get("lag_p99_ms")
+    if lag is not None:
+        parts.append(f"harness send lag p99 {lag:.1f} ms")
+    scenarios = doc.get("scenarios", [])
+    ran = sum(1 for s in scenarios if not s.get("skipped"))
+    parts.append(f"{ran}/{len(scenarios)} scenarios ran")
+    where = net.get("profile", "no")
+    return f"How far to trust this run ({where} network): " + ", ".join(parts) + "."
+
+
+def _techniques(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Each technique's own row (the first that names it); a document whose rows name none
+    (written before rows had techniques) speaks through all its rows."""
+    rows = _rows(doc)
+    named = [r for group in chart_rows(doc).values() for r in group]
+    return named or rows
+
+
 def headline(doc: Mapping[str, Any]) -> list[str]:
-    """One sentence per savings row: what the technique saved on this network (p50; the rows
-    measured on P99 say so)."""
+    """At most six lines for a person, one technique at a time on the statistic it targets:
+    the biggest measured wins in user terms, one line on what did not pay here (and why: the
+    interval includes 1.0x, or it was slower), one on what this pass could not estimate, and
+    one on how trustworthy the run was. The full table has every row."""
+    rows = _techniques(doc)
     network = doc.get("network", {}).get("profile", "this")
-    out = []
-    for scen in doc.get("scenarios", []):
-        if scen.get("skipped"):
-            continue
-        for r in scen.get("rows", []):
-            b, c, x = r.get("baseline_p50"), r.get("candidate_p50"), r.get("ratio_p50")
-            if b is None or c is None or x is None:
-                continue
-            metric = "time to first token" if r.get("metric") == "ttft_ms" else "latency"
-            if x >= 1.05:
-                verdict = f"saved {b - c:,.0f} ms of {b:,.0f} ms ({_x(x)} faster)"
-            elif x <= 0.95:
-                verdict = f"cost {c - b:,.0f} ms more ({_x(x)})"
-            else:
-                verdict = f"made no measurable difference ({_ms(b)} vs {_ms(c)} ms)"
-            out.append(f"{r['label']}: {verdict} at p50 {metric} against {r['baseline']} "
-                       f"on the {network} network (n={r.get('n_candidate', 0)}).")
-    return out
+    out: list[str] = []
+    wins = sorted((r for r in rows if r.get("verdict") == FASTER),
+                  key=lambda r: r.get("ratio") or 0.0, reverse=True)
+    for r in wins[:HEADLINE_WINS]:
+        what = "time to first token" if r.get("metric") == "ttft_ms" else "latency"
+        against = " against the official client" if r["baseline"].startswith("openai") else ""
+        out.append(f"{_name(r)}: {_dur(r.get('baseline_stat'))} -> "
+                   f"{_dur(r.get('candidate_stat'))} {r['statistic']} {what}{against}, "
+                   f"{interval_text(r)} faster"
+                   + (f" ({r['context']})." if r.get("context") else "."))
+    if not out:
+        out.append(f"No technique was measurably faster than its baseline on the {network} "
+                   "network in this run.")
+    flat = [r for r in rows if r.get("verdict") == NO_DIFFERENCE]
+    slower = [r for r in rows if r.get("verdict") == SLOWER]
+    if flat or slower:
+        parts = []
+        if flat:
+            parts.append("no measurable difference, the 95% interval includes 1.0x (what they "
+                         "save is within this network's noise): " + ", ".join(
+                             f"{_name(r)} {_xr(r['ci_low']).removesuffix('x')}-"
+                             f"{_xr(r['ci_high'])}" for r in flat))
+        if slower:
+            parts.append("slower: " + ", ".join(f"{_name(r)} {interval_text(r)}"
+                                                for r in slower))
+        out.append(f"Did not pay on the {network} network: " + "; ".join(parts) + ".")
+    unjudged = [r for r in rows if r.get("verdict") == TOO_FEW]
+    if unjudged:
+        out.append("Needs --full (too few samples in this pass for the statistic it targets): "
+                   + ", ".join(f"{_name(r)} ({r['statistic']}, "
+                               f"{min(r.get('n_baseline', 0), r.get('n_candidate', 0))} of "
+                               f"{r.get('min_samples')})" for r in unjudged) + ".")
+    out.append(_trust_line(doc))
+    return out[:HEADLINE_MAX_LINES]
 
 
 # The field guide's four places a request's time goes, from client timings and Server-Timing.
@@ -448,7 +606,7 @@ def _headline_section(doc: Mapping[str, Any]) -> str:
     if not lines:
         return ""
     items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
-    return f'<section id="headline"><h2>What each technique saved</h2><ul>{items}</ul></section>'
+    return f'<section id="headline"><h2>In short</h2><ul class="headline">{items}</ul></section>'
 
 
 # ---- HTML ------------------------------------------------------------------------------------
@@ -465,25 +623,109 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def chart_rows(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """Each technique once (the first row naming it), grouped by what a user must do."""
+    from .records import EFFORTS
+
+    groups: dict[str, list[Mapping[str, Any]]] = {effort: [] for effort in EFFORTS}
+    seen: set[str] = set()
+    for r in _rows(doc):
+        tech = r.get("technique")
+        if not tech or tech in seen:
+            continue
+        seen.add(tech)
+        groups.setdefault(r.get("effort", "default"), []).append(r)
+    return {k: v for k, v in groups.items() if v}
+
+
+def svg_interval_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str) -> str:
+    """One line per technique: its ratio as a dot and its 95% interval as a bar, on a log scale
+    around 1.0x (no change), under a heading per effort group. A technique the run could not
+    judge gets its reason in words, never a bar."""
+    from .records import EFFORTS
+
+    judged = [r for rows in groups.values() for r in rows if r.get("ci_low") is not None]
+    if not any(groups.values()):
+        return ""
+    values = [v for r in judged for v in (r["ci_low"], r["ci_high"], r.get("ratio")) if v]
+    lo = min([1.0, *values]) / 1.4
+    hi = max([1.0, *values]) * 1.4
+    label_w, width, line_h = 300, 900, 22
+    plot_w = width - label_w - 190
+    span = math.log10(hi) - math.log10(lo) or 1.0
+
+    def fx(v: float) -> float:
+        return label_w + (math.log10(max(v, lo)) - math.log10(lo)) / span * plot_w
+
+    body, y = [], 8
+    for effort, rows in groups.items():
+        body.append(f'<text x="4" y="{y + 14}" font-size="12" font-weight="bold">'
+                    f'What you do: {_esc(EFFORTS.get(effort, effort))}</text>')
+        y += line_h
+        for r in rows:
+            stat = f"{r.get('statistic', 'p50')} {'TTFT' if r.get('metric') == 'ttft_ms' else ''}"
+            body.append(f'<text x="{label_w - 6}" y="{y + 13}" font-size="11" text-anchor="end">'
+                        f'{_esc(str(r.get("technique"))[:40])} ({_esc(stat.strip())})</text>')
+            if r.get("ci_low") is None:
+                body.append(f'<text x="{label_w + 4}" y="{y + 13}" font-size="11" fill="#555">'
+                            f'{_esc(interval_text(r))}</text>')
+            else:
+                x0, x1 = fx(r["ci_low"]), fx(r["ci_high"])
+                colour = {FASTER: _COLOURS[1], SLOWER: _COLOURS[0]}.get(str(r.get("verdict")), "#999")
+                body.append(f'<rect x="{x0:.1f}" y="{y + 4}" width="{max(x1 - x0, 1.0):.1f}" '
+                            f'height="10" fill="{colour}" opacity="0.55"><title>'
+                            f'{_esc(r["label"])}: {_esc(interval_text(r))}</title></rect>')
+                if r.get("ratio"):
+                    body.append(f'<circle cx="{fx(r["ratio"]):.1f}" cy="{y + 9}" r="4" '
+                                f'fill="{colour}"/>')
+                body.append(f'<text x="{label_w + plot_w + 8}" y="{y + 13}" font-size="11">'
+                            f'{_esc(interval_text(r))}</text>')
+            y += line_h
+    ref = fx(1.0)
+    body.append(f'<line x1="{ref:.1f}" x2="{ref:.1f}" y1="4" y2="{y}" stroke="#000" '
+                f'stroke-dasharray="3 3"><title>1.0x: no change</title></line>')
+    decade = 10 ** math.floor(math.log10(lo))
+    while decade <= hi:
+        for tick in (decade, 3 * decade):
+            if lo <= tick <= hi:
+                body.append(f'<text x="{fx(tick):.1f}" y="{y + 14}" font-size="9" '
+                            f'text-anchor="middle">{_num(tick)}x</text>')
+        decade *= 10
+    return _svg("".join(body), width, y + 22, title)
+
+
+_EFFORT_SHORT = {"default": "nothing", "option": "one option", "app": "app change"}
+
+
 def _savings_section(doc: Mapping[str, Any]) -> str:
-    rows, bars = [], []
+    rows = []
     for scen in doc.get("scenarios", []):
         if scen.get("skipped"):
-            rows.append([scen["name"], "not available: " + scen["skipped"], "", "", "", "", "", ""])
+            rows.append([scen["name"], "not available: " + scen["skipped"], "", "", "", "", "",
+                         "", ""])
             continue
         for r in scen["rows"]:
-            rows.append([r["label"], r["metric"], _ms(r["baseline_p50"]), _ms(r["baseline_p99"]),
-                         _ms(r["candidate_p50"]), _ms(r["candidate_p99"]), _x(r["ratio_p50"]),
-                         f"{r.get('requests_baseline')}/{r.get('requests_candidate')}"])
-            if r["ratio_p50"] is not None:
-                bars.append((r["label"], r["ratio_p50"]))
-    table = _table(["row", "metric", "baseline p50 ms", "p99", "llmclient p50 ms", "p99",
-                    "p50 ratio", "requests b/c"], rows)
-    chart = svg_log_hbars(bars, "x", "savings per technique (baseline p50 / llmclient p50, log scale)")
-    return (f'<section id="savings"><h2>Savings per technique</h2>{table}{chart}'
-            f'<p class="note">Ratio = baseline / llmclient; 2.00x means half the latency; the '
-            f'chart is on a log scale from 1.0x (no change). Baseline and llmclient ran '
-            f'interleaved (A B A B).</p></section>')
+            metric = "TTFT" if r["metric"] == "ttft_ms" else "e2e"
+            judged = r.get("verdict") != TOO_FEW
+            rows.append([r["label"], _EFFORT_SHORT.get(r.get("effort", "default"), ""),
+                         f"{metric} {r.get('statistic', 'p50')}",
+                         _ms(r.get("baseline_stat") if judged else None),
+                         _ms(r.get("candidate_stat") if judged else None), interval_text(r),
+                         r.get("verdict", "").replace(TOO_FEW, "needs --full"),
+                         f"{r.get('requests_baseline')}/{r.get('requests_candidate')}",
+                         r.get("context", "")])
+    table = _table(["row", "what you do", "statistic", "baseline ms", "llmclient ms",
+                    "ratio (95% CI)", "verdict", "requests b/c", "also measured"], rows)
+    chart = svg_interval_chart(chart_rows(doc), "each technique on the statistic it targets: "
+                               "ratio and 95% interval, log scale")
+    return (f'<section id="savings"><h2>Savings per technique</h2>{chart}{table}'
+            f'<p class="note">Ratio = baseline / llmclient on the row\'s statistic (p50 for '
+            f'latency techniques, p95/p99 for the ones that work on the tail); 2.00x means half. '
+            f'Baseline and llmclient ran interleaved (A B A B); the 95% interval is a bootstrap '
+            f'over those pairs ({doc.get("bootstrap_iterations", BOOTSTRAP_ITERATIONS)} '
+            f'resamples). "No measurable difference" means the interval includes 1.0x; '
+            f'"needs --full" means this pass has too few samples to estimate the statistic at '
+            f'all (a quantile needs {BEYOND_QUANTILE} samples beyond it).</p></section>')
 
 
 def _cdf_section(doc: Mapping[str, Any]) -> str:

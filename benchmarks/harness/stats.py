@@ -13,7 +13,7 @@ Per request (from a :class:`~benchmarks.harness._scenario.RequestRecord`):
 Per run:
   successes and failures counted apart; failures by HTTP status (429, 503, 504, ...) and by kind
   (timeout, reset, truncated, connect, protocol, other). Latency percentiles are over successes.
-  Percentiles: P50/P90/P99/P99.9 with linear interpolation between closest ranks (the "linear"
+  Percentiles: P50/P90/P95/P99/P99.9 with linear interpolation between closest ranks (the "linear"
   method of Hyndman & Fan type 7, numpy's default), always reported with ``n``; a P99.9 from
   fewer than 1,000 samples is flagged (``p999_reliable``).
   goodput       successful requests per second that met every SLO given (TTFT, TPOT, e2e).
@@ -25,6 +25,7 @@ Per run:
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,18 +34,28 @@ from typing import Any
 from .records import RequestRecord
 
 __all__ = [
+    "FASTER",
+    "NOT_MEASURED",
+    "NO_DIFFERENCE",
     "SLO",
+    "SLOWER",
+    "TOO_FEW",
+    "bootstrap_ratio",
     "cdf",
     "find_knee",
     "goodput",
+    "min_samples",
     "percentile",
     "percentiles",
+    "quantile_of",
     "ratio",
     "summarize",
     "tpot_ms",
+    "verdict",
 ]
 
-QUANTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0),
+QUANTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0),
+                                            ("p99", 99.0),
                                             ("p999", 99.9))
 
 
@@ -219,3 +230,96 @@ def find_knee(rates: Sequence[float], latencies: Sequence[float],
 def summary_of(variants: Mapping[str, Sequence[RequestRecord]],
                slo: SLO | None = None) -> dict[str, dict[str, Any]]:
     return {name: summarize(records, slo) for name, records in variants.items()}
+
+
+# ---- intervals and verdicts ---------------------------------------------------------------------
+# A quantile is estimable from a sample when at least this many values lie beyond it: p50 from
+# 5 requests, p95 from 40, p99 from 200. Below that the sample's largest values *are* the
+# "p99", and a bootstrap cannot show more spread than the sample has.
+BEYOND_QUANTILE = 2
+MIN_SAMPLES_ANY = 5
+BOOTSTRAP_ITERATIONS = 2000
+CONFIDENCE = 0.95
+
+# Verdicts of a savings row (what the report writes for each).
+FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+TOO_FEW, NOT_MEASURED = "too few samples", "not measured"
+
+
+def quantile_of(statistic: str) -> float:
+    """"p95" -> 95.0; anything else is a ValueError naming the statistic."""
+    from .records import STATISTICS
+
+    try:
+        return STATISTICS[statistic]
+    except KeyError:
+        raise ValueError(f"unknown statistic {statistic!r}; known: {sorted(STATISTICS)}") from None
+
+
+def min_samples(statistic: str) -> int:
+    """Successful requests per side needed to estimate ``statistic`` (see BEYOND_QUANTILE)."""
+    q = quantile_of(statistic)
+    return max(MIN_SAMPLES_ANY, math.ceil(BEYOND_QUANTILE / (1.0 - q / 100.0) - 1e-9))
+
+
+def _stat(values: Sequence[float], q: float) -> float | None:
+    return percentile(values, q) if values else None
+
+
+def bootstrap_ratio(baseline: Sequence[float | None], candidate: Sequence[float | None],
+                    statistic: str = "p50", *, iterations: int = BOOTSTRAP_ITERATIONS,
+                    confidence: float = CONFIDENCE, seed: int | str = 0,
+                    paired: bool = True) -> tuple[float, float] | None:
+    """A percentile-bootstrap interval for ``stat(baseline) / stat(candidate)``.
+
+    The suite sends each request through both sides interleaved (A B A B), so entry i of
+    ``baseline`` and of ``candidate`` is one request under the same machine conditions: when
+    the two have the same length the bootstrap resamples those *pairs* (a moment of machine
+    noise stays with both of its measurements, which narrows the interval honestly). Sides of
+    different lengths (filtered variants), or ``paired=False`` (two separate runs), are
+    resampled independently. ``None``
+    entries are failed requests: they are drawn like the others (so the failure share varies
+    across resamples) and left out of the statistic. Returns None when fewer than half the
+    resamples have a value on both sides.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence}")
+    q = quantile_of(statistic)
+    rng = random.Random(f"bootstrap:{seed}")
+    n_b, n_c = len(baseline), len(candidate)
+    if not n_b or not n_c:
+        return None
+    paired = paired and n_b == n_c
+    ratios: list[float] = []
+    for _ in range(iterations):
+        if paired:
+            idx = [rng.randrange(n_b) for _ in range(n_b)]
+            b_idx, c_idx = idx, idx
+        else:
+            b_idx = [rng.randrange(n_b) for _ in range(n_b)]
+            c_idx = [rng.randrange(n_c) for _ in range(n_c)]
+        b = _stat([v for i in b_idx if (v := baseline[i]) is not None], q)
+        c = _stat([v for i in c_idx if (v := candidate[i]) is not None], q)
+        if b is not None and c is not None and c > 0:
+            ratios.append(b / c)
+    if len(ratios) < iterations / 2:
+        return None
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    return percentile(ratios, tail), percentile(ratios, 100.0 - tail)
+
+
+def verdict(interval: tuple[float, float] | None, n_baseline: int, n_candidate: int,
+            statistic: str) -> str:
+    """What a row may claim: FASTER / SLOWER only when the whole interval is on one side of
+    1.0, NO_DIFFERENCE when it includes 1.0, TOO_FEW when either side has fewer successes
+    than ``min_samples(statistic)`` (no claim at all), NOT_MEASURED without an interval."""
+    if min(n_baseline, n_candidate) < min_samples(statistic):
+        return TOO_FEW
+    if interval is None:
+        return NOT_MEASURED
+    low, high = interval
+    if low > 1.0:
+        return FASTER
+    if high < 1.0:
+        return SLOWER
+    return NO_DIFFERENCE

@@ -43,7 +43,8 @@ class ConnectionHandling:
             records.update(ctx.interleave(drivers, requests))
         rows = [
             Row("connection: fresh conn/call -> llmclient", "fresh-connection", "llmclient"),
-            Row("connection: openai defaults -> llmclient", "openai", "llmclient"),
+            Row("connection: openai defaults -> llmclient", "openai", "llmclient",
+                technique="warm HTTP/2 connection"),
             Row("connection (stream TTFT): fresh -> llmclient", "fresh-connection/stream",
                 "llmclient/stream", metric="ttft_ms"),
             Row("connection (stream TTFT): openai -> llmclient", "openai/stream",
@@ -77,7 +78,8 @@ class Concurrency:
                 driver = ctx.driver(kind, variant=kind)
                 out = run_closed_loop(ctx, driver, requests, concurrency)
                 records[kind] += out
-        rows = [Row(f"concurrency {concurrency}: openai -> llmclient", "openai", "llmclient"),
+        rows = [Row(f"concurrency {concurrency}: openai -> llmclient", "openai", "llmclient",
+                    technique=f"HTTP/2 multiplexing (concurrency {concurrency})"),
                 Row(f"concurrency {concurrency} (TTFT): openai -> llmclient", "openai",
                     "llmclient", metric="ttft_ms")]
         return ScenarioResult.of(
@@ -131,7 +133,8 @@ class Http1Origin:
         finally:
             server.stop()
         rows = [
-            Row("HTTP/1.1 origin: openai -> llmclient", "openai", "llmclient"),
+            Row("HTTP/1.1 origin: openai -> llmclient", "openai", "llmclient",
+                technique="HTTP/1.1 origin"),
             Row("HTTP/1.1 origin (stream TTFT): openai -> llmclient", "openai/stream",
                 "llmclient/stream", metric="ttft_ms"),
             Row("HTTP/1.1 origin, concurrency 8: openai -> llmclient", "openai/c8", "llmclient/c8"),

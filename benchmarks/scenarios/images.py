@@ -44,12 +44,12 @@ ORDER = 60
 
 PROMPT = "Describe this photo in one sentence."
 TARGET = "openai-high"  # what llmclient infers for a part without ``detail: low``
-QUICK_PHOTOS = 3
+QUICK_PHOTOS = 5
 FULL_PHOTOS = 12
 # Quick mode stops adding rounds once this much time went by (raw uploads over ``mobile``
 # take seconds each); at least MIN_ROUNDS are always measured.
 QUICK_DEADLINE_S = 24.0
-MIN_ROUNDS = 2
+MIN_ROUNDS = 5
 # Interleaved preparation runs per photo for the ms figures (their median counts).
 PREP_RUNS = 3
 FIXED_QUALITY = 95  # the earlier fixed-quality preparation (4:4:4: preprocess keeps it at >= 90)
@@ -94,9 +94,11 @@ class ImageUpload:
         ctx.progress("  images: bytes, SSIM, quality and preparation ms per photo on one core")
         quality = prep_and_quality(measured)
         series = {**quality, **upload_figures(records, measured)}
-        rows = [Row("images 12MP: raw upload -> prepared", "raw", "prepared"),
+        rows = [Row("images 12MP: raw upload -> prepared", "raw", "prepared",
+                    technique="image preparation (12 MP photo)"),
                 Row("images 12MP (TTFT): raw -> prepared", "raw", "prepared", metric="ttft_ms"),
-                Row("images 12MP: fixed q95 4:4:4 -> measured quality", "q95", "prepared")]
+                Row("images 12MP: fixed q95 4:4:4 -> measured quality", "q95", "prepared",
+                    technique="measured JPEG quality")]
         if "openai" in records:
             rows.append(Row("images 12MP: openai raw -> llmclient prepared", "openai", "prepared"))
         notes = [f"{len(measured)} photos of 4000x3000 (about {mean_mb(measured):.1f} MB each) per "

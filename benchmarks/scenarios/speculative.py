@@ -218,13 +218,20 @@ class Speculative:
         variants, series = _followups(ctx, rng)
         long_records, long_series = _prefix(ctx, rng)
         variants.update(long_records)
+        hit = series.get("hit_rate_predictable")
+        context = (f"prefetch hit rate {hit:.0%} of predictable follow-ups; "
+                   f"{series.get('wasted_tokens', 0)} tokens wasted, "
+                   f"{series.get('used_tokens', 0)} used" if hit is not None else
+                   f"{series.get('wasted_tokens', 0)} tokens wasted")
         rows = [
-            Row("speculative: predicted follow-up", "baseline/predicted", "speculation/predicted"),
-            Row("speculative: all follow-ups (70% predictable)", "baseline", "speculation"),
+            Row("speculative: predicted follow-up", "baseline/predicted", "speculation/predicted",
+                technique="speculative prefetch", effort="app", context=context),
+            Row("speculative: all follow-ups (70% predictable)", "baseline", "speculation",
+                context=context),
             Row("speculative: unpredicted follow-ups (cost of the extra load)", "baseline/unpredicted",
                 "speculation/unpredicted"),
             Row("prefix warming: next-turn TTFT, 8k-token conversation", "long/cold", "long/warmed",
-                metric="ttft_ms"),
+                metric="ttft_ms", technique="prefix warming", effort="app"),
         ]
         notes = [
             f"{CONCURRENT_CONVERSATIONS} concurrent conversations per round, rounds alternate A B B A; "

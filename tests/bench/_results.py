@@ -49,3 +49,34 @@ def result_doc(llmclient_median: float = 100.0, seed: int = 0) -> dict[str, Any]
             "gpu_samples": [{"t_s": float(t), "gpu_memory_used_bytes": 2**30 * (10 + t),
                              "gpu_utilization_percent": 50.0} for t in range(5)]}
     return build_result([connection, sweep, skipped], meta)
+
+
+def quick_pass_doc(seed: int = 0) -> dict[str, Any]:
+    """A quick pass's shape: a few requests per variant, interleaved; a clear win, a tie, a
+    tail row with far too few samples for its p95, and the network the run measured."""
+    def side(variant: str, median: float, n: int, k: int) -> list[RequestRecord]:
+        return records(variant, median, n=n, seed=seed + k)
+
+    images = ScenarioResult(
+        name="images", description="12 MP photos",
+        variants={"raw": side("raw", 1900.0, 5, 1),
+                  "prepared": side("prepared", 480.0, 5, 2)},
+        rows=[Row("images 12MP: raw upload -> prepared", "raw", "prepared",
+                  technique="image preparation (12 MP photo)")])
+    encoding = ScenarioResult(
+        name="encoding", description="16 KB chats",
+        variants={"openai": side("openai", 300.0, 6, 3), "llmclient": side("llmclient", 300.0, 6, 4)},
+        rows=[Row("encoding 16 KB chat: openai -> llmclient", "openai", "llmclient",
+                  technique="orjson + zstd request bodies")])
+    tail = ScenarioResult(
+        name="tail", description="slow replicas",
+        variants={"llmclient": side("llmclient", 400.0, 8, 5),
+                  "llmclient+hedge": side("llmclient+hedge", 400.0, 8, 6)},
+        rows=[Row("slow replicas: llmclient -> + hedge", "llmclient", "llmclient+hedge",
+                  statistic="p95", technique="hedged requests (slow replicas)", effort="option")])
+    meta = {"created": "2026-12-02T00:00:00+00:00", "quick": True,
+            "network": {"profile": "wan", "rtt_ms": {"median": 50.6, "n": 45},
+                        "down_mbit": 48.7, "up_mbit": 19.6,
+                        "target": {"rtt_ms": 50.0, "down_mbit": 50.0, "up_mbit": 20.0}},
+            "harness_overhead": {"n": 500.0, "lag_p50_ms": 0.4, "lag_p99_ms": 1.2}}
+    return build_result([images, encoding, tail], meta)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,41 @@ def test_cli_exit_codes_through_python_m_benchmarks(tmp_path: Path) -> None:
     assert regressed.returncode == 1 and "REGRESSION" in regressed.stdout
     assert run(base, base, "--max-p99-regression", "10%").returncode == 0
     assert run(base, str(tmp_path / "nope.json")).returncode == 2
+
+
+def test_gate_fails_only_when_the_whole_interval_is_beyond_the_threshold() -> None:
+    # +13% at the point estimate, but 200 lognormal samples cannot tell that from noise
+    # (the old point-estimate gate failed it); +48% they can.
+    noisy = [d for d in compare_docs(result_doc(100.0), result_doc(115.0, seed=1))
+             if (d.variant, d.metric, d.quantile) == ("llmclient", "latency_ms", "p99")]
+    clear = [d for d in compare_docs(result_doc(100.0), result_doc(150.0, seed=1))
+             if (d.variant, d.metric, d.quantile) == ("llmclient", "latency_ms", "p99")]
+    (n,), (c,) = noisy, clear
+    assert n.change > 0.10 and n.change_low is not None and n.change_low < 0.10 < n.change_high
+    assert gate(noisy, 0.10) == []
+    assert c.change_low is not None and c.change_low > 0.10 and gate(clear, 0.10) == [c]
+
+
+def test_quick_pass_p99s_are_shown_but_not_gated_by_default() -> None:
+    # 30 requests estimate a p50, not a p99 (that takes 200): printed, never gated
+    deltas = [d for d in compare_docs(result_doc(100.0), result_doc(300.0)) if d.scenario == "sweep"]
+    p99 = [d for d in deltas if d.quantile == "p99"]
+    assert p99 and gate(p99, 0.10) == [] and all(d.change_low is None for d in p99)
+    assert all(d.change_low is not None for d in deltas if d.quantile == "p50")
+
+
+def test_two_runs_side_by_side_with_their_intervals(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from ._results import quick_pass_doc
+
+    a = _store(tmp_path, "a.json", quick_pass_doc(seed=0))
+    b = _store(tmp_path, "b.json", quick_pass_doc(seed=5))
+    out = StringIO()
+    assert main(a, b, "10%", out=out) == 0
+    text = out.getvalue()
+    line = next(ln for ln in text.splitlines() if ln.startswith("images 12MP: raw upload"))
+    assert len(re.findall(r"[\d.]+x \(95% CI [\d.]+-[\d.]+x\) faster", line)) == 2, line
+    line = next(ln for ln in text.splitlines() if ln.startswith("slow replicas"))
+    assert line.count("needs --full") == 2, line
+    assert re.search(r"images\s+prepared\s+latency_ms p50 .* \[[+-]\d+%, [+-]\d+%\]", text)

@@ -67,3 +67,12 @@ def test_advice_survives_a_row_whose_side_never_succeeded() -> None:
     row = doc["scenarios"][0]["rows"][0]
     row["baseline_p50"], row["ratio_p50"] = None, None
     assert isinstance(advise(doc), list)
+
+
+def test_advice_claims_no_saving_its_interval_or_sample_does_not_support() -> None:
+    from ._results import quick_pass_doc
+
+    text = "\n".join(advise(quick_pass_doc()))
+    assert "images 12MP: raw upload -> prepared: llmclient cuts p50 latency" in text
+    assert "encoding 16 KB chat: openai -> llmclient: llmclient" not in text  # CI includes 1.0x
+    assert "slow replicas" not in text       # 8 requests cannot estimate its p95

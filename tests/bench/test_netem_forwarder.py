@@ -1,9 +1,10 @@
 """The userspace forwarder over real sockets: delay, bandwidth, handshake, integrity.
 
-Timing checks here are properties of the emulator rather than speed claims: bytes must
-never arrive earlier than the profile allows (a bound machine load cannot break), and the
-achieved figures must come within 10% of the profile, taken as the best of a few samples
-so that a busy machine does not fail them.
+Timing checks here are lower bounds only: bytes must never arrive earlier than the profile
+allows, a bound that a busy machine cannot break (load only ever adds delay). How close the
+achieved figures come to the profile is a measurement, not a test: every benchmark run
+reports it (the trust line of its headline), and the shaper's arithmetic is tested exactly
+on a virtual clock in test_netem_shaper.py.
 """
 
 from __future__ import annotations
@@ -14,21 +15,25 @@ import os
 import shlex
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from benchmarks.netem import Network, NetworkProfile, measure_network
-from benchmarks.netem._network import download_mbit, echo_times, upload_mbit
+from benchmarks.netem._network import _connect, _recv_exact, echo_times
 from benchmarks.netem._probe import ProbeServer
 
 RTT = 0.040
 MODEST = NetworkProfile("modest", rtt_ms=RTT * 1000, down_mbit=8.0, up_mbit=8.0)
+# Timer slack: the forwarder's timers may fire up to a millisecond early; 2% of a 0.2 s
+# transfer is 4 ms.
+EARLY = 0.98
 
 
 @pytest.fixture(scope="module")
@@ -37,50 +42,58 @@ def probe() -> Iterator[ProbeServer]:
         yield server
 
 
-def _within(measure: Callable[[], float], low: float, high: float, attempts: int = 3) -> None:
-    """`low` must hold for every sample; `high` for one of a few (machine noise only adds)."""
-    values = []
-    for _ in range(attempts):
-        value = measure()
-        values.append(value)
-        assert value >= low, f"{value} below {low}: the emulated path was too fast"
-        if value <= high:
-            return
-    pytest.fail(f"{values} all above {high}")
+def download_seconds(address: tuple[str, int], nbytes: int) -> float:
+    """From before connecting to the last byte of an n-byte download from the probe."""
+    t0 = time.monotonic()
+    with _connect(address) as sock:
+        sock.sendall(b"S" + struct.pack(">Q", nbytes))
+        got = 0
+        while got < nbytes:
+            data = sock.recv(1 << 20)
+            assert data, "download ended early"
+            got += len(data)
+    return time.monotonic() - t0
+
+
+def upload_seconds(address: tuple[str, int], nbytes: int) -> float:
+    """From before connecting until the probe says it has every byte of an n-byte upload."""
+    t0 = time.monotonic()
+    with _connect(address) as sock:
+        sock.sendall(b"K" + struct.pack(">Q", nbytes) + b"\x5a" * nbytes)
+        _recv_exact(sock, 24)
+    return time.monotonic() - t0
+
+
+def serialization_s(nbytes: int, mbit: float) -> float:
+    return nbytes * 8 / (mbit * 1e6)
 
 
 def test_round_trip_pays_the_rtt(probe: ProbeServer) -> None:
     with Network(MODEST, probe.address) as net:
-        _within(lambda: min(echo_times(net.address, 8)[1]), RTT * 0.99, RTT * 1.10)
+        assert min(echo_times(net.address, 8)[1]) >= RTT * 0.99
 
 
 def test_fresh_connection_pays_one_more_round_trip_than_a_reused_one(probe: ProbeServer) -> None:
-    def handshake_cost() -> float:
-        samples = [echo_times(net.address, 3) for _ in range(3)]
-        fresh = min(first for first, _ in samples)
-        reused = min(min(rtts) for _, rtts in samples)
-        assert fresh >= 2 * RTT * 0.99
-        # Noise can shrink the difference (an inflated `reused`) or grow it; retry both ways.
-        return abs(fresh - reused - RTT)
-
     with Network(MODEST, probe.address) as net:
-        _within(handshake_cost, 0.0, RTT * 0.1)
+        fresh, reused = echo_times(net.address, 3)
+    # The TCP handshake (one RTT) before the first echo (another): never less than two.
+    assert fresh >= 2 * RTT * 0.99
+    assert min(reused) >= RTT * 0.99
 
 
-def test_bandwidth_each_way_within_ten_percent(probe: ProbeServer) -> None:
+def test_bandwidth_each_way_is_never_exceeded(probe: ProbeServer) -> None:
     with Network(MODEST, probe.address) as net:
-        # As a shortfall below the rate; never faster than the link (+2% for rounding).
-        _within(lambda: 8.0 - download_mbit(net.address, 400_000), -0.16, 0.8)
-        _within(lambda: 8.0 - upload_mbit(net.address, 400_000), -0.16, 0.8)
+        assert download_seconds(net.address, 400_000) >= EARLY * serialization_s(400_000, 8.0)
+        assert upload_seconds(net.address, 400_000) >= EARLY * serialization_s(400_000, 8.0)
 
 
 def test_asymmetric_rates_apply_to_their_directions(probe: ProbeServer) -> None:
     profile = NetworkProfile("asym", rtt_ms=10, down_mbit=16.0, up_mbit=4.0)
     with Network(profile, probe.address) as net:
-        down = download_mbit(net.address, 400_000)
-        up = upload_mbit(net.address, 200_000)
-    assert down > 2 * up
-    assert up <= 4.0 * 1.02 and down <= 16.0 * 1.02
+        # 200 kB up at 4 Mbit/s takes 0.4 s; at the download's 16 Mbit/s (directions swapped)
+        # it would take 0.1 s, and unshaped far less: this lower bound catches both.
+        assert upload_seconds(net.address, 200_000) >= EARLY * serialization_s(200_000, 4.0)
+        assert download_seconds(net.address, 400_000) >= EARLY * serialization_s(400_000, 16.0)
 
 
 def _echo_server() -> tuple[socket.socket, tuple[str, int]]:
@@ -193,8 +206,10 @@ def test_measure_network_reports_achieved_figures(probe: ProbeServer) -> None:
     assert result["rtt_ms"]["min"] >= 40 * 0.99
     assert result["rtt_ms"]["min"] <= result["rtt_ms"]["median"] <= result["rtt_ms"]["p90"]
     assert result["fresh_connection_ms"]["min"] >= 80 * 0.99
-    assert result["down_mbit"] <= 8 * 1.02 and result["up_mbit"] <= 8 * 1.02
-    assert result["down_mbit"] > 4 and result["up_mbit"] > 4
+    # The achieved rates are figures for the report (first to last byte, which a stalled and
+    # then catching-up forwarder can put on either side of 8): here only that they are there.
+    assert result["down_mbit"] > 0 and result["up_mbit"] > 0
+    assert result["transfer_bytes"]["down"] > 0 and result["transfer_bytes"]["up"] > 0
     assert result["rtt_ms"]["n"] == 15 and result["fresh_connection_ms"]["n"] == 3
     overhead = result["forwarder_overhead"]
     assert overhead["n"] == 15

@@ -102,7 +102,7 @@ def _in_flight(server: Any) -> int:
 def _assert_only_the_probe_in_flight(drive: Drive, server: Any) -> None:
     """The stalled copy's stream was reset: the server stopped serving it (only the /metrics
     probe itself is in flight), long before its stall would have ended."""
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 10  # half the 20 s stall: room for a busy machine
     while _in_flight(server) > 1 and time.monotonic() < deadline:
         drive.sleep(0.05)
     assert _in_flight(server) == 1

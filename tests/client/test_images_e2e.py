@@ -191,6 +191,7 @@ def test_each_source_kind_reaches_the_server_resized_and_stripped(
         source.close()
 
 
+@pytest.mark.usefixtures("unhurried_quality_search")  # the same bytes from both calls
 def test_prepared_upload_is_what_preprocess_makes_and_images_false_sends_raw(
     drive: Drive, photo: bytes, ref_server: Any, model: str, text_tokens: int
 ) -> None:

@@ -184,7 +184,7 @@ def test_reset_raises_a_public_error(drive: Drive, ref_server: Any) -> None:
 def test_early_close_keeps_the_h2_connection(drive: Drive, request: pytest.FixtureRequest, fixture: str) -> None:
     c = make(drive, request.getfixturevalue(fixture))
     drive(c.models.list())
-    stream = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=500, stream=True,
+    stream = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=3000, stream=True,
                                              extra_headers={"x-fault": "slow_ms=10"}))
     assert len(drive.iterate(stream, limit=1)) == 1
     drive(stream.close())
@@ -192,13 +192,13 @@ def test_early_close_keeps_the_h2_connection(drive: Drive, request: pytest.Fixtu
     for _ in range(5):
         r = drive(c.chat.completions.create(model=CHAT, messages=MSG, max_tokens=2))
         assert r.timings.connection_reused is True and r.timings.http_version == "HTTP/2"
-    # The server was told (RST_STREAM) and stopped generating: the stream had 500 tokens at
-    # 10 ms each (5 s) to go.
+    # The server was told (RST_STREAM) and stopped generating: the stream had 3,000 tokens at
+    # 10 ms each (30 s) to go; 15 s is halfway, a bound a busy machine keeps.
     server = request.getfixturevalue(fixture)
     cancelled = f"request_id={uuid.UUID(stream.trace_id)}"
     while not any(cancelled in line and "client disconnected" in line
                   for line in server.log_path.read_text().splitlines()):
-        assert time.monotonic() - closed < 3.0, "the server never heard of the cancelled stream"
+        assert time.monotonic() - closed < 15.0, "the server never heard of the cancelled stream"
         drive.sleep(0.02)
     while _in_flight(server) > 1:  # the /metrics GET itself
         assert time.monotonic() - closed < 3.0, "the server kept generating a cancelled stream"

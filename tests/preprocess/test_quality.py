@@ -151,12 +151,14 @@ def test_generated_photos_compress_like_camera_photos(seed: int) -> None:
 
 
 @pytest.mark.parametrize("target", ["openai-high", "anthropic"])
+@pytest.mark.usefixtures("unhurried_quality_search")
 def test_photo_bytes_near_plain_q85_and_similarity_above_threshold(target: str) -> None:
+    # The search runs to its end here and is judged on its result; its wall-clock budget is
+    # tested on a virtual clock above.
     data = camera_photo(3, orientation=6, gps=True)
     reference = prepare_pixels(data, target)
     out = prepare_image(data, target)
-    # "budget": the search was cut short on a loaded machine, after a rung passed.
-    assert out.format == "JPEG" and out.quality_source in ("measured", "budget")
+    assert out.format == "JPEG" and out.quality_source == "measured"
     assert out.subsampled
     assert out.quality is not None and out.quality < 95
     assert ssim(reference, decoded(out.data)) >= SIMILARITY_THRESHOLD
