@@ -87,6 +87,10 @@ def __getattr__(name: str) -> object:
         from ._module_client import resource_proxy
 
         return resource_proxy(name)
+    if name == "types":  # ``openai.types`` after ``import openai``: here, imported on first use
+        import importlib
+
+        return importlib.import_module("llmclient.types")
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'llmclient' has no attribute {name!r}")

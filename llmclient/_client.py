@@ -7,6 +7,7 @@ Each stage below is a small method; the sync and async ``_request`` loops call t
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import httpx
 import orjson
 
-from . import _retry, wire
+from . import _official, _retry, wire
 from ._async.pipeline import AsyncPipeline
 from ._async.resources import (
     AsyncChat,
@@ -47,6 +48,7 @@ from ._errors import (
 from ._features import Features
 from ._hedge import hedge_config
 from ._http_clients import client_headers
+from ._keywords import check_keywords, official_settings
 from ._logging import logger
 from ._origins import record_for
 from ._passthrough import AsyncPassthrough, SyncPassthrough
@@ -62,7 +64,7 @@ from ._transport import (
     shared_async_transport,
     shared_sync_transport,
 )
-from .wire.codec import JSON_CODEC, RESPONSES_PATH, Codec
+from .wire.codec import JSON_CODEC, RESPONSES_PATH, Codec, WholeJsonDecoder
 from .wire.compression import (
     MIN_COMPRESS_BYTES,
     CompressionError,
@@ -82,6 +84,37 @@ __version__ = "0.1.0"
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES = 2
 _USER_AGENT = f"llmclient/{__version__} python/{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def stainless_headers(is_async: bool, system: str, machine: str, runtime: str, runtime_version: str) -> dict[str, str]:
+    """The official client's ``X-Stainless-*`` identification headers, with llmclient's own
+    values under the same names (README, "What goes on the wire"): the package version is
+    llmclient's, the platform the same as the official client would report. The per-attempt
+    ``X-Stainless-Retry-Count`` and ``-Read-Timeout`` are not sent."""
+    return {
+        "x-stainless-lang": "python",
+        "x-stainless-package-version": __version__,
+        "x-stainless-os": _STAINLESS_OS.get(system.lower(), f"Other:{system}" if system else "Unknown"),
+        "x-stainless-arch": _STAINLESS_ARCH.get(machine.lower(), f"other:{machine}" if machine else "unknown"),
+        "x-stainless-runtime": runtime,
+        "x-stainless-runtime-version": runtime_version,
+        "x-stainless-async": "async:asyncio" if is_async else "false",
+    }
+
+
+# platform.system() / platform.machine() as the official client names them (openai._base_client)
+_STAINLESS_OS = {"darwin": "MacOS", "linux": "Linux", "windows": "Windows", "freebsd": "FreeBSD",
+                 "openbsd": "OpenBSD", "android": "Android", "ios": "iOS"}
+_STAINLESS_ARCH = {"x86_64": "x64", "amd64": "x64", "arm64": "arm64", "aarch64": "arm64",
+                   "i386": "x32", "i686": "x32", "x86": "x32", "armv7l": "arm", "arm": "arm"}
+
+
+@functools.cache
+def _platform_headers(is_async: bool) -> dict[str, str]:
+    import platform
+
+    return stainless_headers(is_async, platform.system(), platform.machine(),
+                             platform.python_implementation(), platform.python_version())
 
 
 class BaseClient:
@@ -124,6 +157,7 @@ class BaseClient:
             )
         self.api_key = api_key
         if official:
+            _check_official_kwargs(self, official)
             self._official_kwargs = official  # the official client behind ``_passthrough`` gets them
         self.organization = organization if organization is not None else os.environ.get("OPENAI_ORG_ID")
         self.project = project if project is not None else os.environ.get("OPENAI_PROJECT_ID")
@@ -171,6 +205,7 @@ class BaseClient:
             "content-type": "application/json",
             "user-agent": _USER_AGENT,
             "authorization": f"Bearer {self.api_key}",
+            **_platform_headers(self._on_event_loop),
         }
         if self.organization:
             headers["openai-organization"] = self.organization
@@ -262,8 +297,9 @@ class BaseClient:
             extra_headers=extra_headers, extra_query=extra_query, extra_body=extra_body,
             scope_auth=self._scope_auth,
         )
-        if stream:
-            call.headers["accept"] = "text/event-stream"
+        # A stream asks with the official client's Accept (application/json): the server reads
+        # ``stream`` from the body, and a mock of the API's spec answers that Accept (an answer
+        # that is one JSON object becomes a one-chunk stream, ``_stream_decoder``).
         if "accept-encoding" not in call.headers:
             # Whole bodies may come compressed (httpx undoes zstd and gzip as it reads); streams
             # ask for none, so that no server or proxy holds chunks back to fill a compressor.
@@ -459,8 +495,13 @@ class BaseClient:
         return obj
 
     def _stream_decoder(self, call: Call, response: httpx.Response, codec: Codec) -> Any:
+        content_type = response.headers.get("content-type", "")
+        if content_type.startswith("application/json"):
+            # The whole answer in one JSON object (a server that ignored ``stream``, or a mock):
+            # a stream of one chunk, as that answer would have streamed (``WholeJsonDecoder``).
+            return WholeJsonDecoder(call.path)
         try:
-            return codec.stream_decoder(response.headers.get("content-type", ""))
+            return codec.stream_decoder(content_type)
         except APIError as err:
             err.trace_id = call.trace.trace_id
             err.timings = call.record
@@ -469,6 +510,18 @@ class BaseClient:
     def _log_attempt(self, call: Call, attempt: int, why: str, delay: float) -> None:
         logger.info("retrying %s %s in %.2fs (attempt %d of %d): %s",
                     call.method, call.path, delay, attempt + 1, call.max_retries, why)
+
+
+def _check_official_kwargs(client: BaseClient, official: Mapping[str, Any]) -> None:
+    """The official client's own settings pass (for ``_passthrough``); any other keyword is a
+    TypeError naming the closest real one, as the official client raises."""
+    azure = "api_version" in client.__dict__ or hasattr(client, "_setup_azure")
+    theirs = official_settings("AzureOpenAI" if azure else "OpenAI")
+    if not theirs.issuperset(official):
+        import inspect
+
+        mine = set(inspect.signature(BaseClient.__init__).parameters) - {"self", "official"}
+        check_keywords(f"{type(client).__name__}.__init__()", official, theirs | mine)
 
 
 def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
@@ -549,9 +602,15 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
     def close(self) -> None:
         """Connections are shared by every client of the process with the same settings; they
         are kept for the next client. Use :func:`llmclient.close_all` at shutdown if needed.
-        Stops keep-warm timers and cancels prefetches in flight."""
+        Stops keep-warm timers and cancels prefetches in flight. An ``http_client`` the client
+        was given is closed, as the official client closes it."""
         self.__dict__["_closed"] = True
         self._features.close()
+        official = self.__dict__.get("_official")  # the pass-through's (_passthrough)
+        if official is not None:
+            official.close()
+        if self._http_client is not None:
+            self._http_client.close()
 
     def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
         """Send this prompt with ``max_tokens=1`` so the server's prefix cache holds it.
@@ -609,9 +668,14 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
 
     async def close(self) -> None:
         """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`
-        closes them)."""
+        closes them); an ``http_client`` it was given (httpx, or the official aiohttp one) is closed."""
         self.__dict__["_closed"] = True
         await self._features.aclose()
+        official = self.__dict__.get("_official")
+        if official is not None:
+            await official.close()
+        if self._http_client is not None:
+            await self._http_client.aclose()
 
     async def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
         """See :meth:`OpenAI.warm`."""
@@ -626,3 +690,8 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+# With ``openai`` imported, ``isinstance(client, openai.OpenAI)`` holds (``_official``); the
+# official attributes these classes lack stay missing.
+_official.register(OpenAI, AsyncOpenAI, hide=True)
