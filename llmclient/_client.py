@@ -8,7 +8,9 @@ Each stage below is a small method; the sync and async ``_request`` loops call t
 from __future__ import annotations
 
 import functools
+import inspect
 import os
+import platform
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -111,8 +113,6 @@ _STAINLESS_ARCH = {"x86_64": "x64", "amd64": "x64", "arm64": "arm64", "aarch64":
 
 @functools.cache
 def _platform_headers(is_async: bool) -> dict[str, str]:
-    import platform
-
     return stainless_headers(is_async, platform.system(), platform.machine(),
                              platform.python_implementation(), platform.python_version())
 
@@ -518,8 +518,6 @@ def _check_official_kwargs(client: BaseClient, official: Mapping[str, Any]) -> N
     azure = "api_version" in client.__dict__ or hasattr(client, "_setup_azure")
     theirs = official_settings("AzureOpenAI" if azure else "OpenAI")
     if not theirs.issuperset(official):
-        import inspect
-
         mine = set(inspect.signature(BaseClient.__init__).parameters) - {"self", "official"}
         check_keywords(f"{type(client).__name__}.__init__()", official, theirs | mine)
 

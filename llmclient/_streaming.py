@@ -158,6 +158,8 @@ class Stream(_StreamBase[_T]):
                     yield from self._handle(self._decoder.feed(raw))
             except httpx.TransportError as exc:
                 raise self._transport_error(exc) from exc
+            except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
+                raise self._annotate(exc)  # noqa: B904 (the same error, annotated)
             self._finish()
         finally:
             _reset(token)
@@ -204,6 +206,8 @@ class AsyncStream(_StreamBase[_T]):
                         yield item
             except httpx.TransportError as exc:
                 raise self._transport_error(exc) from exc
+            except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
+                raise self._annotate(exc)  # noqa: B904 (the same error, annotated)
             self._finish()
         finally:
             _reset(token)
