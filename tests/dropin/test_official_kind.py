@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 import llmclient
 from llmclient import _errors
-
 from tests._both import Drive
 
 MODEL = "gpt-4o-mini"

@@ -82,7 +82,7 @@ class _JsonOnly(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
         body = json.dumps(ANSWERS[self.path]).encode()
         self.send_response(200)
