@@ -25,12 +25,13 @@ Without ``openai`` installed nothing is patched and the hook never fires.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import importlib.machinery
 
 __all__ = ["adopted", "register"]
 
@@ -108,8 +109,9 @@ def _hiding(cls: type, official: type) -> type:
     return type(f"_Hidden{official.__name__}", (), {"__module__": __name__, "__slots__": (), **hidden})
 
 
-class _Loader(importlib.abc.Loader):
-    """Wraps the loader of ``openai`` for its import only: runs it, then adopts."""
+class _Loader:
+    """Wraps the loader of ``openai`` for its import only: runs it, then adopts. (Duck-typed,
+    as the import system allows: ``importlib.abc`` would add six modules to ``import llmclient``.)"""
 
     def __init__(self, loader: Any, finder: _Finder) -> None:
         self.loader, self.finder = loader, finder
@@ -132,7 +134,7 @@ class _Loader(importlib.abc.Loader):
         return getattr(self.loader, name)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """One-shot: finds ``openai`` with the other finders and wraps its loader (``_Loader``)."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
-from . import _otel
+from . import _official, _otel
 from ._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from ._logging import current_trace_id
 from .wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
@@ -283,3 +283,7 @@ def _error_message(obj: dict[str, Any]) -> str:
     if isinstance(err, dict) and err.get("message"):
         return f"Error in stream: {err['message']}"
     return f"Error in stream: {err!r}"
+
+
+# With ``openai`` imported, ``isinstance(stream, openai.Stream)`` holds too (``_official``).
+_official.register(Stream, AsyncStream, hide=True)
