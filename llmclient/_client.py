@@ -191,6 +191,9 @@ class BaseClient:
                                   is_async=self._on_event_loop, cache=cache, speculation=speculation,
                                   prefetch=prefetch)
         self._headers = self._default_headers()
+        # httpx's form of each header every call starts with, made once: httpx checks and
+        # encodes every header of every Request it builds, ~2 us a header (``_request_headers``).
+        self._header_forms = _header_forms(self._headers)
         # Whose credentials the calls run under, from the headers that go on the wire (not
         # from api_key alone: a credential may travel in default_headers or extra_headers).
         self._scope_auth = http_client_auth(http_client)
@@ -366,10 +369,30 @@ class BaseClient:
             call.method,
             _url(call.url),
             params=call.query or None,
-            headers=headers,
+            headers=self._request_headers(headers),
             content=content,
             extensions=extensions,
         )
+
+    def _request_headers(self, headers: dict[str, str]) -> httpx.Headers | dict[str, str]:
+        """``headers`` as httpx.Headers, the client's own taken in the form httpx gave them once
+        (``_header_forms``); only the call's own (trace, extra_headers) are checked anew."""
+        if not _RAW_HEADERS:
+            return headers
+        forms = self._header_forms
+        triples: list[Any] = []
+        fresh: list[tuple[int, tuple[str, str]]] = []
+        for pair in headers.items():
+            form = forms.get(pair)
+            if form is None:
+                fresh.append((len(triples), pair))
+            triples.append(form)
+        if fresh:
+            for (at, _), form in zip(fresh, httpx.Headers([pair for _, pair in fresh])._list, strict=True):
+                triples[at] = form
+        out = httpx.Headers()
+        out._list = triples
+        return out
 
     # -- stage: send (pure retry decisions) ----------------------------------------------------
 
@@ -533,6 +556,18 @@ def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
 
 
 _urls: dict[str, httpx.URL] = {}
+
+# httpx.Headers keeps each header as (raw name, lower-case name, value) bytes in ``_list`` (httpx
+# 0.18 to 0.28 and this 0.29); where a version does not, headers go to httpx as a dict.
+_RAW_HEADERS: Final = isinstance(getattr(httpx.Headers({"a": "b"}), "_list", None), list) and \
+    httpx.Headers({"A": "b"})._list == [(b"A", b"a", b"b")]
+
+
+def _header_forms(headers: Mapping[str, str]) -> dict[tuple[str, str], tuple[bytes, bytes, bytes]]:
+    """Each (name, value) of ``headers`` with httpx's checked, encoded form of it."""
+    if not _RAW_HEADERS:
+        return {}
+    return dict(zip(headers.items(), httpx.Headers(headers)._list, strict=True))
 
 
 # A whole response body larger than this once decompressed is refused (a compression bomb from
