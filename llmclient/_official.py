@@ -147,7 +147,7 @@ class _Finder:
             spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader, self)
+                    spec.loader = _Loader(spec.loader, self)  # type: ignore[assignment]  # duck-typed
                 return spec
         return None
 
