@@ -70,7 +70,7 @@ class _Resource:
         self._client = client
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or not self._official:
+        if name.startswith("_") or not self._official:  # the official resource's public methods only
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(self._passed(), name)
 
