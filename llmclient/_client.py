@@ -365,20 +365,25 @@ class BaseClient:
         }
         if call.cancel is not None:
             extensions["llmclient.cancel"] = call.cancel
-        return httpx.Request(
-            call.method,
-            _url(call.url),
-            params=call.query or None,
-            headers=self._request_headers(headers),
-            content=content,
-            extensions=extensions,
-        )
-
-    def _request_headers(self, headers: dict[str, str]) -> httpx.Headers | dict[str, str]:
-        """``headers`` as httpx.Headers, the client's own taken in the form httpx gave them once
-        (``_header_forms``); only the call's own (trace, extra_headers) are checked anew."""
+        url = _url(call.url)
         if not _RAW_HEADERS:
-            return headers
+            return httpx.Request(call.method, url, params=call.query or None, headers=headers, content=content,
+                                 extensions=extensions)
+        # Given its body as a stream, httpx adds no header of its own and checks none again (with
+        # content= it checks and scans every header six more times): the list it would make
+        # (Host first, Content-Length last) is made here, the client's own headers in their
+        # checked form (``_request_headers``).
+        request = httpx.Request(call.method, url, params=call.query or None,
+                                headers=self._request_headers(headers, url, call.method, content),
+                                stream=httpx.ByteStream(content or b""), extensions=extensions)
+        request.read()  # .content, as content= leaves it
+        return request
+
+    def _request_headers(self, headers: dict[str, str], url: httpx.URL, method: str,
+                         content: bytes | None) -> httpx.Headers:
+        """``headers`` as httpx.Headers, with the Host and Content-Length httpx would add; the
+        client's own taken in the form httpx gave them once (``_header_forms``), only the call's
+        own (trace, extra_headers) are checked anew."""
         forms = self._header_forms
         triples: list[Any] = []
         fresh: list[tuple[int, tuple[str, str]]] = []
@@ -390,6 +395,11 @@ class BaseClient:
         if fresh:
             for (at, _), form in zip(fresh, httpx.Headers([pair for _, pair in fresh])._list, strict=True):
                 triples[at] = form
+        if "host" not in headers and url.host:
+            triples.insert(0, (b"Host", b"host", url.netloc))
+        if "content-length" not in headers and "transfer-encoding" not in headers and (
+                content or method in ("POST", "PUT", "PATCH")):
+            triples.append((b"Content-Length", b"content-length", str(len(content or b"")).encode("ascii")))
         out = httpx.Headers()
         out._list = triples
         return out
