@@ -227,3 +227,27 @@ def test_an_unknown_create_keyword_is_a_type_error_and_nothing_is_sent(ref_serve
     answer = drive(client.chat.completions.create(model=MODEL, messages=HI, max_tokens=2, cache=None,
                                                   extra_body={"temprature": 0.2}))
     assert answer.choices and json.loads(sent[-1].content)["temprature"] == 0.2
+
+
+# -- the request httpx gets: the header list it would make itself -------------------------------
+
+def _as_httpx_builds_it(request: httpx.Request) -> list[tuple[bytes, bytes]]:
+    own = [(k, v) for k, v in request.headers.raw if k not in (b"Host", b"Content-Length")]
+    return httpx.Request(request.method, request.url, headers=own,
+                         content=request.content if request.method != "GET" else None).headers.raw
+
+
+def test_the_request_has_the_headers_httpx_would_give_it(ref_server: Any, drive: Drive) -> None:
+    """llmclient hands httpx the finished header list (``BaseClient._request_headers``): the
+    same names, values and order as ``httpx.Request(content=...)`` makes, a call's own headers
+    included, for a POST with a body and a GET without."""
+    client = drive.client(base_url=ref_server.base_url, api_key="k", default_headers={"X-Team": "a"})
+    posted = drive(client.chat.completions.with_raw_response.create(
+        model=MODEL, messages=HI, max_tokens=2, extra_headers={"X-Custom": "v", "X-Team": None}))
+    listed = drive(client.models.with_raw_response.list())
+    for raw in (posted, listed):
+        request = raw.http_request
+        assert request.headers.raw == _as_httpx_builds_it(request)
+    assert posted.http_request.headers["x-custom"] == "v" and "x-team" not in posted.http_request.headers
+    assert listed.http_request.headers["x-team"] == "a"
+    assert int(posted.http_request.headers["content-length"]) == len(posted.http_request.content)
