@@ -365,7 +365,7 @@ def h2c_probe_ms(base_url: str, model: str, repeats: int = 20) -> dict[str, floa
     HTTP/1.1, then the call over HTTP/1.1) and without it (http2=False), medians of
     ``repeats`` alternating pairs, each on fresh connections with the origin forgotten."""
     import llmclient
-    from llmclient import _transport
+    from llmclient.transport import lanes as _transport
 
     messages = _body(model, 1, False)["messages"]
     samples: dict[bool, list[float]] = {True: [], False: []}

@@ -1,7 +1,7 @@
 """Client-side image preparation: speed on one core, bytes, and what the model ends up seeing.
 
     python -m benchmarks.image_prep [--runs 7] [--seed 0] [--photos 1] [--cpu 0]
-                                    [--target openai-high]
+                                    [--target openai-high] [--no-real]
 
 For generated 12-megapixel camera JPEGs (benchmarks.fixtures.photos), per photo, three ways of
 uploading it side by side (``UPLOADS``):
@@ -21,6 +21,14 @@ upload and of the raw one (the reference server's resize: fit 2048, short side 7
 benchmarks/server/vision.py). The process is pinned to one core (``--cpu``) where the OS
 allows it; the savings suite's ``images`` scenario reports the same figures
 (``measure_photo``).
+
+Then the real photographs of ``benchmarks.fixtures.sample_images`` (colour and grayscale, from
+scikit-image's wheel: the ``bench`` extra installs it; ``--no-real`` skips them), each
+prepared for the target: what it was judged to be, the format and quality sent, bytes
+against the plain q85 JPEG (for a grayscale photo also against a single-channel q85), and
+the preparation time (median of ``--runs``); then the goals over them (``real_summary``):
+median bytes at most ``REAL_MEDIAN_VS_Q85`` x q85, none above ``REAL_MAX_VS_Q85``, none sent
+lossless.
 """
 
 from __future__ import annotations
@@ -56,6 +64,9 @@ UPLOADS = ("raw", "q95", "prepared")
 # Targets on photos: bytes against the plain q85 JPEG, preparation time per photo.
 MAX_BYTES_VS_Q85 = 1.1
 MAX_PREP_MS = 100.0
+# Goals on the real photographs (issue 35).
+REAL_MEDIAN_VS_Q85 = 1.0
+REAL_MAX_VS_Q85 = 1.5
 
 
 def decoded(data: bytes) -> Image.Image:
@@ -200,6 +211,99 @@ def describe_summary(s: dict[str, Any]) -> str:
             f"(target <= {MAX_PREP_MS:.0f} on one core, {mark(s['prep_ok'])})")
 
 
+@dataclass(frozen=True)
+class RealFigures:
+    """One real photograph prepared once per run, against its plain q85 JPEG."""
+
+    name: str
+    grayscale: bool
+    size: tuple[int, int]
+    content: str | None  # what preprocess judged it to be
+    format: str
+    quality: int | None
+    quality_source: str | None
+    bytes: int
+    q85_bytes: int  # plain q85 4:2:0 of the pixels as RGB (the yardstick, as for every photo)
+    q85_gray_bytes: int | None  # a single-channel q85 JPEG, for grayscale photos
+    prep_ms: float  # median over the runs
+
+    @property
+    def vs_q85(self) -> float:
+        return self.bytes / self.q85_bytes
+
+
+def plain_q85_gray(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.convert("L").save(buf, "JPEG", quality=85)
+    return buf.getvalue()
+
+
+def measure_real(name: str, data: bytes, grayscale: bool, target: str | Target = OPENAI_HIGH,
+                 runs: int = 3) -> RealFigures:
+    tgt = get_target(target)
+    times = [_ms(lambda: prepare_image(data, tgt)) for _ in range(runs)]
+    p = prepare_image(data, tgt)
+    reference = prepare_pixels(data, tgt)
+    return RealFigures(
+        name=name, grayscale=grayscale, size=(p.width, p.height), content=p.content,
+        format=p.format, quality=p.quality, quality_source=p.quality_source,
+        bytes=p.bytes_after, q85_bytes=len(plain_q85(reference)),
+        q85_gray_bytes=len(plain_q85_gray(reference)) if grayscale else None,
+        prep_ms=statistics.median(times),
+    )
+
+
+def describe_real(f: RealFigures) -> str:
+    quality = "lossless" if f.quality is None else f"q{f.quality} ({f.quality_source})"
+    gray = "" if f.q85_gray_bytes is None else \
+        f"; {f.bytes / f.q85_gray_bytes:.2f}x a 1-channel q85"
+    return (f"  {f.name:<22} {'gray' if f.grayscale else 'colour':<6} {f.size[0]}x{f.size[1]:<5} "
+            f"{f.content or '?':<7} {f.format:<4} {quality:<18} {f.bytes:>8,} bytes "
+            f"({f.vs_q85:.2f}x q85{gray})  prep {f.prep_ms:.1f} ms")
+
+
+def real_summary(figures: list[RealFigures]) -> dict[str, Any]:
+    ratios = [f.vs_q85 for f in figures]
+    lossless = [f.name for f in figures if f.format == "PNG"]
+    median, worst = statistics.median(ratios), max(ratios)
+    return {
+        "photos": len(figures), "vs_q85_median": median, "vs_q85_max": worst,
+        "lossless": lossless, "median_ok": median <= REAL_MEDIAN_VS_Q85,
+        "max_ok": worst <= REAL_MAX_VS_Q85, "lossless_ok": not lossless,
+        "prep_ms_median": statistics.median(f.prep_ms for f in figures),
+    }
+
+
+def describe_real_summary(s: dict[str, Any]) -> str:
+    def mark(ok: bool) -> str:
+        return "ok" if ok else "MISSED"
+
+    return (f"real photographs ({s['photos']}): bytes median {s['vs_q85_median']:.2f}x plain q85 "
+            f"(goal <= {REAL_MEDIAN_VS_Q85}, {mark(s['median_ok'])}), max "
+            f"{s['vs_q85_max']:.2f}x (goal <= {REAL_MAX_VS_Q85}, {mark(s['max_ok'])}), lossless: "
+            f"{', '.join(s['lossless']) or 'none'} ({mark(s['lossless_ok'])}); prep median "
+            f"{s['prep_ms_median']:.1f} ms")
+
+
+def run_real(target: str, runs: int) -> list[RealFigures] | None:
+    """Every real photograph of the labelled set, or None (with a line) without scikit-image."""
+    from .fixtures.sample_images import real_photos
+
+    try:
+        photos = real_photos()
+    except RuntimeError as e:
+        print(f"real photographs skipped: {e}")
+        return None
+    print(f"real photographs (scikit-image's wheel), target {target}, {runs} runs each:")
+    figures = []
+    for s in photos:
+        f = measure_real(s.name, s.data, s.grayscale, target, runs)
+        figures.append(f)
+        print(describe_real(f))
+    print(describe_real_summary(real_summary(figures)))
+    return figures
+
+
 def main(argv: list[str] | None = None) -> None:
     from .fixtures.photos import camera_photo
 
@@ -209,6 +313,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--photos", type=int, default=1, help="photos, seeds --seed onwards")
     ap.add_argument("--target", default="openai-high")
     ap.add_argument("--cpu", type=int, default=0, help="core to pin to (-1: do not pin)")
+    ap.add_argument("--no-real", action="store_true", help="skip the real photographs")
     args = ap.parse_args(argv)
     if args.cpu >= 0 and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
@@ -227,6 +332,8 @@ def main(argv: list[str] | None = None) -> None:
               f"{f.uploads['prepared'].prep_ms / f.plain_ms:.3f}x; model-view PSNR measured vs "
               f"raw {f.psnr_db:.2f} dB")
     print(describe_summary(summary(figures)))
+    if not args.no_real:
+        run_real(args.target, args.runs)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from typing import Any
 import orjson
 
 # The light response views are private: this tool times them against the official types.
-from llmclient._models import ChatCompletion, ChatCompletionChunk, CreateEmbeddingResponse
+from llmclient.api.models import ChatCompletion, ChatCompletionChunk, CreateEmbeddingResponse
 from llmclient.wire import (
     JSON_CODEC,
     MIN_COMPRESS_BYTES,

@@ -4,10 +4,10 @@
 ``.trace_id``, ``._request_id`` and ``.timings`` (a :class:`CallRecord`).
 """
 
+import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
 from ._client import AsyncOpenAI, OpenAI, RawResponse, __version__
 from ._errors import (
     APIConnectionError,
@@ -29,21 +29,23 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
-from ._streaming import AsyncStream, Stream
-from ._timings import CallRecord
-from ._tracing import TraceContext
-from ._transport import aclose_all, close_all
+from .api.module_client import resource_proxy
+from .api.streaming import AsyncStream, Stream
+from .pipeline.call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
+from .pipeline.timings import CallRecord
+from .pipeline.tracing import TraceContext
+from .transport.lanes import aclose_all, close_all
 from .wire.codec import Codec, JsonCodec, SSEDecoder, StreamDecoder
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers
     from llmclient.preprocess import ImageError
 
-    from ._azure import AsyncAzureOpenAI, AzureOpenAI
-    from ._hedge import HedgeConfig
-    from ._http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
-    from ._prefetch import PrefetchError, SpeculationConfig
+    from .api.azure import AsyncAzureOpenAI, AzureOpenAI
     from .cache import CacheOptions
+    from .features.hedge import HedgeConfig
+    from .features.prefetch import PrefetchError, SpeculationConfig
     from .lib._structured import pydantic_function_tool
+    from .transport.http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
 
 Client = OpenAI
 AsyncClient = AsyncOpenAI
@@ -53,14 +55,14 @@ LLMClientError = OpenAIError
 # imported on first access, so ``import llmclient`` stays light.
 _LAZY = {
     "ImageError": ("preprocess", "ImageError"),
-    "SpeculationConfig": ("llmclient._prefetch", "SpeculationConfig"),
-    "PrefetchError": ("llmclient._prefetch", "PrefetchError"),
+    "SpeculationConfig": ("llmclient.features.prefetch", "SpeculationConfig"),
+    "PrefetchError": ("llmclient.features.prefetch", "PrefetchError"),
     "CacheOptions": ("llmclient.cache", "CacheOptions"),
-    "HedgeConfig": ("llmclient._hedge", "HedgeConfig"),
-    "AzureOpenAI": ("llmclient._azure", "AzureOpenAI"),
-    "AsyncAzureOpenAI": ("llmclient._azure", "AsyncAzureOpenAI"),
-    "DefaultHttpxClient": ("llmclient._http_clients", "DefaultHttpxClient"),
-    "DefaultAsyncHttpxClient": ("llmclient._http_clients", "DefaultAsyncHttpxClient"),
+    "HedgeConfig": ("llmclient.features.hedge", "HedgeConfig"),
+    "AzureOpenAI": ("llmclient.api.azure", "AzureOpenAI"),
+    "AsyncAzureOpenAI": ("llmclient.api.azure", "AsyncAzureOpenAI"),
+    "DefaultHttpxClient": ("llmclient.transport.http_clients", "DefaultHttpxClient"),
+    "DefaultAsyncHttpxClient": ("llmclient.transport.http_clients", "DefaultAsyncHttpxClient"),
     "pydantic_function_tool": ("llmclient.lib._structured", "pydantic_function_tool"),
 }
 
@@ -84,18 +86,12 @@ _MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models", "b
 
 def __getattr__(name: str) -> object:
     if name in _MODULE_RESOURCES:
-        from ._module_client import resource_proxy
-
         return resource_proxy(name)
     if name == "types":  # ``openai.types`` after ``import openai``: here, imported on first use
-        import importlib
-
         return importlib.import_module("llmclient.types")
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'llmclient' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(target[0]), target[1])
     globals()[name] = value
     return value

@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] != "doctor":
         print(f"unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
-    from ._doctor import main as doctor
+    from ._doctor import main as doctor  # the doctor's probes load only for this command
 
     return doctor(args[1:])
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import httpx
 import orjson
 
-from . import _official, _retry, wire
+from . import _official, wire
 from ._async.pipeline import AsyncPipeline
 from ._async.resources import (
     AsyncChat,
@@ -26,16 +26,6 @@ from ._async.resources import (
     AsyncEmbeddings,
     AsyncModels,
     AsyncResponses,
-)
-from ._call import (
-    NOT_GIVEN,
-    Call,
-    CallOptions,
-    NotGiven,
-    build_call,
-    credential_scope,
-    http_client_auth,
-    to_timeout,
 )
 from ._errors import (
     APIConnectionError,
@@ -47,25 +37,37 @@ from ._errors import (
     describe_error_body,
     status_error_class,
 )
-from ._features import Features
-from ._hedge import hedge_config
-from ._http_clients import client_headers
 from ._keywords import check_keywords, official_settings
 from ._logging import logger
-from ._origins import record_for
-from ._passthrough import AsyncPassthrough, SyncPassthrough
-from ._pipeline import RawResponse, response_coding, start_task
-from ._proxy import proxy_map
-from ._resources import Beta
 from ._sync.pipeline import Pipeline
 from ._sync.resources import Chat, Completions, Embeddings, Models, Responses
-from ._transport import (
+from ._version import __version__
+from .api.passthrough import AsyncPassthrough, SyncPassthrough
+from .api.resources import Beta
+from .features.hedge import hedge_config
+from .pipeline import retry as _retry
+from .pipeline.call import (
+    NOT_GIVEN,
+    Call,
+    CallOptions,
+    NotGiven,
+    build_call,
+    credential_scope,
+    http_client_auth,
+    to_timeout,
+)
+from .pipeline.hooks import Features
+from .pipeline.shared import RawResponse, response_coding, start_task
+from .transport.http_clients import client_headers
+from .transport.lanes import (
     AsyncTransport,
     SyncTransport,
     TransportSettings,
     shared_async_transport,
     shared_sync_transport,
 )
+from .transport.origins import record_for
+from .transport.proxy import proxy_map
 from .wire.codec import JSON_CODEC, RESPONSES_PATH, Codec, WholeJsonDecoder
 from .wire.compression import (
     MIN_COMPRESS_BYTES,
@@ -82,7 +84,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
 
-__version__ = "0.1.0"
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES = 2
 _USER_AGENT = f"llmclient/{__version__} python/{sys.version_info[0]}.{sys.version_info[1]}"

@@ -29,6 +29,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
+from ._client import OpenAI
+from .pipeline.timings import parse_server_timing
+
 __all__ = ["Check", "Report", "diagnose", "main"]
 
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -179,16 +184,12 @@ def _h2c(sock: socket.socket, timeout: float) -> tuple[bool, str]:
 
 
 def _client(t: _Target, api_key: str, ca: str | None, insecure: bool, timeout: float) -> Any:
-    from ._client import OpenAI
-
     verify: bool | str = False if insecure else (ca or True)
     return OpenAI(base_url=t.base_url, api_key=api_key, verify=verify, max_retries=0,
                   timeout=timeout)
 
 
 def _http(ca: str | None, insecure: bool, timeout: float) -> Any:
-    import httpx
-
     verify: Any = False if insecure else (ssl.create_default_context(cafile=ca) if ca else True)
     return httpx.Client(verify=verify, timeout=timeout)
 
@@ -247,8 +248,7 @@ def _chat(report: Report, client: Any, model: str) -> Any:
 
 def _headers(report: Report, headers: Any) -> dict[str, Any]:
     """What the response headers say: Server-Timing, rate limits, clock, keep-alive, codecs."""
-    from ._timings import parse_server_timing
-    from .wire.protobuf import server_accepts_protobuf
+    from .wire.protobuf import server_accepts_protobuf  # loads google.protobuf: only when asked
 
     found: dict[str, Any] = {}
     st = headers.get("server-timing")

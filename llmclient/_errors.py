@@ -39,7 +39,7 @@ from ._redact import redact_text
 if TYPE_CHECKING:
     import httpx
 
-    from ._timings import CallRecord
+    from .pipeline.timings import CallRecord
 
 __all__ = [
     "APIConnectionError",

@@ -2,7 +2,10 @@
 
 ``prepare_image(source, target)`` resizes an image to what the provider would downscale it
 to anyway, applies EXIF orientation, drops all metadata (GPS included), normalises colour
-modes and re-encodes it by content (photos JPEG, graphics PNG) within the byte budget.
+modes and re-encodes it by content within the byte budget: photographs, colour or grayscale,
+JPEG (a grayscale one single-channel); graphics and rendered text PNG. The content is read
+from noise and edge statistics that hold in any colour mode (``measure_content``,
+``classify_content``; ``PreparedImage.content`` says what was decided).
 A photo's JPEG quality and chroma subsampling are measured per image: the lowest quality
 whose luma SSIM against the resized pixels stays at or above ``SIMILARITY_THRESHOLD``,
 found by a binary search on a probe within ``SEARCH_BUDGET_MS`` (``_quality`` says why
@@ -12,8 +15,9 @@ A leaf package: it depends on Pillow only, never on llmclient; HEIC/HEIF input i
 where the optional ``pillow-heif`` is installed (``pip install 'llmclient[heic]'``).
 """
 
+from ._content import ContentStats, classify_content, measure_content
 from ._decode import ALLOWED_FORMATS, DEFAULT_MAX_INPUT_PIXELS
-from ._encode import choose_formats, is_graphic, quality_steps
+from ._encode import choose_formats, quality_steps
 from ._errors import (
     CorruptImage,
     ImageBudgetError,
@@ -57,6 +61,7 @@ __all__ = [
     "SEARCH_BUDGET_MS",
     "SIMILARITY_THRESHOLD",
     "TARGETS",
+    "ContentStats",
     "CorruptImage",
     "ImageBudgetError",
     "ImageError",
@@ -67,9 +72,10 @@ __all__ = [
     "Target",
     "UnsupportedImageFormat",
     "choose_formats",
+    "classify_content",
     "estimate_tokens",
     "get_target",
-    "is_graphic",
+    "measure_content",
     "parse_data_url",
     "plan_quality",
     "plan_resize",

@@ -1,7 +1,8 @@
 """Choose the output format by content and encode within the byte budget.
 
-Photos: the lossy quality comes from ``_quality.search_quality`` (measured per image) unless
-the caller fixed one; graphics: PNG unless PNG costs far more than a lossy encode.
+Photos (``_content.classify``): the lossy quality comes from ``_quality.search_quality``
+(measured per image) unless the caller fixed one; graphics and rendered text: PNG unless PNG
+costs far more than a lossy encode.
 """
 
 from __future__ import annotations
@@ -13,21 +14,16 @@ from dataclasses import dataclass
 from PIL import Image
 
 from ._errors import ImageBudgetError
-from ._quality import QualityPlan, encode_lossy, search_quality
+from ._quality import SIMILARITY_THRESHOLD, QualityPlan, encode_lossy, search_quality
 from ._targets import Target
 
 __all__ = [
-    "GRAPHIC_MAX_COLORS",
     "Encoded",
     "choose_formats",
     "encode_within_budget",
-    "is_graphic",
     "quality_steps",
 ]
 
-# Screenshots, diagrams and line art use few distinct colours (UI palettes, anti-aliased
-# text adds a few hundred shades); a camera photo has tens of thousands even at 1 MP.
-GRAPHIC_MAX_COLORS = 4096
 # A graphic stays PNG (lossless, no ringing around text) unless PNG costs more than this
 # many times the JPEG bytes: then it is photo-like after all (e.g. a screenshot of a photo).
 PNG_OVER_JPEG_LIMIT = 3.0
@@ -48,11 +44,6 @@ class Encoded:
     size: tuple[int, int]
     subsample: bool | None = None  # lossy: 4:2:0 chroma (WebP always); None for PNG
     plan: QualityPlan | None = None  # how the quality was chosen, when it was measured
-
-
-def is_graphic(colors: int | None) -> bool:
-    """``colors`` is the distinct-colour count, or None when it exceeded GRAPHIC_MAX_COLORS."""
-    return colors is not None and colors <= GRAPHIC_MAX_COLORS
 
 
 def choose_formats(graphic: bool, has_alpha: bool, target: Target, webp: bool) -> list[str]:
@@ -111,21 +102,25 @@ def _fixed(img: Image.Image, fmt: str, quality: int, icc: bytes | None) -> Encod
     return Encoded(data, fmt, None if fmt == "PNG" else quality, img.size, subsample)
 
 
-def _measured(img: Image.Image, fmt: str, fallback: int, icc: bytes | None) -> Encoded:
+def _measured(img: Image.Image, fmt: str, fallback: int, icc: bytes | None,
+              threshold: float = SIMILARITY_THRESHOLD) -> Encoded:
     """Encode at the quality the search finds for this image (see ``_quality``)."""
-    plan = search_quality(img, fmt, fallback)
+    plan = search_quality(img, fmt, fallback, threshold=threshold)
     subsample = plan.subsample or fmt == "WEBP"
     data = encode_lossy(img, fmt, plan.quality, subsample, icc)
     return Encoded(data, fmt, plan.quality, img.size, subsample, plan)
 
 
-def _lossy(img: Image.Image, fmt: str, quality: int, icc: bytes | None, search: bool) -> Encoded:
-    return _measured(img, fmt, quality, icc) if search else _fixed(img, fmt, quality, icc)
+def _lossy(img: Image.Image, fmt: str, quality: int, icc: bytes | None, search: bool,
+           threshold: float = SIMILARITY_THRESHOLD) -> Encoded:
+    if search:
+        return _measured(img, fmt, quality, icc, threshold)
+    return _fixed(img, fmt, quality, icc)
 
 
 def _best_at_size(
     img: Image.Image, formats: list[str], graphic: bool, quality: int, icc: bytes | None,
-    webp: bool, search: bool = False,
+    webp: bool, search: bool = False, threshold: float = SIMILARITY_THRESHOLD,
 ) -> Encoded:
     first = formats[0]
     if first == "PNG":
@@ -138,10 +133,10 @@ def _best_at_size(
         alt = _fixed(img, lossy, quality, icc)
         if len(png.data) <= PNG_OVER_JPEG_LIMIT * len(alt.data):
             return png
-        return _lossy(img, lossy, quality, icc, search) if search else alt
-    best = _lossy(img, first, quality, icc, search)
+        return _lossy(img, lossy, quality, icc, search, threshold) if search else alt
+    best = _lossy(img, first, quality, icc, search, threshold)
     if first == "JPEG" and webp and "WEBP" in formats:
-        alt = _lossy(img, "WEBP", quality, icc, search)
+        alt = _lossy(img, "WEBP", quality, icc, search, threshold)
         if len(alt.data) < len(best.data):
             best = alt
     return best
@@ -150,15 +145,17 @@ def _best_at_size(
 def encode_within_budget(
     img: Image.Image, target: Target, formats: list[str], graphic: bool, quality: int,
     icc: bytes | None, webp: bool, search: bool = False,
+    threshold: float = SIMILARITY_THRESHOLD,
 ) -> Encoded:
     """Encode; when over ``target.max_bytes`` lower the quality, then the size.
 
     ``search``: measure each lossy image's quality (``quality`` is then the fallback when the
-    search runs out of time); else encode lossy formats at ``quality`` as given.
+    search runs out of time) against ``threshold``; else encode lossy formats at ``quality``
+    as given.
     """
     if not formats:
         raise ImageBudgetError(f"target {target.name!r} accepts none of the usable formats")
-    best = _best_at_size(img, formats, graphic, quality, icc, webp, search)
+    best = _best_at_size(img, formats, graphic, quality, icc, webp, search, threshold)
     budget = target.max_bytes
     if budget is None or len(best.data) <= budget:
         return best

@@ -10,6 +10,7 @@ from typing import Any
 
 from PIL import Image
 
+from ._content import PHOTO, classify, has_text_lines, measure
 from ._decode import (
     DEFAULT_MAX_INPUT_PIXELS,
     apply_orientation,
@@ -21,14 +22,8 @@ from ._decode import (
     swaps_axes,
     to_srgb,
 )
-from ._encode import (
-    GRAPHIC_MAX_COLORS,
-    MIME,
-    Encoded,
-    choose_formats,
-    encode_within_budget,
-    is_graphic,
-)
+from ._encode import MIME, Encoded, choose_formats, encode_within_budget
+from ._quality import SIMILARITY_THRESHOLD, TEXT_SIMILARITY_THRESHOLD
 from ._source import read_source
 from ._targets import Target, estimate_tokens, get_target, plan_resize
 
@@ -61,10 +56,14 @@ class PreparedImage:
     subsampled: bool | None = None
     # Luma SSIM of the chosen quality against the resized pixels, measured on the search's
     # probe; None when not measured (PNG, a fixed ``quality``, or the search ran out of time).
+    # For noise-like content chosen at half scale (``_quality.RUNAWAY_QUALITY``) it is the
+    # SSIM of 2x-reduced copies.
     similarity: float | None = None
     # How the quality was chosen: "measured", "budget" (search cut short), "fallback" (the
     # target's quality: nothing measured in time), "fixed" (the caller's), None for PNG.
     quality_source: str | None = None
+    # What the source was judged to be: "photo", "graphic" or "text" (``preprocess._content``).
+    content: str | None = None
 
     @property
     def bytes_after(self) -> int:
@@ -107,8 +106,9 @@ def prepare_image(
     has_alpha = img.mode in ("RGBA", "LA")
     formats = choose_formats(px.graphic, has_alpha, tgt, webp)
     q = quality if quality is not None else tgt.quality
+    threshold = TEXT_SIMILARITY_THRESHOLD if px.text_lines else SIMILARITY_THRESHOLD
     enc = encode_within_budget(img, tgt, formats, px.graphic, q, px.icc, webp,
-                               search=quality is None)
+                               search=quality is None, threshold=threshold)
     return PreparedImage(
         data=enc.data,
         format=enc.format,
@@ -126,6 +126,7 @@ def prepare_image(
         similarity=enc.plan.similarity if enc.plan is not None and enc.plan.quality == enc.quality
         else None,
         quality_source=_source_of(enc),
+        content=px.content,
     )
 
 
@@ -147,10 +148,15 @@ def prepare_pixels(
 class _Pixels:
     image: Image.Image
     icc: bytes | None  # a profile that must still travel (no LittleCMS), else None
-    graphic: bool
+    content: str  # "photo" | "graphic" | "text" (``_content.classify``)
+    text_lines: bool  # a photograph that shows lines of text (``_content.has_text_lines``)
     original_format: str | None
     shown: tuple[int, int]  # the source's size as displayed
     bytes_before: int | None
+
+    @property
+    def graphic(self) -> bool:
+        return self.content != PHOTO
 
 
 def _pixels(source: Any, tgt: Target, max_input_pixels: int | None,
@@ -179,8 +185,8 @@ def _pixels(source: Any, tgt: Target, max_input_pixels: int | None,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # palette-with-transparency notices
         img = normalise_mode(img)
-    colors = img.getcolors(GRAPHIC_MAX_COLORS)
-    graphic = is_graphic(None if colors is None else len(colors))
+    stats = measure(img)  # before the resize blurs the noise it reads
+    content = classify(stats)
     if img.size != file_size:
         img = img.resize(file_size, resample, reducing_gap=3.0)
     img = apply_orientation(img, orientation)
@@ -188,8 +194,9 @@ def _pixels(source: Any, tgt: Target, max_input_pixels: int | None,
     if img is caller_image:
         img = img.copy()  # nothing changed it so far; the caller's image keeps its metadata
     img.info = {}  # no EXIF, XMP, comments or text chunks reach the encoder
+    text_lines = content == PHOTO and has_text_lines(stats, img)
 
-    return _Pixels(img, icc, graphic, original_format, shown, bytes_before)
+    return _Pixels(img, icc, content, text_lines, original_format, shown, bytes_before)
 
 
 def _source_of(enc: Encoded) -> str | None:

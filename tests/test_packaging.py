@@ -167,7 +167,7 @@ from importlib.metadata import entry_points
 import llmclient, llmclient.preprocess, llmclient.speculative, llmclient_bench
 import llmclient_bench.server.app, llmclient_bench.scenarios
 import llmclient_bench.fixtures.photos, llmclient_bench.fixtures.redis
-from llmclient._images import ImageSettings
+from llmclient.features.images import ImageSettings
 from llmclient.preprocess import ImageError
 import llmclient.preprocess as pre
 assert pre.ImageError is ImageError

@@ -116,8 +116,8 @@ def probe_capabilities(reference: bool, tls: bool, extra: list[str]) -> set[str]
         caps.add("openai")
     for module, cap in (("llmclient.cache", "llmclient.cache"),
                         ("llmclient.wire.protobuf", "llmclient.protobuf"),
-                        ("llmclient._images", "llmclient.images"),
-                        ("llmclient._prefetch", "llmclient.prefetch")):
+                        ("llmclient.features.images", "llmclient.images"),
+                        ("llmclient.features.prefetch", "llmclient.prefetch")):
         with contextlib.suppress(Exception):
             __import__(module)
             caps.add(cap)

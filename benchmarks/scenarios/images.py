@@ -63,7 +63,7 @@ class ImageUpload:
     requires = ("llmclient", "llmclient.images", "vision")
 
     def run(self, ctx: Context) -> ScenarioResult:
-        from llmclient import _images
+        from llmclient.features import images as _images
 
         count = QUICK_PHOTOS if ctx.quick else FULL_PHOTOS
         ctx.progress(f"  images: {count + 1} photos of 12 MP (cached on disk after the first run)")

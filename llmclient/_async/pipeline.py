@@ -2,7 +2,7 @@
 
 :meth:`AsyncPipeline._request` runs the stages in order (prepare, lookup, encode, send, decode,
 store, after); :meth:`AsyncPipeline._send` is the attempt loop (its decisions are
-:class:`~llmclient._pipeline.Attempts`'), and :meth:`AsyncPipeline._send_call` races a hedged
+:class:`~llmclient.pipeline.shared.Attempts`'), and :meth:`AsyncPipeline._send_call` races a hedged
 copy. The stages themselves, without I/O, are :class:`~llmclient._client.BaseClient`'s.
 Written once, as coroutines; ``scripts/unasync.py`` generates the blocking twin.
 """
@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .. import _otel, _pipeline  # unasync: sync=from .. import _otel
-from .._http_clients import asend_through
 from .._logging import current_trace_id
-from .._pipeline import Attempts, RawResponse, first_token_probe, response_coding
-from .._streaming import AsyncStream
+from ..api.streaming import AsyncStream
+from ..features import otel as _otel
+from ..pipeline import shared as _pipeline
+from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding
+from ..transport.http_clients import asend_through
 from ..wire.codec import Codec
 
 if TYPE_CHECKING:
-    from .._call import Call
     from .._client import BaseClient as _Stages
+    from ..pipeline.call import Call
 else:
     _Stages = object
 
@@ -68,7 +69,7 @@ class AsyncPipeline(_Stages):
                 if call.cancel is not None:  # a hedged call's wait ends when its copy wins
                     await call.cancel.asleep(delay)
                 else:
-                    await _pipeline.async_sleep(delay)  # unasync: sync=time.sleep(delay)
+                    await _pipeline.async_sleep(delay)
             tries.next()
 
     async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:

@@ -1,7 +1,7 @@
 """The API resources of the clients, written once: ``client.chat.completions.create(...)`` etc.
 
 Each method only turns its arguments into a ``Call`` and names the result type (the shared
-parts are ``llmclient/_resources.py``'s). Written once, as coroutines; ``scripts/unasync.py``
+parts are ``llmclient/api/resources.py``'s). Written once, as coroutines; ``scripts/unasync.py``
 generates the blocking twin (``llmclient/_sync/resources.py``).
 """
 
@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from .. import _models
-from .._call import NOT_GIVEN
-from .._models import (
+from ..api import models as _models
+from ..api.models import (
     chat_completion,
     chat_completion_chunk,
     completion,
     response_stream_event,
 )
-from .._models import model as model_object
-from .._models import response as response_object
-from .._resources import (
+from ..api.models import model as model_object
+from ..api.models import response as response_object
+from ..api.resources import (
     Headers,
     _is_stream,
     _make_embeddings,
@@ -29,16 +28,18 @@ from .._resources import (
     _Resource,
     _ResponsesBase,
 )
+from ..lib._structured import async_parse, async_stream
+from ..pipeline.call import NOT_GIVEN
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionChunk
     from openai.types.responses import Response, ResponseStreamEvent
 
-    from .._call import NotGiven
     from .._client import AsyncOpenAI
-    from .._models import TracedChatCompletion as ChatCompletion
-    from .._models import TracedCompletion as Completion
-    from .._streaming import AsyncStream
+    from ..api.models import TracedChatCompletion as ChatCompletion
+    from ..api.models import TracedCompletion as Completion
+    from ..api.streaming import AsyncStream
+    from ..pipeline.call import NotGiven
 
 __all__ = [
     "AsyncChat",
@@ -120,8 +121,6 @@ class AsyncChatCompletions(_Resource):
     async def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
         """Structured outputs (``response_format=MyModel``, strict tools): the official
         ``ParsedChatCompletion``, with the official semantics (``llmclient.lib._structured``)."""
-        from ..lib._structured import async_parse
-
         if not _raw:
             return await async_parse(self.create, messages=messages, model=model, **params)
         raws: list[Any] = []  # with_raw_response.parse (LangChain's with_structured_output)
@@ -136,8 +135,6 @@ class AsyncChatCompletions(_Resource):
     def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
         """The official streaming helper (``async with ... as stream: async for event in stream``,
         events, ``get_final_completion()``) over llmclient's stream."""
-        from ..lib._structured import async_stream
-
         return async_stream(self.create, messages=messages, model=model, **params)
 
 

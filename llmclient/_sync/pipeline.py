@@ -4,7 +4,7 @@
 
 :meth:`Pipeline._request` runs the stages in order (prepare, lookup, encode, send, decode,
 store, after); :meth:`Pipeline._send` is the attempt loop (its decisions are
-:class:`~llmclient._pipeline.Attempts`'), and :meth:`Pipeline._send_call` races a hedged
+:class:`~llmclient.pipeline.shared.Attempts`'), and :meth:`Pipeline._send_call` races a hedged
 copy. The stages themselves, without I/O, are :class:`~llmclient._client.BaseClient`'s.
 Written once, as coroutines; ``scripts/unasync.py`` generates the blocking twin.
 """
@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .. import _otel
-from .._http_clients import send_through
 from .._logging import current_trace_id
-from .._pipeline import Attempts, RawResponse, first_token_probe, response_coding
-from .._streaming import Stream
+from ..api.streaming import Stream
+from ..features import otel as _otel
+from ..pipeline import shared as _pipeline
+from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding
+from ..transport.http_clients import send_through
 from ..wire.codec import Codec
 
 if TYPE_CHECKING:
-    from .._call import Call
     from .._client import BaseClient as _Stages
+    from ..pipeline.call import Call
 else:
     _Stages = object
 
@@ -70,7 +71,7 @@ class Pipeline(_Stages):
                 if call.cancel is not None:  # a hedged call's wait ends when its copy wins
                     call.cancel.sleep(delay)
                 else:
-                    time.sleep(delay)
+                    _pipeline.sync_sleep(delay)
             tries.next()
 
     def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:

@@ -392,7 +392,7 @@ class SQLiteBackend(BaseBackend):
 
 def _import_redis() -> Any:
     try:
-        import redis
+        import redis  # the redis extra: loaded by the first Redis backend
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "RedisBackend needs redis-py: pip install 'llmclient[redis]'"
@@ -456,7 +456,7 @@ class RedisBackend(BaseBackend):
         # redis.asyncio connections belong to the loop that opened them.
         loop = asyncio.get_running_loop()
         if self._async is None or self._async[0] is not loop:
-            import redis.asyncio as aredis
+            import redis.asyncio as aredis  # the redis extra: loaded by the first Redis backend
 
             self._async = (loop, aredis.Redis.from_url(self.url, socket_timeout=self._socket_timeout,
                                                        socket_connect_timeout=self._socket_timeout))

@@ -114,7 +114,7 @@ class ResponseCache(CacheIO, AsyncCacheIO):
         )
 
     def plan(self, call: Any) -> CachePlan | None:
-        """The plan for an ``llmclient._call.Call``."""
+        """The plan for an ``llmclient.pipeline.call.Call``."""
         return self.plan_for(base_url=call.base_url, path=call.path, body=call.body,
                              scope=call.scope, options=call.options.cache, stream=call.stream,
                              query=call.query)

@@ -75,7 +75,7 @@ if _official is not None:
         return sorted(set(dir(_official)))
 
 else:
-    from .._models import (
+    from ..api.models import (
         ChatCompletion,
         ChatCompletionChunk,
         Completion,

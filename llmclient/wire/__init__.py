@@ -30,9 +30,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .._call import Wire
 from .._errors import MalformedResponseError
-from .codec import JSON_CODEC, RESPONSE_END_EVENTS, SSEDecoder
+from .codec import JSON_CODEC, RESPONSE_END_EVENTS, SSEDecoder, Wire
 from .compression import (
     MIN_COMPRESS_BYTES,
     CompressionError,

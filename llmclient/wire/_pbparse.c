@@ -1,5 +1,5 @@
-/* Protobuf wire bytes -> dicts, in C: the compiled twin of `_parse` and `_parse_body` in
- * llmclient/wire/protobuf.py.
+/* Protobuf wire bytes -> dicts, in C: the compiled twin of `_parse` (llmclient/wire/pbschema.py)
+ * and `_parse_body` (llmclient/wire/protobuf.py).
  *
  * Why it exists: the pure-Python table-driven parser takes several times orjson's time on the
  * same answer's JSON, and protobuf decode must be no slower than orjson (figures in README,
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Decoder kinds: the _K_* constants of protobuf.py (checked by setup()). */
+/* Decoder kinds: the _K_* constants of pbschema.py (checked by setup()). */
 enum {
     K_STR, K_RSTR, K_MSG, K_RMSG, K_BYTES, K_INT64, K_UINT32, K_BOOL, K_DOUBLE,
     K_RINT_PACKED, K_RINT, K_MARKS_PACKED, K_MARKS, K_EXTRA, K_COUNT

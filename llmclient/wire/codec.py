@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import orjson
 
 from .._errors import IncompleteStreamError, MalformedResponseError
 
-__all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder", "WholeJsonDecoder", "as_stream_chunk",
-           "float32_list"]
+__all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder", "WholeJsonDecoder", "Wire",
+           "as_stream_chunk", "float32_list"]
+
+# The ``wire=`` setting's values (CallOptions.wire).
+Wire = Literal["json", "protobuf", "auto"]
 
 
 @runtime_checkable

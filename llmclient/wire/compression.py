@@ -62,7 +62,7 @@ _local = threading.local()  # zstd (de)compressor objects are not safe to share 
 
 def _zstd() -> Any | None:
     try:
-        import zstandard
+        import zstandard  # the zstd extra, optional: None without it
     except ImportError:
         return None
     return zstandard

@@ -4,6 +4,7 @@ series readable back from JSON. A small camera-like photo keeps it fast; no timi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -72,3 +73,29 @@ def test_scenario_lines_compare_the_three_variants() -> None:
     assert "fixed q95 700 ms -> measured quality 600 ms (0.857x) on mobile" in text
     assert "fixed q95 0.600 MB" in text and "fixed q95: 85 ms" in text
     assert "target >= 40" not in text  # the PSNR bar is gone; SSIM is the bar
+
+
+def test_real_photographs_are_measured_and_the_goals_checked() -> None:
+    pytest.importorskip("skimage", reason="the bench and test extras install scikit-image")
+    from benchmarks.fixtures.sample_images import real_photo
+    from benchmarks.image_prep import (
+        REAL_MAX_VS_Q85,
+        describe_real,
+        describe_real_summary,
+        measure_real,
+        real_summary,
+    )
+
+    gray = measure_real("camera.png", real_photo("camera.png"), True, runs=1)
+    colour = measure_real("chelsea.png", real_photo("chelsea.png"), False, runs=1)
+    assert gray.content == "photo" and gray.format == "JPEG" and gray.q85_gray_bytes
+    assert colour.q85_gray_bytes is None and colour.vs_q85 == colour.bytes / colour.q85_bytes
+    assert "1-channel q85" in describe_real(gray) and "1-channel" not in describe_real(colour)
+    s = real_summary([gray, colour])
+    assert s["photos"] == 2 and s["lossless"] == [] and s["lossless_ok"]
+    assert s["max_ok"] == (max(gray.vs_q85, colour.vs_q85) <= REAL_MAX_VS_Q85)
+    # A lossless photograph is named and misses the goal.
+    png = dataclasses.replace(gray, format="PNG", quality=None)
+    s = real_summary([png, colour])
+    assert s["lossless"] == ["camera.png"] and not s["lossless_ok"]
+    assert "lossless: camera.png (MISSED)" in describe_real_summary(s)

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from llmclient._call import Call, CallOptions, build_call, credential_scope
 from llmclient.cache import CacheOptions, ResponseCache
+from llmclient.pipeline.call import Call, CallOptions, build_call, credential_scope
 
 from ._samples import CHAT_RESPONSE, chat_chunks
 

@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmclient import OpenAI
-from llmclient._call import SCOPE_HEADERS, credential_scope
-from llmclient._prefetch import SpeculationConfig
 from llmclient.cache import ResponseCache
+from llmclient.features.prefetch import SpeculationConfig
+from llmclient.pipeline.call import SCOPE_HEADERS, credential_scope
 from llmclient.speculative import BudgetConfig
 from tests._both import Drive
 

@@ -10,12 +10,12 @@ import uuid
 import pytest
 
 import llmclient
-from llmclient import _retry
-from llmclient._call import NOT_GIVEN, CallOptions, split_options
 from llmclient._errors import describe_error_body, status_error_class
-from llmclient._models import ChatCompletion, ChatCompletionChunk
-from llmclient._timings import parse_server_timing
-from llmclient._tracing import new_trace_context, parse_traceparent
+from llmclient.api.models import ChatCompletion, ChatCompletionChunk
+from llmclient.pipeline import retry as _retry
+from llmclient.pipeline.call import NOT_GIVEN, CallOptions, split_options
+from llmclient.pipeline.timings import parse_server_timing
+from llmclient.pipeline.tracing import new_trace_context, parse_traceparent
 from llmclient.wire.codec import JSON_CODEC, SSEDecoder
 
 
@@ -29,8 +29,13 @@ def test_public_all_is_sorted_and_every_name_exists() -> None:
 def test_import_does_not_load_optional_heavy_modules() -> None:
     code = "import sys, llmclient; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    # and the rooms' lazy parts: each is loaded by the first call that needs it (the reason is on
+    # its import; tests/client/test_feature_boundaries.py checks there is one)
     for heavy in ("google.protobuf", "PIL", "opentelemetry", "redis", "h2", "hpack", "asyncio", "openai",
-                  "llmclient.wire.protobuf"):
+                  "llmclient.wire.protobuf", "llmclient.preprocess", "llmclient.speculative",
+                  "llmclient.features.images", "llmclient.features.prefetch", "llmclient.features.hedge_run",
+                  "llmclient.cache", "llmclient.transport.http2.sync_driver",
+                  "llmclient.transport.http2.async_driver", "llmclient._doctor"):
         assert heavy not in out, f"import llmclient loaded {heavy}"
 
 
@@ -234,7 +239,7 @@ def test_with_options_shares_the_connection_pool() -> None:
 def test_free_retry_only_where_the_protocol_says_the_request_never_ran() -> None:
     import httpx
 
-    from llmclient._http2 import (
+    from llmclient.transport.http2 import (
         ConnectionLost,
         GoAwayError,
         HTTP2ProtocolError,
@@ -260,7 +265,7 @@ def test_free_retry_only_where_the_protocol_says_the_request_never_ran() -> None
 def test_build_call_headers_trace_and_idempotency() -> None:
     import httpx
 
-    from llmclient._call import build_call
+    from llmclient.pipeline.call import build_call
 
     def make(extra: dict[str, str] | None) -> llmclient.Call:
         return build_call("POST", "/chat/completions", {"model": "m"}, base_url="http://h/v1",
@@ -277,7 +282,7 @@ def test_build_call_headers_trace_and_idempotency() -> None:
 
 
 def test_call_record_to_dict_parses_server_timing_lazily() -> None:
-    from llmclient._timings import CallRecord
+    from llmclient.pipeline.timings import CallRecord
 
     record = CallRecord()
     record.start()

@@ -1,10 +1,14 @@
 """The features (images, cache, speculation, hedging) attach to the pipeline through the hooks in
-``llmclient/_features.py`` and see a Port, never the client: read from the source, so that a
+``llmclient/pipeline/hooks.py`` and see a Port, never the client: read from the source, so that a
 shortcut back into the client fails here rather than in a review."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,8 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "llmclient"
 
 # What a feature must never import: the client, its pipelines, its resources.
-CLIENT_MODULES = {"_client", "_async.pipeline", "_sync.pipeline", "_resources", "_passthrough"}
-FEATURES = ["_features.py", "_prefetch.py", "_images.py", "_hedge.py", "_hedge_run.py",
+CLIENT_MODULES = {"_client", "_async.pipeline", "_sync.pipeline", "api.resources", "api.passthrough"}
+FEATURES = ["pipeline/hooks.py",
+            *(f"features/{p.name}" for p in sorted((ROOT / "features").glob("*.py"))),
             *(f"cache/{p.name}" for p in sorted((ROOT / "cache").glob("*.py")))]
 # The client core: features are reached through ``self._features``, never imported in a function.
 CORE = ["_client.py", "_async/pipeline.py", "_sync/pipeline.py"]
@@ -59,3 +64,213 @@ def test_the_client_core_imports_no_feature_inside_a_function(name: str) -> None
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             for module, line in _imports(fn):
                 pytest.fail(f"llmclient/{name}:{line} imports {module} inside {fn.name}()")
+
+
+# --- the rooms: llmclient's import graph ---------------------------------------------------------
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        parts = ("llmclient", *path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_imports(node: ast.AST, in_function: bool = False
+                     ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import under ``node`` that can run, and whether it sits in a function (the bodies
+    of ``if TYPE_CHECKING:`` are skipped)."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node, in_function
+        return
+    if isinstance(node, ast.If) and _is_type_checking(node.test):
+        for child in node.orelse:
+            yield from _runtime_imports(child, in_function)
+        return
+    inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    for child in ast.iter_child_nodes(node):
+        yield from _runtime_imports(child, inner)
+
+
+def _bases(name: str, node: ast.Import | ast.ImportFrom) -> tuple[list[str], list[str]]:
+    """The absolute modules an import names, and the names it takes from them."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names], []
+    if node.level:
+        package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+        anchor = package.split(".")
+        anchor = anchor[:len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    else:
+        base = node.module or ""
+    return [base], [alias.name for alias in node.names]
+
+
+def _targets(name: str, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The llmclient modules an import loads (``from . import x`` names the submodule x)."""
+    found: set[str] = set()
+    bases, names = _bases(name, node)
+    for base in bases:
+        submodules = [f"{base}.{n}" for n in names if f"{base}.{n}" in MODULES]
+        found.update(submodules or ([base] if base in MODULES else []))
+    return found
+
+
+def _parse(name: str) -> ast.Module:
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
+
+
+GRAPH = {name: {t for node, _ in _runtime_imports(_parse(name)) for t in _targets(name, node)} - {name}
+         for name in MODULES}
+FUNCTION_IMPORTS = [(name, node) for name in MODULES for node, inside in _runtime_imports(_parse(name))
+                    if inside]
+
+
+def _guarded(tree: ast.AST) -> set[int]:
+    """The line numbers of imports inside ``try: ... except ImportError``: optional dependencies."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                for h in node.handlers):
+            found.update(n.lineno for child in node.body for n in ast.walk(child)
+                         if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return found
+
+# The modules every room may use: errors, logging, redaction, the version.
+BASE = ("llmclient._errors", "llmclient._logging", "llmclient._redact", "llmclient._version")
+# room -> what else it may import (a module, or a package and everything under it). Read top-down
+# a call goes face (llmclient, _client) -> api -> pipeline -> features / cache -> wire, and the
+# pipeline's plain data (call, timings, tracing) is what features carry; transport is at the bottom.
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "llmclient.transport": (),
+    "llmclient.wire": (),
+    "llmclient.cache": ("llmclient.wire", "llmclient._async.cache", "llmclient._sync.cache"),
+    "llmclient.features": ("llmclient.pipeline.call", "llmclient.pipeline.timings",
+                           "llmclient.pipeline.tracing", "llmclient.pipeline.shared",
+                           "llmclient.cache", "llmclient.wire", "llmclient.api.models"),
+    "llmclient.pipeline": ("llmclient.features", "llmclient.cache", "llmclient.wire"),
+    "llmclient.lib": ("llmclient.pipeline.call",),
+    "llmclient.api": ("llmclient.pipeline", "llmclient.features.otel", "llmclient.wire",
+                      "llmclient.transport", "llmclient.lib"),
+}
+# A room's module that may reach up into the client, and why.
+UP_TO_THE_CLIENT = {
+    "llmclient.api.azure": "AzureOpenAI is an OpenAI: it subclasses the client",
+    "llmclient.api.module_client": "llmclient.chat... builds an OpenAI from the module's settings",
+}
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_the_graph_sees_the_imports_it_checks() -> None:
+    # The checks below are only as good as this parse: spot-check known edges.
+    assert "llmclient.transport.http2" in GRAPH["llmclient.transport.lanes"]
+    assert "llmclient.pipeline.hooks" in GRAPH["llmclient._client"]
+    assert "llmclient.features.otel" in GRAPH["llmclient._async.pipeline"]  # from ..features import otel
+    assert "llmclient.features.images" in GRAPH["llmclient.pipeline.hooks"]  # inside a function
+    assert "llmclient._client" not in GRAPH["llmclient.api.resources"]  # under TYPE_CHECKING only
+    assert any(name == "llmclient.features.images" for name, _ in FUNCTION_IMPORTS)
+    assert {"llmclient.api", "llmclient.pipeline", "llmclient.features", "llmclient.transport",
+            "llmclient.wire", "llmclient.cache"} <= set(MODULES)
+
+
+def test_no_import_loop() -> None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(GRAPH[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (loop := visit(nxt)):
+                return loop
+        path.pop()
+        state[node] = 2
+        return None
+
+    for name in sorted(GRAPH):
+        if name not in state and (loop := visit(name)):
+            pytest.fail("import loop: " + " -> ".join(loop))
+
+
+@pytest.mark.parametrize("room", sorted(MAY_IMPORT))
+def test_a_room_imports_only_the_rooms_below_it(room: str) -> None:
+    allowed = (room, *BASE, *MAY_IMPORT[room])
+    bad = [f"{name} imports {target}" for name in MODULES if _within(name, room)
+           for target in sorted(GRAPH[name])
+           if not any(_within(target, a) for a in allowed)
+           and not (target == "llmclient._client" and name in UP_TO_THE_CLIENT)]
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_face_imports_the_client() -> None:
+    face = ("llmclient", "llmclient.__main__", "llmclient._doctor", *UP_TO_THE_CLIENT)
+    bad = sorted(name for name, imported in GRAPH.items()
+                 if "llmclient._client" in imported and name not in face)
+    assert not bad, f"these import llmclient._client: {bad}"
+
+
+def _loaded_by_import_llmclient() -> set[str]:
+    code = "import sys, llmclient; print(' '.join(sys.modules))"
+    return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True).stdout.split())
+
+
+def _eager(base: str, names: list[str], loaded: set[str]) -> list[str]:
+    """What of ``from base import names`` (or ``import base``) is loaded already."""
+    if base not in loaded:
+        return []
+    if not names:
+        return [base]
+    found = []
+    for n in names:
+        sub = f"{base}.{n}"
+        try:
+            is_module = sub in MODULES or importlib.util.find_spec(sub) is not None
+        except ModuleNotFoundError:  # base is a module, not a package: n is a name in it
+            is_module = False
+        if not is_module or sub in loaded:
+            found.append(sub if is_module else base)
+    return found
+
+
+def test_an_import_inside_a_function_is_lazy_and_says_why() -> None:
+    loaded = _loaded_by_import_llmclient()
+    import_lines = {name: {i for n in ast.walk(_parse(name)) if isinstance(n, (ast.Import, ast.ImportFrom))
+                           for i in range(n.lineno - 1, n.end_lineno)} for name in MODULES}
+    bad = []
+    for name, node in FUNCTION_IMPORTS:
+        lines = MODULES[name].read_text(encoding="utf-8").splitlines()
+        where = f"{MODULES[name].relative_to(ROOT.parent)}:{node.lineno}"
+        above = node.lineno - 2  # the line above, past the imports of the same group
+        while above in import_lines[name]:
+            above -= 1
+        said = any("#" in line for line in lines[node.lineno - 1:node.end_lineno]) or \
+            lines[above].lstrip().startswith("#")
+        if not said:
+            bad.append(f"{where}: an import inside a function without a one-line reason")
+        if node.lineno in _guarded(_parse(name)):
+            continue  # an optional dependency, tried where it is used
+        bases, names = _bases(name, node)
+        eager = sorted({m for b in bases for m in _eager(b, names, loaded)})
+        if eager:
+            bad.append(f"{where}: imports {eager} inside a function, but `import llmclient` loads "
+                       "it anyway: import it at the top (a lazy import of a loaded module only hides a loop)")
+    assert not bad, "\n".join(bad)

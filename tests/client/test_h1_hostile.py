@@ -1,4 +1,4 @@
-"""A misbehaving HTTP/1.1 server against ``OpenAI`` and ``AsyncOpenAI`` (``drive``; llmclient/_h1.py).
+"""A misbehaving HTTP/1.1 server against ``OpenAI`` and ``AsyncOpenAI`` (``drive``; llmclient/transport/http1.py).
 
 A real socket on loopback; the first connection runs a script that breaks RFC 9112 (garbage
 status line, a huge header, a body shorter than its Content-Length, a close mid-body ...),

@@ -1,4 +1,4 @@
-"""The HTTP/1.1 response parser (llmclient/_h1.py), byte by byte, without sockets.
+"""The HTTP/1.1 response parser (llmclient/transport/http1_parser.py), byte by byte, without sockets.
 
 Every valid response is fed whole, at every split point into two pieces, and one byte at a
 time: the result must not depend on how TCP cut it. Malformed input fails with a
@@ -10,7 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from llmclient._h1 import (
+from llmclient.transport.http1_parser import (
     MAX_CHUNK_LINE,
     MAX_HEAD,
     MAX_HEADERS,

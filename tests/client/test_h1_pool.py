@@ -1,4 +1,4 @@
-"""HTTP/1.1 pools (llmclient/_h1.py) against the reference server with --http1-only (granian):
+"""HTTP/1.1 pools (llmclient/transport/http1.py) against the reference server with --http1-only (granian):
 they grow with concurrency up to their cap, keep connections warm for the next calls, survive
 fork(), and a CancelToken ends a request in flight by closing its connection only.
 """
@@ -17,10 +17,10 @@ import pytest
 
 import llmclient
 from llmclient import AsyncOpenAI, OpenAI
-from llmclient._connect import open_sync
-from llmclient._h1 import SyncPool
-from llmclient._hedge import CancelToken
-from llmclient._transport import SyncTransport, TransportSettings
+from llmclient.features.hedge import CancelToken
+from llmclient.transport.connect import open_sync
+from llmclient.transport.http1 import SyncPool
+from llmclient.transport.lanes import SyncTransport, TransportSettings
 from tests.conftest import RefServer
 
 CHAT = "sim-zero"

@@ -17,7 +17,7 @@ import hpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmclient._http2.frames import (
+from llmclient.transport.http2.frames import (
     CONTINUATION,
     DATA,
     END_HEADERS,
@@ -33,7 +33,7 @@ from llmclient._http2.frames import (
     WINDOW_UPDATE,
     frame,
 )
-from llmclient._http2.state import (
+from llmclient.transport.http2.state import (
     CONNECTION_WINDOW,
     STREAM_WINDOW,
     H2State,

@@ -14,14 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmclient._http2.errors import (
+from llmclient._redact import SECRET_HEADERS
+from llmclient.transport.http2.errors import (
     ConnectionLost,
     GoAwayError,
     NotHTTP2,
     PeerProtocolError,
     StreamResetError,
 )
-from llmclient._http2.events import (
+from llmclient.transport.http2.events import (
     ConnectionFailed,
     ConnectionTerminated,
     DataReceived,
@@ -37,7 +38,7 @@ from llmclient._http2.events import (
     TrailersReceived,
     WindowUpdated,
 )
-from llmclient._http2.frames import (
+from llmclient.transport.http2.frames import (
     ACK,
     CONTINUATION,
     DATA,
@@ -55,14 +56,13 @@ from llmclient._http2.frames import (
     WINDOW_UPDATE,
     frame,
 )
-from llmclient._http2.hpack import Decoder, Encoder, HPACKError
-from llmclient._http2.state import (
+from llmclient.transport.http2.hpack import Decoder, Encoder, HPACKError
+from llmclient.transport.http2.state import (
     MAX_IDLE_FRAMES,
     STREAM_WINDOW,
     H2State,
     Stream,
 )
-from llmclient._redact import SECRET_HEADERS
 
 # -- HPACK ------------------------------------------------------------------------------------
 
@@ -424,9 +424,9 @@ def test_the_protocol_modules_do_no_io(module: str) -> None:
     import ast
     import pathlib
 
-    import llmclient._http2
+    import llmclient.transport.http2
 
-    path = pathlib.Path(llmclient._http2.__file__).parent / f"{module}.py"
+    path = pathlib.Path(llmclient.transport.http2.__file__).parent / f"{module}.py"
     imported: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):

@@ -19,7 +19,7 @@ import pytest
 
 import llmclient
 from llmclient import AsyncOpenAI, HedgeConfig, OpenAI
-from llmclient._hedge import HedgeTrack, delay_ms, eligible, hedge_config
+from llmclient.features.hedge import HedgeTrack, delay_ms, eligible, hedge_config
 from tests._both import Drive
 from tests.conftest import start_ref_server, stop_ref_server
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 import llmclient
-from llmclient import _transport
+from llmclient.transport import lanes as _transport
 from tests._both import Drive
 
 MSG = [{"role": "user", "content": "hi"}]

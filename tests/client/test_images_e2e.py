@@ -26,7 +26,7 @@ from PIL import Image
 import llmclient
 from benchmarks.fixtures.photos import GPS_IFD, camera_photo
 from benchmarks.server.vision import image_tokens
-from llmclient import _images
+from llmclient.features import images as _images
 from llmclient.preprocess import (
     CorruptImage,
     ImageError,
@@ -302,3 +302,23 @@ def test_two_photos_are_prepared_cached_and_a_corrupt_one_refused(
     assert _images.cache_info().hits == 2
     responses, tokens = metrics(ref_server)
     assert len(wire.bodies) == 2 and tokens == before[1] and responses - before[0] <= 1
+
+
+def test_grayscale_photograph_goes_as_one_channel_jpeg_and_text_as_png(
+    drive: Drive, ref_server: Any, model: str
+) -> None:
+    # Issue 35: a real grayscale photograph (scikit-image's wheel) used to leave as PNG.
+    pytest.importorskip("skimage", reason="the test extra installs scikit-image (its sample photos)")
+    from benchmarks.fixtures.sample_images import real_photo, text_document
+
+    page = io.BytesIO()
+    text_document(0).convert("L").save(page, "PNG")
+    png_url = "data:image/png;base64," + base64.b64encode(page.getvalue()).decode()
+    wire = Wire()
+    http_client = drive.http_client(event_hooks={"request": [wire.hook]})
+    c = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    drive(c.chat.completions.create(model=model, messages=ask(data_url(real_photo("camera.png")),
+                                                                png_url), max_tokens=1))
+    [(photo_media, photo), (text_media, text)] = wire.images()
+    assert photo_media == "image/jpeg" and photo.format == "JPEG" and photo.mode == "L"
+    assert text_media == "image/png" and text.format == "PNG" and text.mode == "L"

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans and metrics (llmclient._otel) against the real reference server.
+"""OpenTelemetry spans and metrics (llmclient.features.otel) against the real reference server.
 
 The SDK's in-memory exporter and metric reader are installed as the global providers for each
 test and removed after it (the API allows setting them once per process; the reset is what
@@ -27,7 +27,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
 import llmclient
-from llmclient import HedgeConfig, _otel
+from llmclient import HedgeConfig
+from llmclient.features import otel as _otel
 from tests._both import Drive
 from tests.conftest import start_ref_server, stop_ref_server
 

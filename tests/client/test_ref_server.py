@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 import llmclient
-from llmclient._transport import close_all
+from llmclient.transport.lanes import close_all
 from tests._both import Drive
 from tests.conftest import start_ref_server, stop_ref_server
 
@@ -66,7 +66,7 @@ def test_many_callers_share_one_tls_connection(drive: Drive, ref_server_tls: Any
     one thread reads the connection for every stream while others write their requests; over
     an ``ssl.SSLSocket`` (no lock in OpenSSL's SSL object) that failed a few rounds in 40 with
     "Server disconnected without sending a response" or an SSL internal error, and once crashed
-    the interpreter. The TLS state now lives in memory under a lock (llmclient/_tls.py)."""
+    the interpreter. The TLS state now lives in memory under a lock (llmclient/transport/tls.py)."""
     c = make(drive, ref_server_tls)
     for _ in range(30):
         close_all()  # each round opens a fresh connection: its first reads race its writes

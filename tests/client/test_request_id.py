@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 import llmclient
-from llmclient._tracing import new_trace_context, new_trace_id, request_id_of
+from llmclient.pipeline.tracing import new_trace_context, new_trace_id, request_id_of
 from tests._both import Drive
 
 from .fakeserver import HypercornServer

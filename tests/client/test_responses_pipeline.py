@@ -15,7 +15,7 @@ import openai.types.responses as rt
 import pytest
 
 import llmclient
-from llmclient._hedge import eligible
+from llmclient.features.hedge import eligible
 from tests._both import Drive
 from tests.conftest import RefServer
 

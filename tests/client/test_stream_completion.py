@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import llmclient
-from llmclient._streaming import unfinished_message
+from llmclient.api.streaming import unfinished_message
 from llmclient.cache import ResponseCache
 from tests._both import Drive
 

@@ -1,6 +1,6 @@
 """The socket of a sync HTTP/2 connection, which one thread reads while others write.
 
-llmclient/_tls.py (TLS in memory over a plain socket) against peers nobody here wrote:
+llmclient/transport/tls.py (TLS in memory over a plain socket) against peers nobody here wrote:
 ``openssl s_server`` (TLS 1.3 KeyUpdate, TLS 1.2 renegotiation, close_notify, a wrong
 hostname) and the reference server's TLS listener through both clients (an untrusted
 certificate); and the read and write timeouts kept apart in the kernel."""
@@ -22,7 +22,7 @@ import pytest
 
 import llmclient
 from benchmarks.server.tls import CertPaths, generate_certs
-from llmclient._tls import MemoryTLS
+from llmclient.transport.tls import MemoryTLS
 from tests._both import Drive
 
 
@@ -158,7 +158,7 @@ def test_a_wrong_hostname_fails_the_handshake(s_server: SServer, certs: CertPath
 
 
 def test_an_untrusted_certificate_is_refused(drive: Drive, ref_server_tls: Any) -> None:
-    """The sync client's HTTP/2 TLS handshake is its own now (llmclient/_tls.py): it still
+    """The sync client's HTTP/2 TLS handshake is its own now (llmclient/transport/tls.py): it still
     verifies, against the system's CAs by default, and says so clearly."""
     c = drive.client(base_url=ref_server_tls.base_url, api_key="k", max_retries=0)
     with pytest.raises(llmclient.APIConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
@@ -174,7 +174,7 @@ def test_a_writer_never_sets_the_readers_timeout(request: pytest.FixtureRequest,
     keeps the two apart (to the kernel's tick), and each side now sets its own."""
     import httpx
 
-    from llmclient._http2.sync_driver import connect_sync
+    from llmclient.transport.http2.sync_driver import connect_sync
 
     server = request.getfixturevalue(fixture)
     context = ssl.create_default_context(cafile=server.ca_path) if server.ca_path else ssl.create_default_context()

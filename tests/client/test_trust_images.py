@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 import llmclient
-from llmclient import _images
+from llmclient.features import images as _images
 from llmclient.preprocess import MAX_SOURCE_BYTES, ImageSourceError
 from llmclient.wire.compression import decompress
 from tests._both import Drive

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import llmclient
-from llmclient._call import CallOptions, build_call
 from llmclient._logging import get_logger
 from llmclient._redact import MASK, redact_argv, redact_headers, redact_text, redact_url
+from llmclient.pipeline.call import CallOptions, build_call
 from tests._both import Drive
 
 PASSWORD = "hunter2-s3cr3t-pw"

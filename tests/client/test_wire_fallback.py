@@ -23,7 +23,7 @@ CHAT = {"model": "gpt-4o-mini", "temperature": 0, "max_tokens": 8}
 @pytest.fixture(autouse=True)
 def _fresh_origin_records(monkeypatch: pytest.MonkeyPatch) -> None:
     """What origins have shown is kept per process; each test starts knowing nothing."""
-    import llmclient._origins as origins
+    import llmclient.transport.origins as origins
 
     monkeypatch.setattr(origins, "_records", {})
 

@@ -1,5 +1,5 @@
 """Snippets for the endpoints llmclient does not accelerate and passes to the official client
-(``llmclient._passthrough``): Responses, moderations, files, batches, images, audio, vector
+(``llmclient.api.passthrough``): Responses, moderations, files, batches, images, audio, vector
 stores, ``client.get/post``. The reference server answers some of them (the rest with a 404):
 either way the result or error and the request on the wire must be the official client's."""
 

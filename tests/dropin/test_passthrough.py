@@ -1,4 +1,4 @@
-"""The passed-through endpoints (``llmclient._passthrough``): what the differential suite
+"""The passed-through endpoints (``llmclient.api.passthrough``): what the differential suite
 cannot show, because the official client behaves differently on purpose (our connections,
 tracing) or because it is about ``openai`` being absent."""
 
@@ -33,7 +33,7 @@ def test_passed_calls_use_our_http2_connection_and_carry_a_trace(ref_server: Any
     assert uuid.UUID(sent["x-request-id"]).hex == err.trace_id
     assert err.trace_id in str(err)
     assert client.files is not None and isinstance(client.files, openai.resources.Files)
-    from llmclient._passthrough import official_client
+    from llmclient.api.passthrough import official_client
 
     assert official_client(client) is official_client(client) is client.__dict__["_official"]
 
@@ -52,7 +52,7 @@ def test_async_passed_calls_map_errors_and_use_http2(ref_server: Any) -> None:
 
 
 def test_an_official_only_error_class_keeps_its_name_under_ours() -> None:
-    from llmclient._passthrough import translate
+    from llmclient.api.passthrough import translate
 
     exc = translate(openai.WebSocketConnectionClosedError("closed", unsent_messages=[]))
     assert type(exc).__name__ == "WebSocketConnectionClosedError"

@@ -11,7 +11,7 @@ SNIPPET = '''
 from typing_extensions import assert_type
 import openai.types.chat
 from llmclient import AsyncOpenAI, AsyncStream, OpenAI, Stream
-from llmclient._timings import CallRecord
+from llmclient.pipeline.timings import CallRecord
 
 client = OpenAI(api_key="k")
 r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])

@@ -20,7 +20,7 @@ import pytest
 
 import llmclient
 from llmclient import AsyncOpenAI, OpenAI
-from llmclient._transport import close_all
+from llmclient.transport.lanes import close_all
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
 
 from .nginx import Nginx, start_nginx, stop_nginx
@@ -108,7 +108,7 @@ def test_sync_threads_share_one_tls_connection(nginx: Nginx, listener: str) -> N
     """32 threads at once on each of 20 fresh HTTP/2 connections over TLS: one thread reads the
     connection for all while the others write. Over an ``ssl.SSLSocket`` (an OpenSSL object
     two threads must not use at once) this failed calls now and then; the TLS state now lives
-    in memory under a lock (llmclient/_tls.py)."""
+    in memory under a lock (llmclient/transport/tls.py)."""
     c = OpenAI(**_kw(nginx, listener))
     for _ in range(20):
         close_all()

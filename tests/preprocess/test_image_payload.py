@@ -1,4 +1,4 @@
-"""llmclient._images.prepare_payload: chat bodies in, prepared bodies out."""
+"""llmclient.features.images.prepare_payload: chat bodies in, prepared bodies out."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from llmclient import _images
+from llmclient.features import images as _images
 from llmclient.preprocess import CorruptImage, ImageSourceError, parse_data_url
 
 

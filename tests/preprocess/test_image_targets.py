@@ -17,7 +17,6 @@ from llmclient.preprocess import (
     choose_formats,
     estimate_tokens,
     get_target,
-    is_graphic,
     plan_resize,
     quality_steps,
 )
@@ -111,7 +110,6 @@ def test_format_choice_by_content() -> None:
     assert choose_formats(graphic=True, has_alpha=False, target=OPENAI_HIGH, webp=False)[0] == "PNG"
     assert "JPEG" not in choose_formats(graphic=False, has_alpha=True, target=OPENAI_HIGH, webp=False)
     assert choose_formats(False, False, Target(formats=frozenset({"PNG"})), webp=True) == ["PNG"]
-    assert is_graphic(200) and not is_graphic(None)
 
 
 def test_quality_ladder_descends_to_the_floor() -> None:

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from benchmarks.harness.serverproc import ServerProcess, start_server
-from llmclient._prefetch import SpeculationConfig
+from llmclient.features.prefetch import SpeculationConfig
 from llmclient.speculative import BudgetConfig, HistoryPredictor
 from tests._both import Drive
 

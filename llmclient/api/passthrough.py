@@ -1,0 +1,396 @@
+"""Endpoints llmclient does not accelerate, passed through to the official ``openai`` package.
+
+``client.responses``, ``.files``, ``.batches``, ``.images``, ``.audio``, ``.moderations``,
+``.vector_stores`` (and the official client's other resources), ``client.get/post/...`` and
+``client.beta.assistants`` are the official client's own, so they behave exactly as it does.
+One official client is built per llmclient client, on first use (``openai`` is imported then,
+not by ``import llmclient``), from the same settings: base URL, credentials (Azure's too),
+organization, project, default headers and query, timeout, max_retries. It sends through the
+caller's ``http_client`` when one was given, else through llmclient's shared connections
+(HTTP/2, proxies, the same TLS settings), each request carrying a W3C ``traceparent`` and
+``X-Request-ID`` as llmclient's own calls do.
+
+The official errors are raised as llmclient's classes of the same name (``except
+llmclient.NotFoundError`` catches a 404 from ``client.files.retrieve``), with the trace id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from .. import _errors
+from ..pipeline.tracing import new_trace_context, parse_traceparent
+from ..transport.lanes import TransportSettings, shared_async_transport, shared_sync_transport
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI as OfficialAsyncOpenAI
+    from openai import OpenAI as OfficialOpenAI
+    from openai import resources as r
+    from openai._client import (
+        AsyncOpenAIWithRawResponse,
+        AsyncOpenAIWithStreamedResponse,
+        OpenAIWithRawResponse,
+        OpenAIWithStreamedResponse,
+    )
+    from openai.resources.conversations import AsyncConversations, Conversations
+    from openai.resources.realtime import AsyncRealtime, Realtime
+    from openai.resources.webhooks import AsyncWebhooks, Webhooks
+
+# The official client's placeholder api_key when the credential is a token (AzureOpenAI's); the
+# official Azure client built here gets None instead.
+API_KEY_SENTINEL = "<missing API key>"
+
+__all__ = [
+    "API_KEY_SENTINEL", "PASSED_MODULE_NAMES", "AsyncPassthrough", "SyncPassthrough", "official_client", "passed", "translate", "wrap",
+]
+
+# The official client's resources and methods llmclient does not implement (openai 3.60).
+RESOURCES = (
+    "admin", "audio", "batches", "containers", "content_provenance_checks", "conversations",
+    "decisions", "evals", "files", "fine_tuning", "images", "live", "moderations", "realtime",
+    "responses", "safety", "skills", "uploads", "vector_stores", "videos", "webhooks",
+    "with_raw_response", "with_streaming_response",
+)
+METHODS = ("get", "post", "patch", "put", "delete", "get_api_list", "request")
+SETTINGS = ("admin_api_key", "webhook_secret", "websocket_base_url", "workload_identity")
+# ``llmclient.responses`` and the like (the module-level client), as ``openai.responses``.
+PASSED_MODULE_NAMES = frozenset(RESOURCES) - {"with_raw_response", "with_streaming_response"}
+_MISSING = ("client.{name} is passed through to the official `openai` package, which is not "
+            "installed: pip install openai")
+
+
+def official_client(client: Any) -> Any:
+    """The official client standing behind ``client`` (built once, on first use)."""
+    official = client.__dict__.get("_official")
+    if official is None:
+        official = client.__dict__.setdefault("_official", _build(client))
+    return official
+
+
+def _build(client: Any) -> Any:
+    import openai  # the official client (~0.7 s to import): loaded by the first passed-through call
+
+    is_async = _is_async(client)
+    kwargs: dict[str, Any] = {
+        "api_key": client.api_key,
+        "organization": client.organization,
+        "project": client.project,
+        "base_url": str(client.base_url),
+        "timeout": client.timeout,
+        "max_retries": client.max_retries,
+        "default_headers": {k: v for k, v in client._custom_headers.items() if v is not None},
+        "default_query": dict(client._custom_query),
+        "http_client": client._http_client or _http_client(client._transport_settings, client.timeout,
+                                                           is_async),
+    }
+    api_version = getattr(client, "_api_version", None)
+    cls: type[Any]
+    if api_version is None:
+        cls = openai.AsyncOpenAI if is_async else openai.OpenAI
+    else:  # Azure: the deployment is already in base_url; api-version goes as the official adds it
+        cls = openai.AsyncAzureOpenAI if is_async else openai.AzureOpenAI
+        kwargs["default_query"].pop("api-version", None)
+        kwargs.update(api_version=api_version, azure_ad_token=client._azure_ad_token,
+                      azure_ad_token_provider=client._azure_ad_token_provider)
+        if kwargs["api_key"] == API_KEY_SENTINEL:
+            kwargs["api_key"] = None
+    accepted = inspect.signature(cls.__init__).parameters
+    kwargs.update((k, v) for k, v in client.__dict__.get("_official_kwargs", {}).items() if k in accepted)
+    return cls(**kwargs)
+
+
+def _is_async(client: Any) -> bool:
+    return bool(client._on_event_loop)  # set by the pipeline mixed in (AsyncPipeline: True)
+
+
+# -- sending through llmclient's connections ---------------------------------------------------
+
+def _http_client(settings: TransportSettings, timeout: httpx.Timeout, is_async: bool) -> Any:
+    """An httpx client over llmclient's shared transport (the official client's redirect rule)."""
+    if is_async:
+        return httpx.AsyncClient(transport=_AsyncAdapter(settings), timeout=timeout, follow_redirects=True)
+    return httpx.Client(transport=_SyncAdapter(settings), timeout=timeout, follow_redirects=True)
+
+
+def _trace(request: httpx.Request) -> None:
+    """The headers every llmclient request carries; a caller's own traceparent is continued."""
+    context = new_trace_context(request.headers.get("traceparent"), request.headers.get("tracestate"))
+    for key, value in context.headers().items():
+        if key != "x-request-id" or key not in request.headers:
+            request.headers[key] = value
+
+
+class _SyncAdapter(httpx.BaseTransport):
+    """httpx transport interface over the shared SyncTransport (which closes with close_all)."""
+
+    def __init__(self, settings: TransportSettings) -> None:
+        self._settings = settings
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()  # a multipart upload is a stream: our connections send whole bodies
+        _trace(request)
+        return shared_sync_transport(self._settings).send(request)
+
+
+class _AsyncAdapter(httpx.AsyncBaseTransport):
+    """See :class:`_SyncAdapter` (the shared transport of the running event loop)."""
+
+    def __init__(self, settings: TransportSettings) -> None:
+        self._settings = settings
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        _trace(request)
+        return await shared_async_transport(self._settings).send(request)
+
+
+# -- the official errors as llmclient's --------------------------------------------------------
+
+_made: dict[type[BaseException], type[_errors.OpenAIError]] = {}
+
+
+def _our_class(official: type[BaseException]) -> type[_errors.OpenAIError]:
+    """llmclient's class of the same name, else a subclass of the nearest one with that name
+    (``InvalidWebhookSignatureError`` under our ``OpenAIError``)."""
+    cls = _made.get(official)
+    if cls is not None:
+        return cls
+    for klass in official.__mro__:
+        ours = getattr(_errors, klass.__name__, None)
+        if isinstance(ours, type) and issubclass(ours, _errors.OpenAIError):
+            break
+    else:
+        ours = _errors.OpenAIError
+    if ours.__name__ != official.__name__:
+        ours = type(official.__name__, (ours,), {"__module__": "llmclient", "__doc__": official.__doc__})
+    _made[official] = ours
+    return ours
+
+
+def translate(exc: BaseException) -> BaseException | None:
+    """llmclient's error for an official one (same attributes, plus trace_id), else None."""
+    openai = sys.modules.get("openai")
+    if openai is None or not isinstance(exc, openai.OpenAIError):
+        return None
+    cls = _our_class(type(exc))
+    ours = cls.__new__(cls)
+    ours.__dict__.update(vars(exc))
+    ours.args = exc.args
+    if isinstance(ours, _errors.APIError):
+        request = ours.__dict__.get("request")
+        parent = parse_traceparent(request.headers.get("traceparent", "")) if request is not None else None
+        ours.trace_id = parent[0] if parent else None
+        ours.timings = None
+        response = ours.__dict__.get("response")
+        ours.__dict__.setdefault("request_id", response.headers.get("x-request-id") if response is not None
+                                 else None)
+    return ours
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """The official client's errors raised inside come out as llmclient's."""
+    try:
+        yield
+    except Exception as exc:
+        ours = translate(exc)
+        if ours is None:
+            raise
+        raise ours from exc
+
+
+def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with _translated():
+            result = fn(*args, **kwargs)
+        if inspect.iscoroutine(result):
+            return _awaited(result)
+        if hasattr(result, "__enter__") or hasattr(result, "__aenter__") or inspect.isawaitable(result):
+            return _Managed(result)  # an AsyncPaginator (``list()``) is awaited or iterated
+        return result
+
+    return call
+
+
+async def _awaited(coro: Any) -> Any:
+    with _translated():
+        return await coro
+
+
+class _Managed:
+    """A context manager the official client returned (``with_streaming_response``, stream
+    helpers) or an awaitable one (``AsyncPaginator``): its errors on entry, on ``await`` and
+    while iterated come out as llmclient's."""
+
+    __slots__ = ("_target",)
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def __enter__(self) -> Any:
+        return _mapped(self._target.__enter__)()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._target.__exit__(*exc)
+
+    async def __aenter__(self) -> Any:
+        return await _mapped(self._target.__aenter__)()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._target.__aexit__(*exc)
+
+    def __await__(self) -> Any:  # an AsyncPaginator: its first page
+        return _awaited(self._target).__await__()
+
+    def __iter__(self) -> Any:  # a sync Stream / ResponseStream: iterated, errors mapped
+        it = iter(self._target)
+        while True:
+            with _translated():
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+            yield item
+
+    async def __aiter__(self) -> Any:
+        it = self._target.__aiter__()
+        while True:
+            with _translated():
+                try:
+                    item = await it.__anext__()
+                except StopAsyncIteration:
+                    return
+            yield item
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+class Passed:
+    """An official resource (``client.files``): attributes read through, calls' errors mapped.
+    ``isinstance(client.files, openai.resources.Files)`` holds."""
+
+    __slots__ = ("_target",)
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+
+    def __getattr__(self, name: str) -> Any:
+        return wrap(getattr(self._target, name))
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(client.files, openai.resources.Files)
+        return type(self._target)
+
+    def __dir__(self) -> list[str]:
+        return dir(self._target)
+
+    def __repr__(self) -> str:
+        return repr(self._target)
+
+
+def wrap(value: Any) -> Any:
+    """A resource becomes a :class:`Passed`, a method one whose errors are llmclient's."""
+    module = getattr(type(value), "__module__", "") or ""
+    if inspect.ismethod(value) or inspect.isfunction(value) or isinstance(value, functools.partial):
+        return _mapped(value)
+    if module.startswith("openai.resources") or module == "openai._client":
+        return Passed(value)
+    return value
+
+
+def passed(client: Any, name: str, under: str = "") -> Any:
+    """The official client's ``name`` (``under`` it: ``beta``), for an llmclient client."""
+    try:
+        official = official_client(client)
+    except ModuleNotFoundError as exc:
+        if exc.name != "openai":
+            raise
+        raise AttributeError(_MISSING.format(name=f"{under}.{name}" if under else name)) from None
+    return wrap(getattr(getattr(official, under) if under else official, name))
+
+
+def _passed_attr(name: str) -> property:
+    def get(self: Any) -> Any:
+        return passed(self, name)
+
+    get.__name__ = name
+    get.__doc__ = f"The official client's ``{name}`` (passed through, see ``llmclient.api.passthrough``)."
+    return property(get)
+
+
+class _Passthrough:
+    """Mixed into OpenAI / AsyncOpenAI: the official attributes llmclient does not implement."""
+
+
+# ``responses`` is llmclient's own (``create`` accelerated; its other methods passed through).
+ACCELERATED = frozenset({"responses"})
+for _name in (*RESOURCES, *METHODS, *SETTINGS):
+    if _name not in ACCELERATED:
+        setattr(_Passthrough, _name, _passed_attr(_name))
+
+
+class SyncPassthrough(_Passthrough):
+    if TYPE_CHECKING:  # what editors and mypy see; at run time, the properties above
+        admin: r.Admin
+        audio: r.Audio
+        batches: r.Batches
+        containers: r.Containers
+        conversations: Conversations
+        evals: r.Evals
+        files: r.Files
+        fine_tuning: r.FineTuning
+        images: r.Images
+        moderations: r.Moderations
+        realtime: Realtime
+        uploads: r.Uploads
+        vector_stores: r.VectorStores
+        videos: r.Videos
+        webhooks: Webhooks
+        with_raw_response: OpenAIWithRawResponse
+        with_streaming_response: OpenAIWithStreamedResponse
+        get = OfficialOpenAI.get
+        post = OfficialOpenAI.post
+        patch = OfficialOpenAI.patch
+        put = OfficialOpenAI.put
+        delete = OfficialOpenAI.delete
+        get_api_list = OfficialOpenAI.get_api_list
+        request = OfficialOpenAI.request
+        webhook_secret: str | None
+
+
+class AsyncPassthrough(_Passthrough):
+    if TYPE_CHECKING:
+        admin: r.AsyncAdmin
+        audio: r.AsyncAudio
+        batches: r.AsyncBatches
+        containers: r.AsyncContainers
+        conversations: AsyncConversations
+        evals: r.AsyncEvals
+        files: r.AsyncFiles
+        fine_tuning: r.AsyncFineTuning
+        images: r.AsyncImages
+        moderations: r.AsyncModerations
+        realtime: AsyncRealtime
+        uploads: r.AsyncUploads
+        vector_stores: r.AsyncVectorStores
+        videos: r.AsyncVideos
+        webhooks: AsyncWebhooks
+        with_raw_response: AsyncOpenAIWithRawResponse
+        with_streaming_response: AsyncOpenAIWithStreamedResponse
+        get = OfficialAsyncOpenAI.get
+        post = OfficialAsyncOpenAI.post
+        patch = OfficialAsyncOpenAI.patch
+        put = OfficialAsyncOpenAI.put
+        delete = OfficialAsyncOpenAI.delete
+        get_api_list = OfficialAsyncOpenAI.get_api_list
+        request = OfficialAsyncOpenAI.request
+        webhook_secret: str | None

@@ -1,0 +1,290 @@
+"""Streamed responses: SSE chunks as objects, sync and async, with clean cancellation.
+
+A stream is complete only when every choice it carried got a finish_reason; anything else
+raises :class:`IncompleteStreamError` (never a silently truncated answer). ``[DONE]`` alone
+is not completion: llama-cpp-python's server, for one, ends a stream it interrupts (a new
+request arrived) with ``[DONE]`` and no finish_reason. A stream that ends without ``[DONE]``
+but with every choice finished is accepted, as some servers never send it. After ``[DONE]`` the
+body is still read to its end so the connection stays reusable (the official client stops at
+``[DONE]``, which over HTTP/1.1 forces a new connection per stream). Closing early sends
+RST_STREAM over HTTP/2 (see ``_transport``) so the server stops generating.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import httpx
+
+from .. import _official
+from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
+from .._logging import current_trace_id
+from ..features import otel as _otel
+from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
+
+if TYPE_CHECKING:
+    from ..pipeline.call import Call
+    from ..pipeline.timings import CallRecord
+    from ..wire.codec import StreamDecoder
+
+__all__ = ["AsyncStream", "Stream"]
+
+_T = TypeVar("_T")
+
+
+class _StreamBase(Generic[_T]):
+    response: httpx.Response
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        call: Call,
+        decoder: StreamDecoder,
+        make: Callable[[dict[str, Any]], _T],
+        on_complete: Callable[[Call, list[dict[str, Any]]], None] | None = None,
+    ) -> None:
+        self.response = response
+        self._call = call
+        self._decoder = decoder
+        self._make = make
+        self._on_complete = on_complete
+        self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
+        self._choices: dict[int, bool] = {}  # choice index -> finish_reason seen
+        # A Responses stream is typed events, complete at its final event (``_end``) instead.
+        self._events = call.path == RESPONSES_PATH
+        self._end: str | None = None
+        self._closed = False
+        self.trace_id = call.trace.trace_id
+        self._request_id = response.headers.get("x-request-id")
+
+    @property
+    def timings(self) -> CallRecord:
+        return self._call.record
+
+    def _handle(self, objs: list[dict[str, Any]]) -> list[_T]:
+        if self._events:
+            return self._handle_events(objs)
+        out = []
+        record = self._call.record
+        for obj in objs:
+            if obj.get("error") or obj.get("type") == "error":
+                raise self._annotate(APIError(_error_message(obj), body=obj))
+            if record.first_token_ms is None and has_token(obj):
+                record.mark_first_token()
+            choices = obj.get("choices")
+            if choices:
+                _track_choices(self._choices, choices)
+            if self._chunks is not None:
+                self._chunks.append(obj)
+            out.append(self._make(obj))
+        return out
+
+    def _handle_events(self, objs: list[dict[str, Any]]) -> list[_T]:
+        """Responses API events: yielded as they come, ``error`` events included (as the
+        official client yields them); a bare ``{"error": ...}`` (a proxy's) raises."""
+        out = []
+        record = self._call.record
+        for obj in objs:
+            kind = obj.get("type")
+            if kind is None and obj.get("error"):
+                raise self._annotate(APIError(_error_message(obj), body=obj))
+            if record.first_token_ms is None and has_token(obj):
+                record.mark_first_token()
+            if kind in RESPONSE_END_EVENTS:
+                self._end = kind
+            if self._chunks is not None:
+                self._chunks.append(obj)
+            out.append(self._make(obj))
+        return out
+
+    def _finish(self) -> None:
+        record = self._call.record
+        record.bytes_received += getattr(self.response.stream, "bytes_received", 0)
+        record.finish()
+        try:
+            self._decoder.close()
+        except OpenAIError as exc:
+            raise self._annotate(exc) from None
+        if self._events:
+            if self._end is None:
+                raise self._annotate(IncompleteStreamError(
+                    "Incomplete stream: the stream ended before response.completed, "
+                    "response.incomplete, response.failed or error"))
+            unfinished = None
+        else:
+            unfinished = unfinished_message(self._choices, self._decoder.done)
+        if unfinished is not None:
+            raise self._annotate(IncompleteStreamError(unfinished))
+        self.__dict__["_complete"] = True
+        # Only a whole answer is kept (cache) or followed up (prefetch): not a failed response.
+        if self._on_complete is not None and self._chunks is not None and self._end in (None, "response.completed"):
+            self._on_complete(self._call, self._chunks)
+
+    def _transport_error(self, exc: Exception) -> APIError:
+        self._call.record.finish()
+        if isinstance(exc, httpx.TimeoutException):
+            err: APIError = APITimeoutError(f"Stream read timed out ({type(exc).__name__})")
+        else:
+            err = IncompleteStreamError(
+                f"Incomplete stream: the connection failed mid-stream ({type(exc).__name__}: {exc})"
+            )
+        return self._annotate(err)
+
+    def _end_span(self) -> None:
+        # The call's OpenTelemetry span (llmclient.features.otel) ends with the stream: complete, cut
+        # (the error being raised through the iterator's finally) or closed early.
+        if _otel._live:
+            _otel.stream_end(self._call, sys.exc_info()[1], self.__dict__.get("_complete", False))
+
+    def _annotate(self, err: Any) -> Any:
+        if isinstance(err, APIError):
+            err.trace_id = self.trace_id
+            err.request_id = self._request_id
+            err.timings = self._call.record
+            err.request = self.response.request
+        return err
+
+
+class Stream(_StreamBase[_T]):
+    def __iter__(self) -> Iterator[_T]:
+        token = current_trace_id.set(self.trace_id)
+        try:
+            try:
+                for raw in self.response.stream:  # type: ignore[union-attr]
+                    if self._decoder.done:
+                        continue  # drain to the end so the connection is reusable
+                    yield from self._handle(self._decoder.feed(raw))
+            except httpx.TransportError as exc:
+                raise self._transport_error(exc) from exc
+            except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
+                raise self._annotate(exc)  # noqa: B904 (the same error, annotated)
+            self._finish()
+        finally:
+            _reset(token)
+            self.close()
+
+    def __next__(self) -> _T:
+        it = self.__dict__.get("_iter")
+        if it is None:
+            it = self.__dict__["_iter"] = iter(self)
+        return next(it)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            try:
+                self.response.close()
+            finally:
+                self._end_span()
+
+    def __del__(self) -> None:
+        # A stream dropped without being read or closed still gives its connection slot back.
+        if not self.__dict__.get("_closed", True):
+            try:
+                self.close()
+            except Exception:
+                pass
+
+    def __enter__(self) -> Stream[_T]:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class AsyncStream(_StreamBase[_T]):
+    async def __aiter__(self) -> AsyncIterator[_T]:
+        token = current_trace_id.set(self.trace_id)
+        try:
+            try:
+                async for raw in self.response.stream:  # type: ignore[union-attr]
+                    if self._decoder.done:
+                        continue
+                    for item in self._handle(self._decoder.feed(raw)):
+                        yield item
+            except httpx.TransportError as exc:
+                raise self._transport_error(exc) from exc
+            except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
+                raise self._annotate(exc)  # noqa: B904 (the same error, annotated)
+            self._finish()
+        finally:
+            _reset(token)
+            await self.close()
+
+    async def __anext__(self) -> _T:
+        it = self.__dict__.get("_aiter")
+        if it is None:
+            it = self.__dict__["_aiter"] = self.__aiter__()
+        return await it.__anext__()
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            try:
+                await self.response.aclose()
+            finally:
+                self._end_span()
+
+    def __del__(self) -> None:
+        # A stream dropped unread and unclosed cannot be awaited here; the transport can still
+        # reset its HTTP/2 stream and give the connection slot back without awaiting.
+        if not self.__dict__.get("_closed", True):
+            self._closed = True
+            self._end_span()
+            abandon = getattr(getattr(self, "response", None) and self.response.stream, "abandon", None)
+            if abandon is not None:
+                try:
+                    abandon()
+                except Exception:
+                    pass
+
+    async def __aenter__(self) -> AsyncStream[_T]:
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+
+def _reset(token: Any) -> None:
+    try:
+        current_trace_id.reset(token)
+    except ValueError:  # the generator was finalised in another context (GC, another task)
+        pass
+
+
+def _track_choices(state: dict[int, bool], choices: list[dict[str, Any]]) -> None:
+    for choice in choices:
+        index = choice.get("index") or 0
+        if choice.get("finish_reason"):
+            state[index] = True
+        elif index not in state:
+            state[index] = False
+
+
+def unfinished_message(choices: dict[int, bool], done: bool) -> str | None:
+    """Why a stream whose body ended is not complete (None when it is): a choice with no
+    finish_reason, or no choice at all. ``choices``: index -> finish_reason seen."""
+    end = "with [DONE]" if done else "without [DONE]"
+    if not choices:
+        return f"Incomplete stream: the stream ended {end} before any choice"
+    open_ = sorted(i for i, finished in choices.items() if not finished)
+    if not open_:
+        return None
+    if len(open_) == 1:
+        return f"Incomplete stream: the stream ended {end} but choice {open_[0]} has no finish_reason"
+    names = ", ".join(str(i) for i in open_)
+    return f"Incomplete stream: the stream ended {end} but choices {names} have no finish_reason"
+
+
+def _error_message(obj: dict[str, Any]) -> str:
+    err = obj.get("error", obj)  # {"error": {...}}, or a typed error event itself
+    if isinstance(err, dict) and err.get("message"):
+        return f"Error in stream: {err['message']}"
+    return f"Error in stream: {err!r}"
+
+
+# With ``openai`` imported, ``isinstance(stream, openai.Stream)`` holds too (``_official``).
+_official.register(Stream, AsyncStream, hide=True)
