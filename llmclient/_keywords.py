@@ -10,6 +10,7 @@ below and ``create`` checks nothing (without ``openai``, nothing changes).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import sys
@@ -40,7 +41,7 @@ def unknown_keyword_error(where: str, given: Iterable[str], known: Collection[st
     unknown = [name for name in given if name not in known]
     if not unknown:
         return None
-    import difflib
+    import difflib  # only for the message of an error: not on every call's path
 
     name = unknown[0]
     close = difflib.get_close_matches(name, [k for k in known if not k.startswith("_")], n=1, cutoff=0.6)
@@ -59,7 +60,7 @@ def official_settings(cls_name: str) -> frozenset[str]:
     """The official client's constructor keywords (``OpenAI``, ``AzureOpenAI`` ...), from the
     installed ``openai``; without it, the official-only ones llmclient knows."""
     try:
-        import openai
+        import openai  # the official signature, only when a keyword is not llmclient's own
     except ImportError:
         return OFFICIAL_ONLY_SETTINGS
     cls = getattr(openai, cls_name, openai.OpenAI)
@@ -87,8 +88,6 @@ def _load(path: str, own: Collection[str]) -> frozenset[str] | None:
     if "openai" not in sys.modules and os.environ.get("LLMCLIENT_TYPES", "").lower() == "light":
         return None
     try:
-        import importlib
-
         cls = getattr(importlib.import_module(target[0]), target[1])
     except ImportError:
         return None
