@@ -26,13 +26,18 @@ OFFICIAL_ONLY_SETTINGS = frozenset({
     "websocket_base_url", "_strict_response_validation", "_enforce_credentials",
 })
 
-# The official ``create`` each llmclient endpoint stands for: module, class.
-_CREATE_OF = {
-    "/chat/completions": ("openai.resources.chat.completions", "Completions"),
-    "/completions": ("openai.resources.completions", "Completions"),
-    "/embeddings": ("openai.resources.embeddings", "Embeddings"),
-    "/responses": ("openai.resources.responses", "Responses"),
+# The official ``create`` each llmclient endpoint stands for, as the TypedDict of its body
+# (module, class; ``openai.types``, loaded with the response types already) and whether it
+# takes ``stream``: the same names as the method's signature (a test holds them to it), without
+# importing ``openai.resources`` (some 20 modules more on the first call).
+_PARAMS_OF = {
+    "/chat/completions": ("openai.types.chat.completion_create_params", "CompletionCreateParamsBase", True),
+    "/completions": ("openai.types.completion_create_params", "CompletionCreateParamsBase", True),
+    "/embeddings": ("openai.types.embedding_create_params", "EmbeddingCreateParams", False),
+    "/responses": ("openai.types.responses.response_create_params", "ResponseCreateParamsBase", True),
 }
+# What every official ``create`` takes besides its body's fields.
+_REQUEST_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 
 
 def unknown_keyword_error(where: str, given: Iterable[str], known: Collection[str]) -> TypeError | None:
@@ -82,13 +87,14 @@ def create_params(path: str, own: Collection[str]) -> frozenset[str] | None:
 
 
 def _load(path: str, own: Collection[str]) -> frozenset[str] | None:
-    target = _CREATE_OF.get(path)
+    target = _PARAMS_OF.get(path)
     if target is None:
         return None
     if "openai" not in sys.modules and os.environ.get("LLMCLIENT_TYPES", "").lower() == "light":
         return None
     try:
-        cls = getattr(importlib.import_module(target[0]), target[1])
-    except ImportError:
+        body = getattr(importlib.import_module(target[0]), target[1])
+    except (ImportError, AttributeError):
         return None
-    return frozenset(inspect.signature(cls.create).parameters) - {"self"} | frozenset(own)
+    names = frozenset(body.__required_keys__) | frozenset(body.__optional_keys__) | _REQUEST_OPTIONS
+    return names | frozenset(own) | (frozenset({"stream"}) if target[2] else frozenset())

@@ -212,6 +212,26 @@ def test_an_unknown_constructor_keyword_is_a_type_error_naming_the_closest(drive
     assert cls(api_key="k", webhook_secret="s").webhook_secret == "s"  # an official-only setting passes
 
 
+@pytest.mark.parametrize(("path", "resource"), [
+    ("/chat/completions", "openai.resources.chat.completions:Completions"),
+    ("/completions", "openai.resources.completions:Completions"),
+    ("/embeddings", "openai.resources.embeddings:Embeddings"),
+    ("/responses", "openai.resources.responses:Responses"),
+])
+def test_the_known_create_keywords_are_the_official_signatures(path: str, resource: str) -> None:
+    """llmclient reads them from the body's TypedDict (no ``openai.resources`` import); they are
+    the official method's parameters, and llmclient's own options besides."""
+    import importlib
+    import inspect
+
+    from llmclient._keywords import create_params
+    from llmclient.pipeline.call import OPTION_KEYS
+
+    module, name = resource.split(":")
+    official = set(inspect.signature(getattr(importlib.import_module(module), name).create).parameters) - {"self"}
+    assert create_params(path, OPTION_KEYS) == official | OPTION_KEYS
+
+
 def test_an_unknown_create_keyword_is_a_type_error_and_nothing_is_sent(ref_server: Any, drive: Drive) -> None:
     sent: list[httpx.Request] = []
     client = drive.client(base_url=ref_server.base_url, api_key="k",
