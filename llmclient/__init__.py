@@ -30,6 +30,7 @@ from ._errors import (
     UnprocessableEntityError,
 )
 from .api.module_client import resource_proxy
+from .api.partial import PartialAnswer, PartialChoice
 from .api.streaming import AsyncStream, Stream
 from .pipeline.call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
 from .pipeline.timings import CallRecord
@@ -133,6 +134,8 @@ __all__ = [
     "Omit",
     "OpenAI",
     "OpenAIError",
+    "PartialAnswer",
+    "PartialChoice",
     "PermissionDeniedError",
     "PrefetchError",
     "RateLimitError",

@@ -58,6 +58,7 @@ from .pipeline.call import (
 )
 from .pipeline.hooks import Features
 from .pipeline.shared import RawResponse, response_coding, start_task
+from .pipeline.watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, body_read_timeout, check_idle_timeout
 from .transport.http_clients import client_headers
 from .transport.lanes import (
     AsyncTransport,
@@ -147,6 +148,7 @@ class BaseClient:
         warm: bool = False,
         compress: bool = True,
         hedge: Any = False,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -181,7 +183,8 @@ class BaseClient:
         self.cache = cache
         # The client-wide cache is self.cache; CallOptions.cache is the per-call override only.
         self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
-                                    hedge=hedge_config(hedge))
+                                    hedge=hedge_config(hedge),
+                                    stream_idle_timeout=check_idle_timeout(stream_idle_timeout))
         self._warm = warm
         # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
         # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
@@ -236,6 +239,7 @@ class BaseClient:
             "http2": self._transport_settings.http2,
             "verify": self._transport_settings.verify,
             "proxy": self._proxy,
+            "stream_idle_timeout": self._options.stream_idle_timeout,
             "cache": self.cache,
             "wire": self._options.wire,
             "images": self._options.images,
@@ -250,6 +254,8 @@ class BaseClient:
             overrides["default_headers"] = {**self._custom_headers, **overrides["default_headers"]}
         elif set_default_headers is not None:
             overrides["default_headers"] = set_default_headers
+        if "stream_idle_timeout" in overrides:  # None is a value here: the watchdog off
+            kwargs["stream_idle_timeout"] = overrides.pop("stream_idle_timeout")
         kwargs.update({k: v for k, v in overrides.items() if v is not None and v is not NOT_GIVEN})
         return kwargs
 
@@ -360,7 +366,10 @@ class BaseClient:
             headers = {k: v for k, v in headers.items() if k != "content-type"}
         timeout = call.timeout
         extensions: dict[str, Any] = {
-            "timeout": {"connect": timeout.connect, "read": timeout.read,
+            "timeout": {"connect": timeout.connect,
+                        # a stream's reads wait at most its idle limit (the stall watchdog)
+                        "read": body_read_timeout(timeout.read, call.options.stream_idle_timeout)
+                        if call.stream else timeout.read,
                         "write": timeout.write, "pool": timeout.pool},
             "trace": on_trace,
         }

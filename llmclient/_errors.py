@@ -122,6 +122,12 @@ class APIConnectionError(APIError):
 
 
 class APITimeoutError(APIConnectionError):
+    """A call or a stream timed out. A stream's (its read timeout, or the stall watchdog's
+    ``stream_idle_timeout``) carries what it delivered so far as ``partial``
+    (:class:`llmclient.PartialAnswer`); None otherwise."""
+
+    partial: Any = None
+
     def __init__(
         self, message: str = "Request timed out.", request: httpx.Request | None = None, **kw: Any
     ) -> None:
@@ -185,7 +191,11 @@ class IncompleteStreamError(APIConnectionError):
     finish_reason; the message names the cause.
 
     An :class:`APIConnectionError`: ``except APIConnectionError``, the official way to handle
-    connection problems, catches a stream cut by a reset too."""
+    connection problems, catches a stream cut by a reset too. ``partial``
+    (:class:`llmclient.PartialAnswer`) is what the stream delivered before it ended: each
+    choice's text and tool-call fragments, the events received, the response id."""
+
+    partial: Any = None
 
     def __init__(self, message: str, request: httpx.Request | None = None, **kw: Any) -> None:
         super().__init__(message, request, **kw)

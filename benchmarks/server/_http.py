@@ -22,9 +22,11 @@ __all__ = [
     "BodyTimeout",
     "BodyTooLarge",
     "Cut",
+    "Delivery",
     "Receive",
     "Scope",
     "Send",
+    "cancel_on_disconnect",
     "close_quietly",
     "configure_logging",
     "error_body",
@@ -47,6 +49,39 @@ class Abort(Exception):
 
 class Cut(Exception):
     """Fault ``cut_after``: end the stream here, without finish_reason or [DONE]."""
+
+
+class Delivery:
+    """Sends a stream's chunks (encoded bytes), applying the stream faults of ``fault``
+    (a :class:`~benchmarks.server.faults.FaultSpec` or None) as it goes: ``cut_after`` raises
+    :class:`Cut` before chunk N, ``stall_after`` goes silent before chunk N until the request
+    is cancelled (the client left), ``malformed_sse`` cuts the second chunk's JSON short."""
+
+    def __init__(self, send: Send, fault: Any) -> None:
+        self._send = send
+        self._fault = fault
+        self.sent = 0
+
+    async def __call__(self, data: bytes) -> None:
+        fault = self._fault
+        if fault is not None:
+            if fault.cut_after is not None and self.sent >= fault.cut_after:
+                raise Cut
+            if fault.stall_after is not None and self.sent >= fault.stall_after:
+                logging.getLogger("benchmarks.server.app").info("fault: stall after %d chunks", self.sent)
+                await asyncio.Event().wait()  # until cancelled: the client went away
+            if fault.malformed_sse and self.sent == 1:
+                data = data[: len(data) // 2] + b"\n\n"
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+        self.sent += 1
+
+
+async def cancel_on_disconnect(receive: Receive, task: asyncio.Task[Any] | None) -> None:
+    """Cancel ``task`` (a request's handler) when its client disconnects."""
+    message = await receive()
+    if message["type"] == "http.disconnect" and task is not None:
+        logging.getLogger("benchmarks.server.app").info("client disconnected; cancelling the request")
+        task.cancel()
 
 
 async def close_quietly(it: Any) -> None:

@@ -35,9 +35,11 @@ from ._http import (
     BodyTimeout,
     BodyTooLarge,
     Cut,
+    Delivery,
     Receive,
     Scope,
     Send,
+    cancel_on_disconnect,
     close_quietly,
     error_body,
     header,
@@ -56,6 +58,7 @@ from ._validate import (
     parse_completion,
     parse_embedding,
 )
+from .background import BackgroundRuns
 from .embeddings import embedding_data
 from .engine.base import (
     ContextLengthError,
@@ -178,6 +181,8 @@ class App:
             ("POST", "/v1/responses"): self._responses,
         }
         self.responses = responses.ResponseStore()
+        self.background = BackgroundRuns(self.config.limits.background_retention_s,
+                                         self.config.limits.background_max_bytes)
 
     # -- ASGI entry --------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -195,6 +200,7 @@ class App:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self._cpu.shutdown(wait=False, cancel_futures=True)
+                await self.background.stop()
                 await self.engine.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
@@ -263,8 +269,14 @@ class App:
                 await self._error(send, req, 401, "Incorrect API key provided.", code="invalid_api_key")
                 return
             query = scope.get("query_string", b"").decode("latin-1")
-            await responses.handle_stored(self, self.responses, send, req, method,
-                                          path[len("/v1/responses/"):], query)
+            try:  # a resumed stream takes stream faults too (a cut, a stall, a reset)
+                fault_header = header(scope, b"x-fault") if self.config.fault_headers else None
+                req.fault = self.config.faults.decide(fault_header) if fault_header else None
+            except FaultSpecError as exc:
+                await self._error(send, req, 400, f"x-fault header: {exc}", param="x-fault")
+                return
+            await responses.handle_stored(self, self.responses, self.background, send, receive, req,
+                                          method, path[len("/v1/responses/"):], query)
             return
         if handler is None:
             known = any(p == path for _, p in self._routes)
@@ -324,7 +336,7 @@ class App:
             return
         # A client that goes away (timeout, hedge loser, Ctrl-C) must free its batch slot now,
         # as a real server's abort does, not after generating an answer nobody reads.
-        watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, asyncio.current_task()))
+        watcher = asyncio.ensure_future(cancel_on_disconnect(receive, asyncio.current_task()))
         try:
             fault = req.fault
             if fault is not None and await self._early_fault(send, req, fault):
@@ -557,7 +569,7 @@ class App:
         await self._json(send, req, {**head, "choices": choices, "usage": _usage(ereqs, results)})
 
     async def _responses(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
-        await responses.handle_create(self, self.responses, send, req, body)
+        await responses.handle_create(self, self.responses, self.background, send, req, body)
 
     async def _embeddings(self, send: Send, req: _Req, body: dict[str, Any]) -> None:
         p = parse_embedding(body)
@@ -627,17 +639,10 @@ class App:
                 (b"content-type", writer.content_type.encode()), (b"cache-control", b"no-cache")]})
             if fault is not None and fault.reset:
                 raise Abort("injected reset")
-            sent = 0
+            deliver = Delivery(send, fault)
 
             async def emit(chunk: dict[str, Any]) -> None:
-                nonlocal sent
-                if fault is not None and fault.cut_after is not None and sent >= fault.cut_after:
-                    raise Cut
-                data = writer.chunk({**head, **chunk})
-                if fault is not None and fault.malformed_sse and sent == 1:
-                    data = data[: len(data) // 2] + b"\n\n"
-                await send({"type": "http.response.body", "body": data, "more_body": True})
-                sent += 1
+                await deliver(writer.chunk({**head, **chunk}))
 
             results = await self._stream_choices(req, iters, p, chat, emit, ereqs)
             if p.include_usage:
@@ -948,10 +953,5 @@ async def _merge(iters: list[AsyncIterator[TokenEvent]]) -> AsyncIterator[tuple[
         await _cancel(*tasks)
 
 
-async def _cancel_on_disconnect(receive: Receive, task: asyncio.Task[Any] | None) -> None:
-    message = await receive()
-    if message["type"] == "http.disconnect" and task is not None:
-        log.info("client disconnected; cancelling the request")
-        task.cancel()
 
 

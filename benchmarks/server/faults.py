@@ -7,7 +7,7 @@ Spec grammar (one fault)::
     fault  := item (";" item)*
     item   := "status=" CODE | "retry_after=" SECONDS | "oom" | "stall_ms=" N | "cut_after=" N
             | "malformed_sse" | "slow_ms=" N | "straggler=" K | "reset" | "prob=" P
-            | "times=" N
+            | "times=" N | "stall_after=" N
 
 A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
 in order with a seeded RNG (reproducible); the first that fires applies. A request's
@@ -23,6 +23,8 @@ Meaning:
                               ``[DONE]``; non-streamed: end the body after N bytes
   malformed_sse               streams: one chunk whose JSON is cut short; non-streamed: a JSON
                               body cut short
+  stall_after=N               streams: go silent after N chunks, the connection held open
+                              (no byte, no end) until the client leaves: a stalled stream
   slow_ms=N                   wait N ms before every chunk (non-streamed: every engine step)
   straggler=K                 the request takes K times its engine time (K >= 1)
   reset                       abort the stream/connection after the response headers
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 __all__ = ["FaultInjector", "FaultSpec", "FaultSpecError", "parse_fault", "parse_fault_list"]
 
 FAULT_STATUSES = frozenset({429, 500, 502, 503, 504})
-_INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times")
+_INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times", "stall_after")
 _FLAGS = ("oom", "malformed_sse", "reset")
 
 
@@ -55,6 +57,7 @@ class FaultSpec:
     oom: bool = False
     stall_ms: int = 0
     cut_after: int | None = None
+    stall_after: int | None = None
     malformed_sse: bool = False
     slow_ms: int = 0
     straggler: float = 1.0

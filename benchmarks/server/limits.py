@@ -31,6 +31,11 @@ MAX_SEQUENCES = 2048
 # would otherwise hold its connection and its request slot for ever). 32 MiB, the body cap, in
 # 30 s is 9 Mbit/s; the benchmarks' largest bodies (raw 12 MP photos) are a few MB.
 BODY_TIMEOUT_S = 30.0
+# Background responses (Responses API, background=true): a finished run's events stay this long
+# for a client to resume its stream (OpenAI publishes no figure; a resume comes within seconds
+# of a cut), and all runs' event logs together hold at most this many bytes.
+BACKGROUND_RETENTION_S = 600.0
+BACKGROUND_MAX_BYTES = 256 * 1024 * 1024
 # SIGTERM / SIGINT: stop accepting, let requests in flight finish for this long, then exit.
 SHUTDOWN_GRACE_S = 3.0
 
@@ -43,6 +48,8 @@ class Limits:
     max_images: int = MAX_IMAGES
     max_sequences: int = MAX_SEQUENCES
     body_timeout_s: float = BODY_TIMEOUT_S
+    background_retention_s: float = BACKGROUND_RETENTION_S
+    background_max_bytes: int = BACKGROUND_MAX_BYTES
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
@@ -63,6 +70,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="prompt/input tokens per request, summed (OpenAI embeddings: 300000)")
     g.add_argument("--body-timeout-s", type=_positive(float), default=BODY_TIMEOUT_S,
                    help="the request body must arrive within this many seconds (else 408)")
+    g.add_argument("--background-retention-s", type=_positive(float), default=BACKGROUND_RETENTION_S,
+                   help="a finished background response's events stay this long for a resume "
+                        "(then 404)")
+    g.add_argument("--background-max-bytes", type=_positive(int), default=BACKGROUND_MAX_BYTES,
+                   help="all background responses' event logs together (oldest finished dropped "
+                        "first; new background requests 503 while live ones fill it)")
     g.add_argument("--shutdown-grace-s", type=_positive(float), default=SHUTDOWN_GRACE_S,
                    help="on SIGTERM/SIGINT, let requests in flight finish this long, then exit")
 
@@ -70,4 +83,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def from_args(args: argparse.Namespace) -> Limits:
     return Limits(max_embedding_inputs=args.max_embedding_inputs,
                   max_request_tokens=args.max_request_tokens,
-                  body_timeout_s=args.body_timeout_s)
+                  body_timeout_s=args.body_timeout_s,
+                  background_retention_s=args.background_retention_s,
+                  background_max_bytes=int(args.background_max_bytes))

@@ -1,5 +1,7 @@
-"""The Responses API of the reference server: ``POST /v1/responses`` (streamed and not),
-``GET``/``DELETE /v1/responses/{id}``, ``GET /v1/responses/{id}/input_items``.
+"""The Responses API of the reference server: ``POST /v1/responses`` (streamed and not, in the
+foreground or in the background), ``GET``/``DELETE /v1/responses/{id}`` (``?stream=true&
+starting_after=N`` resumes a background stream), ``POST /v1/responses/{id}/cancel``,
+``GET /v1/responses/{id}/input_items``.
 
 Minimal but in OpenAI's documented shapes (API reference, "Responses"): a ``response`` object
 whose ``output`` is one assistant ``message`` holding one ``output_text`` part; streams are
@@ -9,11 +11,13 @@ tokenizing, engine requests, stop handling and faults): the prompt is the chat p
 conversation, ``"{role}: {content}\\n"`` per message, with ``instructions`` as a leading
 ``developer`` message and, with ``previous_response_id``, the earlier response's input and
 output in front. Stored responses (``store``, default true) live in memory, the last
-:data:`MAX_STORED` of them.
+:data:`MAX_STORED` of them. Background runs and their event logs: ``background.py``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 import uuid
 from collections import OrderedDict
@@ -22,11 +26,13 @@ from typing import Any
 
 import orjson
 
-from ._http import Abort, Cut, Send, close_quietly
+from ._http import Abort, Cut, Delivery, Receive, Send, cancel_on_disconnect, close_quietly
 from ._validate import ChatParams, InvalidRequest, _int_field, _is_int, _model, _temperature
+from .background import BackgroundRun, BackgroundRuns, admit, resume_start
+from .engine.base import EngineError
 
-__all__ = ["MAX_STORED", "ResponseParams", "ResponseStore", "handle_create", "handle_stored",
-           "parse_response_request"]
+__all__ = ["MAX_STORED", "ResponseParams", "ResponseStore", "StoredResponse", "handle_create",
+           "handle_stored", "parse_response_request"]
 
 MAX_STORED = 1000
 INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
@@ -50,6 +56,7 @@ class ResponseParams:
     metadata: dict[str, str] | None
     top_p: float | None
     seed: int | None = None
+    background: bool = False
 
 
 @dataclass
@@ -158,6 +165,10 @@ def parse_response_request(body: dict[str, Any], context_window: int) -> Respons
     if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float))
                               or not 0 <= top_p <= 1):
         raise InvalidRequest("'top_p' must be a number between 0 and 1", "top_p")
+    background = _optional(body, "background", bool, "a boolean")
+    if background and store is False:
+        raise InvalidRequest("Background responses must be stored: 'background' needs 'store' "
+                             "true (or left out).", "background")
     seed = body.get("seed")  # not OpenAI's, but vLLM's and ours: same request + seed = same text
     if seed is not None and not _is_int(seed):
         raise InvalidRequest("'seed' must be an integer", "seed")
@@ -165,7 +176,8 @@ def parse_response_request(body: dict[str, Any], context_window: int) -> Respons
                           max_output_tokens=max_output_tokens, temperature=_temperature(body),
                           previous_response_id=previous, store=True if store is None else store,
                           stream=bool(stream), metadata=metadata,
-                          top_p=None if top_p is None else float(top_p), seed=seed)
+                          top_p=None if top_p is None else float(top_p), seed=seed,
+                          background=bool(background))
 
 
 # -- objects ---------------------------------------------------------------------------------
@@ -197,7 +209,7 @@ def _response(rid: str, created: int, p: ResponseParams, status: str,
               output: list[dict[str, Any]], usage: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "id": rid, "object": "response", "created_at": created, "status": status,
-        "background": False, "error": None,
+        "background": p.background, "error": None,
         "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
         "instructions": p.instructions, "max_output_tokens": p.max_output_tokens,
         "max_tool_calls": None, "model": p.model, "output": output, "parallel_tool_calls": True,
@@ -219,8 +231,8 @@ def _sse(event: dict[str, Any]) -> bytes:
 
 
 # -- handlers (``app`` is the benchmarks.server.app.App) ---------------------------------------
-async def handle_create(app: Any, store: ResponseStore, send: Send, req: Any,
-                        body: dict[str, Any]) -> None:
+async def handle_create(app: Any, store: ResponseStore, runs: BackgroundRuns, send: Send,
+                        req: Any, body: dict[str, Any]) -> None:
     p = parse_response_request(body, app.engine.context_window)
     app._check_model(p.model)
     history = ""
@@ -253,106 +265,253 @@ async def handle_create(app: Any, store: ResponseStore, send: Send, req: Any,
                                           history + this_input + f"assistant: {text}\n"))
         return response
 
+    if p.background:
+        runs.sweep(time.monotonic())
+        if not admit(runs.live_bytes(), runs.max_bytes):
+            raise InvalidRequest(f"Too many background responses in progress: their events hold "
+                                 f"{runs.live_bytes()} bytes of the server's {runs.max_bytes}. "
+                                 f"Retry later.", None, "background_capacity", status=503)
+        gen = _Generation(app, req, ereqs, p, prompt_text, rid, item_id, created, finish)
+        queued = _response(rid, created, p, "queued", [], None)
+        store.put(rid, StoredResponse(queued, inputs, history + this_input))
+        run = BackgroundRun(rid, queued, streamable=p.stream)
+        runs.add(run)
+        run.task = asyncio.ensure_future(_run_background(gen, run, runs, store))
+        if p.stream:
+            await _tail(send, req, run, 0)
+        else:
+            await app._json(send, req, queued)
+        return
     if not p.stream:
         text, reason, timing = (await app._run_all(req, ereqs, ()))[0]
         await app._json(send, req, finish(text, reason, timing))
         return
-    await _stream(app, send, req, ereqs, p, prompt_text, rid, item_id, created, finish)
+    await _stream(send, req, _Generation(app, req, ereqs, p, prompt_text, rid, item_id, created, finish))
 
 
-async def _stream(app: Any, send: Send, req: Any, ereqs: list[Any], p: ResponseParams,
-                  prompt_text: str, rid: str, item_id: str, created: int, finish: Any) -> None:
-    fault = req.fault
-    iters = [app.engine.submit(e) for e in ereqs]  # admission errors (429, 503) before headers
+class _Generation:
+    """One response's generation: its engine requests and how its events are made."""
+
+    def __init__(self, app: Any, req: Any, ereqs: list[Any], p: ResponseParams, prompt_text: str,
+                 rid: str, item_id: str, created: int, finish: Any) -> None:
+        self.app, self.req, self.p, self.prompt_text = app, req, p, prompt_text
+        self.rid, self.item_id, self.created, self.finish = rid, item_id, created, finish
+        self.iters = [app.engine.submit(e) for e in ereqs]  # admission errors (429, 503) now
+
+    async def events(self, put: Any, first_status: str = "in_progress") -> None:
+        """Every event of the response, ``response.created`` to its final event, through
+        ``put(kind, **fields)``; the engine's streams are closed at the end."""
+        p, rid, created = self.p, self.rid, self.created
+        where = {"item_id": self.item_id, "output_index": 0, "content_index": 0}
+        parts: list[str] = []
+
+        async def emit(chunk: dict[str, Any]) -> None:  # the chat path's chunks, as Responses events
+            delta = chunk["choices"][0]["delta"].get("content")
+            if delta:
+                parts.append(delta)
+                await put("response.output_text.delta", **where, delta=delta, logprobs=[])
+
+        try:
+            await put("response.created", response=_response(rid, created, p, first_status, [], None))
+            await put("response.in_progress", response=_response(rid, created, p, "in_progress", [], None))
+            await put("response.output_item.added", output_index=0,
+                      item=_message(self.item_id, None, "in_progress"))
+            await put("response.content_part.added", **where, part=_output_text(""))
+            chat = ChatParams(model=p.model, prompt_text=self.prompt_text, images=(),
+                              max_tokens=p.max_output_tokens, n=1, temperature=p.temperature,
+                              seed=p.seed, stop=(), stream=True, include_usage=False, tool=None,
+                              tool_required=False)
+            results = await self.app._stream_choices(self.req, self.iters, chat, True, emit)
+            text = "".join(parts)
+            _, reason, timing = results[0]
+            response = self.finish(text, reason, timing)
+            item = response["output"][0]
+            await put("response.output_text.done", **where, text=text, logprobs=[])
+            await put("response.content_part.done", **where, part=_output_text(text))
+            await put("response.output_item.done", output_index=0, item=item)
+            await put("response.completed" if response["status"] == "completed"
+                      else "response.incomplete", response=response)
+        finally:
+            for it in self.iters:
+                await close_quietly(it)
+
+
+async def _stream(send: Send, req: Any, gen: _Generation) -> None:
+    """A foreground stream: generated while its client reads it, stopped when it leaves."""
+    deliver = Delivery(send, req.fault)
     seq = 0
-    sent = 0
 
-    async def event(kind: str, **fields: Any) -> None:
-        nonlocal seq, sent
-        if fault is not None and fault.cut_after is not None and sent >= fault.cut_after:
-            raise Cut
+    async def put(kind: str, **fields: Any) -> None:
+        nonlocal seq
         data = _sse({"type": kind, "sequence_number": seq, **fields})
-        if fault is not None and fault.malformed_sse and sent == 1:
-            data = data[: len(data) // 2] + b"\n\n"
         seq += 1
-        sent += 1
-        await send({"type": "http.response.body", "body": data, "more_body": True})
-
-    where = {"item_id": item_id, "output_index": 0, "content_index": 0}
-    parts: list[str] = []
-
-    async def emit(chunk: dict[str, Any]) -> None:  # the chat path's chunks, as Responses events
-        delta = chunk["choices"][0]["delta"].get("content")
-        if delta:
-            parts.append(delta)
-            await event("response.output_text.delta", **where, delta=delta, logprobs=[])
+        await deliver(data)
 
     try:
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", SSE_TYPE), (b"cache-control", b"no-cache")]})
-        if fault is not None and fault.reset:
+        if req.fault is not None and req.fault.reset:
             raise Abort("injected reset")
-        started = _response(rid, created, p, "in_progress", [], None)
-        await event("response.created", response=started)
-        await event("response.in_progress", response=started)
-        await event("response.output_item.added", output_index=0,
-                    item=_message(item_id, None, "in_progress"))
-        await event("response.content_part.added", **where, part=_output_text(""))
-        chat = ChatParams(model=p.model, prompt_text=prompt_text, images=(),
-                          max_tokens=p.max_output_tokens, n=1, temperature=p.temperature,
-                          seed=p.seed, stop=(), stream=True, include_usage=False, tool=None,
-                          tool_required=False)
-        results = await app._stream_choices(req, iters, chat, True, emit)
-        text = "".join(parts)
-        _, reason, timing = results[0]
-        response = finish(text, reason, timing)
-        item = response["output"][0]
-        await event("response.output_text.done", **where, text=text, logprobs=[])
-        await event("response.content_part.done", **where, part=_output_text(text))
-        await event("response.output_item.done", output_index=0, item=item)
-        await event("response.completed" if response["status"] == "completed"
-                    else "response.incomplete", response=response)
+        await gen.events(put)
         trailer = b": server-timing " + req.header_value() + b"\n\n"
         await send({"type": "http.response.body", "body": trailer, "more_body": False})
     except Cut:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
-        for it in iters:
+        for it in gen.iters:
             await close_quietly(it)
 
 
-async def handle_stored(app: Any, store: ResponseStore, send: Send, req: Any, method: str,
-                     rest: str, query: str) -> None:
-    """``rest``: the path after ``/v1/responses/``: ``{id}`` or ``{id}/input_items``."""
+async def _run_background(gen: _Generation, run: BackgroundRun, runs: BackgroundRuns,
+                          store: ResponseStore) -> None:
+    """A background run: its events go to the run's log, whoever reads them (or nobody)."""
+
+    async def put(kind: str, **fields: Any) -> None:
+        if "response" in fields:
+            run.response = fields["response"]
+        run.append(_sse({"type": kind, "sequence_number": len(run.log), **fields}))
+
+    try:
+        await gen.events(put, first_status="queued")
+    except asyncio.CancelledError:
+        pass  # cancelled (POST .../cancel) or deleted: the canceller set the status
+    except EngineError as exc:
+        failed = {**run.response, "status": "failed",
+                  "error": {"code": "server_error", "message": str(exc)}}
+        await put("response.failed", response=failed)
+        stored = store.get(run.rid)
+        if stored is not None:
+            stored.response = failed
+    except Exception:
+        logging.getLogger("benchmarks.server.app").exception("background response %s failed", run.rid)
+        failed = {**run.response, "status": "failed",
+                  "error": {"code": "server_error", "message": "internal server error"}}
+        await put("response.failed", response=failed)
+        stored = store.get(run.rid)
+        if stored is not None:
+            stored.response = failed
+    finally:
+        run.finish(time.monotonic())
+        runs.sweep(time.monotonic())
+
+
+async def _tail(send: Send, req: Any, run: BackgroundRun, start: int) -> None:
+    """Stream a background run's events from index ``start`` of its log, then follow it live
+    until it ends. The stream's faults act on this delivery only: the run goes on."""
+    deliver = Delivery(send, req.fault)
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", SSE_TYPE), (b"cache-control", b"no-cache")]})
+        if req.fault is not None and req.fault.reset:
+            raise Abort("injected reset")
+        at = start
+        while True:
+            log = run.log
+            while at < len(log):
+                await deliver(log[at])
+                at += 1
+            if run.done or run.dropped:
+                break
+            await run.changed()
+        trailer = b": server-timing " + req.header_value() + b"\n\n"
+        await send({"type": "http.response.body", "body": trailer, "more_body": False})
+    except Cut:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def handle_stored(app: Any, store: ResponseStore, runs: BackgroundRuns, send: Send,
+                        receive: Receive, req: Any, method: str, rest: str, query: str) -> None:
+    """``rest``: the path after ``/v1/responses/``: ``{id}``, ``{id}/input_items`` (GET) or
+    ``{id}/cancel`` (POST)."""
     rid, _, sub = rest.partition("/")
-    if not rid or (sub and (sub != "input_items" or method != "GET")) or method not in ("GET", "DELETE"):
+    route = (method, sub)
+    if not rid or route not in (("GET", ""), ("DELETE", ""), ("GET", "input_items"), ("POST", "cancel")):
         await app._error(send, req, 404, f"{method} /v1/responses/{rest} is not a route of this server")
         return
+    runs.sweep(time.monotonic())
     stored = store.get(rid)
-    if stored is None:
-        exc = _not_found(rid)
+    run = runs.get(rid)
+    try:
+        if stored is None:
+            raise _not_found(rid)
+        if route == ("DELETE", ""):
+            store.delete(rid)
+            runs.forget(rid)
+            await app._json(send, req, {"id": rid, "object": "response", "deleted": True})
+        elif route == ("GET", "input_items"):
+            await app._json(send, req, _page(stored.input_items, query))
+        elif route == ("POST", "cancel"):
+            await app._json(send, req, _cancel(stored, run))
+        else:
+            args = _query(query)
+            if args.get("stream") == "true":
+                start = resume_start(_starting_after(args))
+                run = _resumable(rid, stored, run)
+                watcher = asyncio.ensure_future(cancel_on_disconnect(receive, asyncio.current_task()))
+                try:
+                    await _tail(send, req, run, start)
+                finally:
+                    watcher.cancel()
+            else:
+                await app._json(send, req, run.response if run is not None else stored.response)
+    except InvalidRequest as exc:
         await app._error(send, req, exc.status, exc.message, exc.param, exc.code)
-        return
-    if method == "DELETE":
-        store.delete(rid)
-        await app._json(send, req, {"id": rid, "object": "response", "deleted": True})
-    elif sub:
-        try:
-            page = _page(stored.input_items, query)
-        except InvalidRequest as exc:
-            await app._error(send, req, exc.status, exc.message, exc.param, exc.code)
-            return
-        await app._json(send, req, page)
-    else:
-        await app._json(send, req, stored.response)
+
+
+def _cancel(stored: StoredResponse, run: BackgroundRun | None) -> dict[str, Any]:
+    """Cancel a background response: idempotent on a cancelled one; a finished one is an error."""
+    if not stored.response.get("background"):
+        raise InvalidRequest("Only responses created with background=true can be cancelled.",
+                             None, "not_background")
+    current = run.response if run is not None else stored.response
+    status = current.get("status")
+    if status == "cancelled":
+        return current
+    if status in ("completed", "incomplete", "failed") or run is None:
+        raise InvalidRequest(f"Cannot cancel a response that is already {status}.", None,
+                             "response_already_finished")
+    cancelled = {**current, "status": "cancelled"}
+    run.response = cancelled
+    stored.response = cancelled
+    if run.task is not None:
+        run.task.cancel()
+    return cancelled
+
+
+def _resumable(rid: str, stored: StoredResponse, run: BackgroundRun | None) -> BackgroundRun:
+    if not stored.response.get("background"):
+        raise InvalidRequest(f"Response '{rid}' was not created with background=true: only a "
+                             f"background response can be streamed again.", "stream")
+    if run is not None and not run.streamable:
+        raise InvalidRequest(f"Response '{rid}' was created without stream=true: only a response "
+                             f"created with stream=true can be streamed again.", "stream")
+    if run is None or run.dropped:
+        raise InvalidRequest(f"The events of response '{rid}' are no longer available (kept "
+                             f"while it runs and for a while after).", None, "events_expired",
+                             status=404)
+    return run
+
+
+def _query(query: str) -> dict[str, str]:
+    from urllib.parse import parse_qs
+
+    return {k: v[-1] for k, v in parse_qs(query).items()}
+
+
+def _starting_after(args: dict[str, str]) -> int | None:
+    raw = args.get("starting_after")
+    if raw is None:
+        return None
+    if not raw.isdigit():
+        raise InvalidRequest(f"'starting_after' must be a non-negative integer (a sequence "
+                             f"number), got {raw!r}", "starting_after")
+    return int(raw)
 
 
 def _page(items: list[dict[str, Any]], query: str) -> dict[str, Any]:
     """A cursor page of input items: ``limit`` (1-100, default 20), ``order`` (asc or desc,
     the default), ``after`` (an item id)."""
-    from urllib.parse import parse_qs
-
-    args = {k: v[-1] for k, v in parse_qs(query).items()}
+    args = _query(query)
     order = args.get("order", "desc")
     if order not in ("asc", "desc"):
         raise InvalidRequest("'order' must be asc or desc", "order")

@@ -8,11 +8,16 @@ but with every choice finished is accepted, as some servers never send it. After
 body is still read to its end so the connection stays reusable (the official client stops at
 ``[DONE]``, which over HTTP/1.1 forces a new connection per stream). Closing early sends
 RST_STREAM over HTTP/2 (see ``_transport``) so the server stops generating.
+
+A stream without an event for ``stream_idle_timeout`` seconds ends with ``APITimeoutError``
+(``pipeline.watchdog``). A stream that ends early, cut or stalled, raises with what it delivered
+so far as ``.partial`` (``api.partial``): nothing that arrived is thrown away.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -23,7 +28,9 @@ from .. import _official
 from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from .._logging import current_trace_id
 from ..features import otel as _otel
+from ..pipeline.watchdog import stall_message, stalled
 from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
+from .partial import PartialTracker
 
 if TYPE_CHECKING:
     from ..pipeline.call import Call
@@ -52,31 +59,51 @@ class _StreamBase(Generic[_T]):
         self._make = make
         self._on_complete = on_complete
         self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
-        self._choices: dict[int, bool] = {}  # choice index -> finish_reason seen
         # A Responses stream is typed events, complete at its final event (``_end``) instead.
         self._events = call.path == RESPONSES_PATH
         self._end: str | None = None
         self._closed = False
         self.trace_id = call.trace.trace_id
         self._request_id = response.headers.get("x-request-id")
+        self._partial = PartialTracker()
+        # The watchdog: the time of the last event, and whether bytes came since (keep-alives).
+        self._idle = call.options.stream_idle_timeout
+        self._last_event = time.monotonic()
+        self._keepalives = False
 
     @property
     def timings(self) -> CallRecord:
         return self._call.record
 
+    def _progress(self, objs: list[dict[str, Any]]) -> None:
+        """The watchdog's view of one read: events are progress; bytes without one are not."""
+        now = time.monotonic()
+        if objs:
+            self._last_event = now
+            self._keepalives = False
+        else:
+            self._keepalives = True
+            if stalled(now, self._last_event, self._idle):
+                raise self._stall(now)
+
+    def _stall(self, now: float) -> APIError:
+        self._call.record.finish()
+        return self._annotate(APITimeoutError(stall_message(
+            now - self._last_event, self._idle or 0.0, self._partial.events, self._keepalives)))
+
     def _handle(self, objs: list[dict[str, Any]]) -> list[_T]:
+        self._progress(objs)
         if self._events:
             return self._handle_events(objs)
         out = []
         record = self._call.record
+        partial = self._partial
         for obj in objs:
             if obj.get("error") or obj.get("type") == "error":
                 raise self._annotate(APIError(_error_message(obj), body=obj))
             if record.first_token_ms is None and has_token(obj):
                 record.mark_first_token()
-            choices = obj.get("choices")
-            if choices:
-                _track_choices(self._choices, choices)
+            partial.chunk(obj, obj.get("choices"))  # also each choice's finish_reason
             if self._chunks is not None:
                 self._chunks.append(obj)
             out.append(self._make(obj))
@@ -95,6 +122,7 @@ class _StreamBase(Generic[_T]):
                 record.mark_first_token()
             if kind in RESPONSE_END_EVENTS:
                 self._end = kind
+            self._partial.event(obj)
             if self._chunks is not None:
                 self._chunks.append(obj)
             out.append(self._make(obj))
@@ -110,28 +138,35 @@ class _StreamBase(Generic[_T]):
             raise self._annotate(exc) from None
         if self._events:
             if self._end is None:
-                raise self._annotate(IncompleteStreamError(
-                    "Incomplete stream: the stream ended before response.completed, "
-                    "response.incomplete, response.failed or error"))
+                raise self._incomplete("Incomplete stream: the stream ended before "
+                                       "response.completed, response.incomplete, response.failed "
+                                       "or error")
             unfinished = None
         else:
-            unfinished = unfinished_message(self._choices, self._decoder.done)
+            unfinished = unfinished_message(self._partial.finished(), self._decoder.done)
         if unfinished is not None:
-            raise self._annotate(IncompleteStreamError(unfinished))
+            raise self._incomplete(unfinished)
         self.__dict__["_complete"] = True
         # Only a whole answer is kept (cache) or followed up (prefetch): not a failed response.
         if self._on_complete is not None and self._chunks is not None and self._end in (None, "response.completed"):
             self._on_complete(self._call, self._chunks)
 
+    def _incomplete(self, message: str) -> APIError:
+        return self._annotate(IncompleteStreamError(message))
+
     def _transport_error(self, exc: Exception) -> APIError:
+        if isinstance(exc, httpx.ReadTimeout) and self._watchdog_read():
+            return self._stall(time.monotonic())
         self._call.record.finish()
         if isinstance(exc, httpx.TimeoutException):
-            err: APIError = APITimeoutError(f"Stream read timed out ({type(exc).__name__})")
-        else:
-            err = IncompleteStreamError(
-                f"Incomplete stream: the connection failed mid-stream ({type(exc).__name__}: {exc})"
-            )
-        return self._annotate(err)
+            return self._annotate(APITimeoutError(f"Stream read timed out ({type(exc).__name__})"))
+        return self._incomplete(
+            f"Incomplete stream: the connection failed mid-stream ({type(exc).__name__}: {exc})")
+
+    def _watchdog_read(self) -> bool:
+        """Whether the read that timed out waited the idle limit (not a shorter read timeout)."""
+        read = self._call.timeout.read
+        return self._idle is not None and (read is None or read >= self._idle)
 
     def _end_span(self) -> None:
         # The call's OpenTelemetry span (llmclient.features.otel) ends with the stream: complete, cut
@@ -145,6 +180,8 @@ class _StreamBase(Generic[_T]):
             err.request_id = self._request_id
             err.timings = self._call.record
             err.request = self.response.request
+        if isinstance(err, (IncompleteStreamError, APITimeoutError)) and err.partial is None:
+            err.partial = self._partial.answer()  # nothing that arrived is thrown away
         return err
 
 
@@ -253,15 +290,6 @@ def _reset(token: Any) -> None:
         current_trace_id.reset(token)
     except ValueError:  # the generator was finalised in another context (GC, another task)
         pass
-
-
-def _track_choices(state: dict[int, bool], choices: list[dict[str, Any]]) -> None:
-    for choice in choices:
-        index = choice.get("index") or 0
-        if choice.get("finish_reason"):
-            state[index] = True
-        elif index not in state:
-            state[index] = False
 
 
 def unfinished_message(choices: dict[int, bool], done: bool) -> str | None:

@@ -19,6 +19,7 @@ from ..features.hedge import hedge_config
 from ..wire.codec import Wire
 from .timings import CallRecord
 from .tracing import TraceContext, new_trace_context
+from .watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, check_idle_timeout
 
 __all__ = [
     "NOT_GIVEN",
@@ -93,9 +94,11 @@ class CallOptions:
     images: Any = None  # None | False | str target | dict
     wire: Wire = "json"
     hedge: Any = None  # None (no second copy) | llmclient.HedgeConfig
+    # A stream without an event this long ends (APITimeoutError); None: no watchdog.
+    stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT
 
 
-OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge"})
+OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout"})
 
 
 @dataclass(slots=True, repr=False)
@@ -195,13 +198,15 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
     if not OPTION_KEYS.intersection(params):
         return body, defaults
     opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
-                       defaults.hedge)
+                       defaults.hedge, defaults.stream_idle_timeout)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
         if is_given(value):
             setattr(opts, key, value)
     if "hedge" in params and is_given(params["hedge"]):
         opts.hedge = hedge_config(opts.hedge)
+    if "stream_idle_timeout" in params and is_given(params["stream_idle_timeout"]):
+        opts.stream_idle_timeout = check_idle_timeout(opts.stream_idle_timeout)
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
     return body, opts

@@ -1,12 +1,20 @@
 """Opening a connection, for both protocols' drivers (_h1.py, the _http2 package): TCP (or a proxy's
 tunnel), then TLS, with the trace events CallRecord reads (httpcore's names) and httpx's
-connect errors. What is spoken on the socket is the caller's business."""
+connect errors. What is spoken on the socket is the caller's business.
+
+Every TCP connection llmclient opens (to an origin or a proxy, sync or async, cleartext or TLS)
+gets TCP_NODELAY and TCP keepalive (:func:`tune_socket`): a long reasoning call whose server is
+silent for minutes would otherwise lose its flow in a NAT or load balancer that forgets idle
+flows (Azure's 4 min, AWS NAT gateway's 350 s, GCP Cloud NAT's 10 min for established TCP) and
+hang until the read timeout; with a probe after :data:`KEEPALIVE_IDLE_S` of silence the flow
+stays known, and a dead peer is found within idle + interval x count seconds."""
 
 from __future__ import annotations
 
 import socket
 import ssl
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -14,8 +22,49 @@ import httpx
 
 from .tls import MemoryTLS
 
-__all__ = ["kernel_timeouts", "open_async", "open_sync", "open_sync_shared", "request_timeout",
-           "set_timeout"]
+__all__ = ["KEEPALIVE_COUNT", "KEEPALIVE_IDLE_S", "KEEPALIVE_INTERVAL_S", "keepalive_options",
+           "kernel_timeouts", "open_async", "open_sync", "open_sync_shared", "request_timeout",
+           "set_timeout", "tune_socket"]
+
+# Below the shortest common middlebox idle timeout (Azure's 240 s) with room for a lost probe;
+# Linux's own default (7200 s) outlives every one of them.
+KEEPALIVE_IDLE_S = 60
+KEEPALIVE_INTERVAL_S = 15
+KEEPALIVE_COUNT = 4
+
+# (level, option) numbers per platform: the socket module has only the running platform's, and
+# the decision below is tested for each. Linux <netinet/tcp.h>; macOS <netinet/tcp.h> (where
+# TCP_KEEPALIVE is the idle time); Windows ws2ipdef.h (Windows 10 1709 and later).
+_KEEPALIVE_NUMBERS = {
+    #          SOL_SOCKET, SO_KEEPALIVE, IPPROTO_TCP, idle,  interval, count
+    "linux": (1, 9, 6, 4, 5, 6),
+    "darwin": (0xFFFF, 0x8, 6, 0x10, 0x101, 0x102),
+    "win32": (0xFFFF, 0x8, 6, 3, 17, 16),
+}
+
+
+def keepalive_options(platform: str, idle: int = KEEPALIVE_IDLE_S, interval: int = KEEPALIVE_INTERVAL_S,
+                      count: int = KEEPALIVE_COUNT) -> list[tuple[int, int, int]]:
+    """The ``setsockopt(level, option, value)`` calls that turn TCP keepalive on with these
+    timings on ``platform`` (``sys.platform``); on an unknown platform only SO_KEEPALIVE (the
+    system's timings)."""
+    key = "linux" if platform.startswith("linux") else platform
+    numbers = _KEEPALIVE_NUMBERS.get(key)
+    if numbers is None:
+        return [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    sol, keepalive, tcp, o_idle, o_interval, o_count = numbers
+    return [(sol, keepalive, 1), (tcp, o_idle, idle), (tcp, o_interval, interval), (tcp, o_count, count)]
+
+
+def tune_socket(sock: socket.socket) -> None:
+    """TCP_NODELAY and TCP keepalive on a new connection's socket. An option the system refuses
+    (an old kernel without one of them) is skipped: the connection works without it."""
+    for level, option, value in ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
+                                 *keepalive_options(sys.platform)):
+        try:
+            sock.setsockopt(level, option, value)
+        except OSError:
+            pass
 
 
 def kernel_timeouts(sock: socket.socket) -> bool:
@@ -95,7 +144,7 @@ def _open_tcp(host: str, port: int, request: httpx.Request,
             raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
         except OSError as exc:
             raise httpx.ConnectError(str(exc)) from exc
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        tune_socket(sock)
     if trace:
         trace("connection.connect_tcp.complete", {})
     return sock
@@ -149,10 +198,7 @@ async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, r
         raise httpx.ConnectError(str(exc)) from exc
     sock = transport.get_extra_info("socket")
     if sock is not None:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
+        tune_socket(sock)
     if trace:
         await trace("connection.connect_tcp.complete", {})
     if ssl_context is None:

@@ -31,6 +31,7 @@ import httpx
 from httpx._utils import URLPattern, get_environment_proxies
 
 from .._redact import redact_url
+from .connect import tune_socket
 from .http1_parser import H1Error, ResponseParser
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def connect_sync(proxy: ProxyInfo, timeout: float | None) -> socket.socket:
         raise httpx.ConnectTimeout(f"connect to proxy {proxy.display} timed out") from exc
     except OSError as exc:
         raise _unreachable(proxy, exc) from exc
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    tune_socket(sock)
     return sock
 
 
@@ -269,7 +270,4 @@ def tunnel_async(proxy: ProxyInfo) -> Callable[..., Any]:
 def _nodelay(transport: Any) -> None:
     sock = transport.get_extra_info("socket")
     if sock is not None:
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
+        tune_socket(sock)

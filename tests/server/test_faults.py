@@ -24,6 +24,7 @@ def test_parse_every_item():
     assert f == FaultSpec(status=429, retry_after_s=2.5, stall_ms=10, cut_after=3, slow_ms=5,
                           straggler=4.0, prob=0.5)
     assert parse_fault("oom; reset ;malformed_sse") == FaultSpec(oom=True, reset=True, malformed_sse=True)
+    assert parse_fault("stall_after=4") == FaultSpec(stall_after=4)
 
 
 @pytest.mark.parametrize("spec,needle", [
@@ -113,6 +114,23 @@ def test_cut_after_ends_stream_without_finish_or_done(ref_server):
     assert len(events) == 2
     assert b"[DONE]" not in raw
     assert all(orjson.loads(e[6:])["choices"][0]["finish_reason"] is None for e in events)
+
+
+@pytest.mark.parametrize("http2", [False, True])
+def test_stall_after_goes_silent_mid_stream_until_the_client_leaves(ref_server, http2):
+    """Two chunks, then nothing (no end, no reset): the client's read timeout is what ends it.
+    The server then frees the request (the next one on the same client is served)."""
+    raw = b""
+    with httpx.Client(http1=not http2, http2=http2) as c:
+        with pytest.raises(httpx.ReadTimeout), c.stream(
+                "POST", ref_server.base_url + "/chat/completions", json={**STREAM, "max_tokens": 30},
+                headers={"x-fault": "stall_after=2"}, timeout=httpx.Timeout(30, read=3.0)) as r:
+            for chunk in r.iter_bytes():
+                raw += chunk
+        assert c.post(ref_server.base_url + "/chat/completions", json=BODY).status_code == 200
+    events = _events(raw)
+    assert len(events) == 2
+    assert b"[DONE]" not in raw
 
 
 def test_cut_after_truncates_non_stream_body(ref_server):
