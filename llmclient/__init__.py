@@ -88,6 +88,8 @@ _MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models", "b
 def __getattr__(name: str) -> object:
     if name in _MODULE_RESOURCES:
         return resource_proxy(name)
+    if name == "types":  # ``openai.types`` after ``import openai``: here, imported on first use
+        return importlib.import_module("llmclient.types")
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'llmclient' has no attribute {name!r}")

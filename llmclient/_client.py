@@ -7,7 +7,10 @@ Each stage below is a small method; the sync and async ``_request`` loops call t
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import platform
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import httpx
 import orjson
 
-from . import wire
+from . import _official, wire
 from ._async.pipeline import AsyncPipeline
 from ._async.resources import (
     AsyncChat,
@@ -34,6 +37,7 @@ from ._errors import (
     describe_error_body,
     status_error_class,
 )
+from ._keywords import check_keywords, official_settings
 from ._logging import logger
 from ._sync.pipeline import Pipeline
 from ._sync.resources import Chat, Completions, Embeddings, Models, Responses
@@ -65,7 +69,7 @@ from .transport.lanes import (
 )
 from .transport.origins import record_for
 from .transport.proxy import proxy_map
-from .wire.codec import JSON_CODEC, RESPONSES_PATH, Codec
+from .wire.codec import JSON_CODEC, RESPONSES_PATH, Codec, WholeJsonDecoder
 from .wire.compression import (
     MIN_COMPRESS_BYTES,
     CompressionError,
@@ -84,6 +88,35 @@ __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES = 2
 _USER_AGENT = f"llmclient/{__version__} python/{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def stainless_headers(is_async: bool, system: str, machine: str, runtime: str, runtime_version: str) -> dict[str, str]:
+    """The official client's ``X-Stainless-*`` identification headers, with llmclient's own
+    values under the same names (README, "What goes on the wire"): the package version is
+    llmclient's, the platform the same as the official client would report. The per-attempt
+    ``X-Stainless-Retry-Count`` and ``-Read-Timeout`` are not sent."""
+    return {
+        "x-stainless-lang": "python",
+        "x-stainless-package-version": __version__,
+        "x-stainless-os": _STAINLESS_OS.get(system.lower(), f"Other:{system}" if system else "Unknown"),
+        "x-stainless-arch": _STAINLESS_ARCH.get(machine.lower(), f"other:{machine}" if machine else "unknown"),
+        "x-stainless-runtime": runtime,
+        "x-stainless-runtime-version": runtime_version,
+        "x-stainless-async": "async:asyncio" if is_async else "false",
+    }
+
+
+# platform.system() / platform.machine() as the official client names them (openai._base_client)
+_STAINLESS_OS = {"darwin": "MacOS", "linux": "Linux", "windows": "Windows", "freebsd": "FreeBSD",
+                 "openbsd": "OpenBSD", "android": "Android", "ios": "iOS"}
+_STAINLESS_ARCH = {"x86_64": "x64", "amd64": "x64", "arm64": "arm64", "aarch64": "arm64",
+                   "i386": "x32", "i686": "x32", "x86": "x32", "armv7l": "arm", "arm": "arm"}
+
+
+@functools.cache
+def _platform_headers(is_async: bool) -> dict[str, str]:
+    return stainless_headers(is_async, platform.system(), platform.machine(),
+                             platform.python_implementation(), platform.python_version())
 
 
 class BaseClient:
@@ -127,6 +160,7 @@ class BaseClient:
             )
         self.api_key = api_key
         if official:
+            _check_official_kwargs(self, official)
             self._official_kwargs = official  # the official client behind ``_passthrough`` gets them
         self.organization = organization if organization is not None else os.environ.get("OPENAI_ORG_ID")
         self.project = project if project is not None else os.environ.get("OPENAI_PROJECT_ID")
@@ -161,6 +195,9 @@ class BaseClient:
                                   is_async=self._on_event_loop, cache=cache, speculation=speculation,
                                   prefetch=prefetch)
         self._headers = self._default_headers()
+        # httpx's form of each header every call starts with, made once: httpx checks and
+        # encodes every header of every Request it builds, ~2 us a header (``_request_headers``).
+        self._header_forms = _header_forms(self._headers)
         # Whose credentials the calls run under, from the headers that go on the wire (not
         # from api_key alone: a credential may travel in default_headers or extra_headers).
         self._scope_auth = http_client_auth(http_client)
@@ -175,6 +212,7 @@ class BaseClient:
             "content-type": "application/json",
             "user-agent": _USER_AGENT,
             "authorization": f"Bearer {self.api_key}",
+            **_platform_headers(self._on_event_loop),
         }
         if self.organization:
             headers["openai-organization"] = self.organization
@@ -269,8 +307,9 @@ class BaseClient:
             extra_headers=extra_headers, extra_query=extra_query, extra_body=extra_body,
             scope_auth=self._scope_auth,
         )
-        if stream:
-            call.headers["accept"] = "text/event-stream"
+        # A stream asks with the official client's Accept (application/json): the server reads
+        # ``stream`` from the body, and a mock of the API's spec answers that Accept (an answer
+        # that is one JSON object becomes a one-chunk stream, ``_stream_decoder``).
         if "accept-encoding" not in call.headers:
             # Whole bodies may come compressed (httpx undoes zstd and gzip as it reads); streams
             # ask for none, so that no server or proxy holds chunks back to fill a compressor.
@@ -336,14 +375,44 @@ class BaseClient:
         }
         if call.cancel is not None:
             extensions["llmclient.cancel"] = call.cancel
-        return httpx.Request(
-            call.method,
-            _url(call.url),
-            params=call.query or None,
-            headers=headers,
-            content=content,
-            extensions=extensions,
-        )
+        url = _url(call.url)
+        if not _RAW_HEADERS:
+            return httpx.Request(call.method, url, params=call.query or None, headers=headers, content=content,
+                                 extensions=extensions)
+        # Given its body as a stream, httpx adds no header of its own and checks none again (with
+        # content= it checks and scans every header six more times): the list it would make
+        # (Host first, Content-Length last) is made here, the client's own headers in their
+        # checked form (``_request_headers``).
+        request = httpx.Request(call.method, url, params=call.query or None,
+                                headers=self._request_headers(headers, url, call.method, content),
+                                stream=httpx.ByteStream(content or b""), extensions=extensions)
+        request.read()  # .content, as content= leaves it
+        return request
+
+    def _request_headers(self, headers: dict[str, str], url: httpx.URL, method: str,
+                         content: bytes | None) -> httpx.Headers:
+        """``headers`` as httpx.Headers, with the Host and Content-Length httpx would add; the
+        client's own taken in the form httpx gave them once (``_header_forms``), only the call's
+        own (trace, extra_headers) are checked anew."""
+        forms = self._header_forms
+        triples: list[Any] = []
+        fresh: list[tuple[int, tuple[str, str]]] = []
+        for pair in headers.items():
+            form = forms.get(pair)
+            if form is None:
+                fresh.append((len(triples), pair))
+            triples.append(form)
+        if fresh:
+            for (at, _), form in zip(fresh, httpx.Headers([pair for _, pair in fresh])._list, strict=True):
+                triples[at] = form
+        if "host" not in headers and url.host:
+            triples.insert(0, (b"Host", b"host", url.netloc))
+        if "content-length" not in headers and "transfer-encoding" not in headers and (
+                content or method in ("POST", "PUT", "PATCH")):
+            triples.append((b"Content-Length", b"content-length", str(len(content or b"")).encode("ascii")))
+        out = httpx.Headers()
+        out._list = triples
+        return out
 
     # -- stage: send (pure retry decisions) ----------------------------------------------------
 
@@ -469,8 +538,13 @@ class BaseClient:
         return obj
 
     def _stream_decoder(self, call: Call, response: httpx.Response, codec: Codec) -> Any:
+        content_type = response.headers.get("content-type", "")
+        if content_type.startswith("application/json"):
+            # The whole answer in one JSON object (a server that ignored ``stream``, or a mock):
+            # a stream of one chunk, as that answer would have streamed (``WholeJsonDecoder``).
+            return WholeJsonDecoder(call.path)
         try:
-            return codec.stream_decoder(response.headers.get("content-type", ""))
+            return codec.stream_decoder(content_type)
         except APIError as err:
             err.trace_id = call.trace.trace_id
             err.timings = call.record
@@ -479,6 +553,16 @@ class BaseClient:
     def _log_attempt(self, call: Call, attempt: int, why: str, delay: float) -> None:
         logger.info("retrying %s %s in %.2fs (attempt %d of %d): %s",
                     call.method, call.path, delay, attempt + 1, call.max_retries, why)
+
+
+def _check_official_kwargs(client: BaseClient, official: Mapping[str, Any]) -> None:
+    """The official client's own settings pass (for ``_passthrough``); any other keyword is a
+    TypeError naming the closest real one, as the official client raises."""
+    azure = "api_version" in client.__dict__ or hasattr(client, "_setup_azure")
+    theirs = official_settings("AzureOpenAI" if azure else "OpenAI")
+    if not theirs.issuperset(official):
+        mine = set(inspect.signature(BaseClient.__init__).parameters) - {"self", "official"}
+        check_keywords(f"{type(client).__name__}.__init__()", official, theirs | mine)
 
 
 def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
@@ -492,6 +576,18 @@ def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
 
 
 _urls: dict[str, httpx.URL] = {}
+
+# httpx.Headers keeps each header as (raw name, lower-case name, value) bytes in ``_list`` (httpx
+# 0.18 to 0.28 and this 0.29); where a version does not, headers go to httpx as a dict.
+_RAW_HEADERS: Final = isinstance(getattr(httpx.Headers({"a": "b"}), "_list", None), list) and \
+    httpx.Headers({"A": "b"})._list == [(b"A", b"a", b"b")]
+
+
+def _header_forms(headers: Mapping[str, str]) -> dict[tuple[str, str], tuple[bytes, bytes, bytes]]:
+    """Each (name, value) of ``headers`` with httpx's checked, encoded form of it."""
+    if not _RAW_HEADERS:
+        return {}
+    return dict(zip(headers.items(), httpx.Headers(headers)._list, strict=True))
 
 
 # A whole response body larger than this once decompressed is refused (a compression bomb from
@@ -559,9 +655,15 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
     def close(self) -> None:
         """Connections are shared by every client of the process with the same settings; they
         are kept for the next client. Use :func:`llmclient.close_all` at shutdown if needed.
-        Stops keep-warm timers and cancels prefetches in flight."""
+        Stops keep-warm timers and cancels prefetches in flight. An ``http_client`` the client
+        was given is closed, as the official client closes it."""
         self.__dict__["_closed"] = True
         self._features.close()
+        official = self.__dict__.get("_official")  # the pass-through's (_passthrough)
+        if official is not None:
+            official.close()
+        if self._http_client is not None:
+            self._http_client.close()
 
     def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
         """Send this prompt with ``max_tokens=1`` so the server's prefix cache holds it.
@@ -619,9 +721,14 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
 
     async def close(self) -> None:
         """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`
-        closes them)."""
+        closes them); an ``http_client`` it was given (httpx, or the official aiohttp one) is closed."""
         self.__dict__["_closed"] = True
         await self._features.aclose()
+        official = self.__dict__.get("_official")
+        if official is not None:
+            await official.close()
+        if self._http_client is not None:
+            await self._http_client.aclose()
 
     async def warm(self, *, messages: Any, model: str, keep_warm: bool | float = False, **params: Any) -> Any:
         """See :meth:`OpenAI.warm`."""
@@ -636,3 +743,8 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+# With ``openai`` imported, ``isinstance(client, openai.OpenAI)`` holds (``_official``); the
+# official attributes these classes lack stay missing.
+_official.register(OpenAI, AsyncOpenAI, hide=True)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from . import _official
 from ._redact import redact_text
 
 if TYPE_CHECKING:
@@ -62,7 +63,12 @@ __all__ = [
 ]
 
 
-class OpenAIError(Exception):
+class _Root(Exception):
+    """Exception with the layout of a Python subclass (``__weakref__``): the official
+    ``openai.OpenAIError``'s, so it can become a base of :class:`OpenAIError` (``_official``)."""
+
+
+class OpenAIError(_Root):
     """Base of every llmclient error (named as in the official client so ``except`` clauses port)."""
 
 
@@ -97,7 +103,9 @@ class APIError(OpenAIError):
         self.code = _opt_str(err.get("code"))
         self.param = _opt_str(err.get("param"))
         self.type = _opt_str(err.get("type"))
-        super().__init__(message)
+        # Not super(): once ``openai`` is imported, the official classes follow ours in the MRO
+        # (``_official``) and their __init__ takes other arguments; what they set is set above.
+        Exception.__init__(self, message)
 
     def __str__(self) -> str:
         tail = f" (trace_id={self.trace_id}" if self.trace_id else ""
@@ -201,7 +209,7 @@ class LengthFinishReasonError(OpenAIError):
         msg = "Could not parse response content as the length limit was reached"
         if getattr(completion, "usage", None):
             msg += f" - {completion.usage}"
-        super().__init__(msg)
+        Exception.__init__(self, msg)  # not super(): see APIError.__init__
         self.completion = completion
 
 
@@ -209,9 +217,16 @@ class ContentFilterFinishReasonError(OpenAIError):
     """``parse()`` / the stream helpers: the content filter stopped the answer."""
 
     def __init__(self, *, completion: Any = None) -> None:
-        super().__init__("Could not parse response content as the request was rejected by the content filter")
+        Exception.__init__(self, "Could not parse response content as the request was rejected by the content filter")
         self.completion = completion
 
+
+# With ``openai`` imported, each class above derives from the official one of its name too
+# (``except openai.NotFoundError`` catches llmclient's 404); without it, nothing changes.
+_official.register(OpenAIError, APIError, APIConnectionError, APITimeoutError, APIStatusError,
+                   BadRequestError, AuthenticationError, PermissionDeniedError, NotFoundError,
+                   ConflictError, UnprocessableEntityError, RateLimitError, InternalServerError,
+                   APIResponseValidationError, LengthFinishReasonError, ContentFilterFinishReasonError)
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
     400: BadRequestError,

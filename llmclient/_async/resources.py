@@ -53,6 +53,7 @@ __all__ = [
 
 class AsyncChatCompletions(_Resource):
     _client: AsyncOpenAI
+    _official = ("chat", "completions")  # stored completions: retrieve, update, list, delete, messages
 
     @overload
     async def create(
@@ -144,6 +145,7 @@ class AsyncChat:
 
 class AsyncCompletions(_Resource):
     _client: AsyncOpenAI
+    _official = ("completions",)
 
     @overload
     async def create(
@@ -263,6 +265,7 @@ class AsyncResponses(_ResponsesBase):
 
 class AsyncEmbeddings(_Resource):
     _client: AsyncOpenAI
+    _official = ("embeddings",)
 
     async def create(
         self,
@@ -286,6 +289,7 @@ class AsyncEmbeddings(_Resource):
 
 class AsyncModels(_Resource):
     _client: AsyncOpenAI
+    _official = ("models",)  # delete
 
     def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
              extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:

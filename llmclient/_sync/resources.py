@@ -55,6 +55,7 @@ __all__ = [
 
 class ChatCompletions(_Resource):
     _client: OpenAI
+    _official = ("chat", "completions")  # stored completions: retrieve, update, list, delete, messages
 
     @overload
     def create(
@@ -146,6 +147,7 @@ class Chat:
 
 class Completions(_Resource):
     _client: OpenAI
+    _official = ("completions",)
 
     @overload
     def create(
@@ -265,6 +267,7 @@ class Responses(_ResponsesBase):
 
 class Embeddings(_Resource):
     _client: OpenAI
+    _official = ("embeddings",)
 
     def create(
         self,
@@ -288,6 +291,7 @@ class Embeddings(_Resource):
 
 class Models(_Resource):
     _client: OpenAI
+    _official = ("models",)  # delete
 
     def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
              extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False) -> Any:

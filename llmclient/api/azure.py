@@ -17,6 +17,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from .. import _official
 from .._client import AsyncOpenAI, BaseClient, OpenAI
 from .._errors import OpenAIError
 from ..pipeline.call import Call
@@ -180,3 +181,6 @@ class AsyncAzureOpenAI(_AzureMixin, AsyncOpenAI):
                 token = await token
             self._set_token(call, _check_token(token))
         return await super()._request(call, make, raw, stream_make)
+
+
+_official.register(AzureOpenAI, AsyncAzureOpenAI, hide=True)  # openai.AzureOpenAI's kind too

@@ -213,8 +213,8 @@ def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
             result = fn(*args, **kwargs)
         if inspect.iscoroutine(result):
             return _awaited(result)
-        if hasattr(result, "__enter__") or hasattr(result, "__aenter__"):
-            return _Managed(result)
+        if hasattr(result, "__enter__") or hasattr(result, "__aenter__") or inspect.isawaitable(result):
+            return _Managed(result)  # an AsyncPaginator (``list()``) is awaited or iterated
         return result
 
     return call
@@ -227,7 +227,8 @@ async def _awaited(coro: Any) -> Any:
 
 class _Managed:
     """A context manager the official client returned (``with_streaming_response``, stream
-    helpers): its errors on entry come out as llmclient's."""
+    helpers) or an awaitable one (``AsyncPaginator``): its errors on entry, on ``await`` and
+    while iterated come out as llmclient's."""
 
     __slots__ = ("_target",)
 
@@ -245,6 +246,9 @@ class _Managed:
 
     async def __aexit__(self, *exc: Any) -> Any:
         return await self._target.__aexit__(*exc)
+
+    def __await__(self) -> Any:  # an AsyncPaginator: its first page
+        return _awaited(self._target).__await__()
 
     def __iter__(self) -> Any:  # a sync Stream / ResponseStream: iterated, errors mapped
         it = iter(self._target)

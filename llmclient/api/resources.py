@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._errors import MalformedResponseError
-from ..pipeline.call import NOT_GIVEN, Call, split_options
+from .._keywords import check_keywords, create_params
+from ..pipeline.call import NOT_GIVEN, OPTION_KEYS, Call, split_options
 from ..pipeline.shared import RawResponse
 from ..wire.codec import RESPONSES_PATH, float32_list
 from .models import create_embedding_response, jsonable
@@ -58,16 +59,34 @@ class _StreamingProxy:
 
 
 class _Resource:
+    """A resource whose methods llmclient runs itself; ``_official`` names where the official
+    client keeps the same resource, whose other methods (``models.delete``, the stored chat
+    completions' ``retrieve`` / ``update`` / ``list`` / ``delete`` / ``messages``) are passed
+    through to it (``api.passthrough``), their raw and streaming-response forms included."""
+
+    _official: tuple[str, ...] = ()
+
     def __init__(self, client: BaseClient) -> None:
         self._client = client
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or not self._official:  # the official resource's public methods only
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self._passed(), name)
+
+    def _passed(self) -> Any:
+        resource = passed(self._client, self._official[0])
+        for part in self._official[1:]:
+            resource = getattr(resource, part)
+        return resource
+
     @property
     def with_raw_response(self) -> Any:
-        return _RawProxy(self)
+        return _CreateOrPassed(self, _RawProxy(self), "with_raw_response")
 
     @property
     def with_streaming_response(self) -> Any:
-        return _StreamingProxy(self)
+        return _CreateOrPassed(self, _StreamingProxy(self), "with_streaming_response")
 
     def _call(
         self,
@@ -83,6 +102,9 @@ class _Resource:
     ) -> Call:
         client = self._client
         if params is not None:
+            known = create_params(path, OPTION_KEYS)  # None: no openai to say what is known
+            if known is not None and not known.issuperset(params):
+                check_keywords(f"{'.'.join(self._official)}.create()", params, known)
             params = jsonable(params)  # response objects passed back (tool loops) as plain data
         body, options = split_options(params, client._options) if params is not None else (None, None)
         if stream and body is not None:
@@ -99,18 +121,7 @@ class _ResponsesBase(_Resource):
     when ``store`` is False); every other method (``retrieve``, ``delete``, ``cancel``,
     ``input_items``, ``parse``, ``stream`` ...) is the official client's, passed through."""
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(passed(self._client, "responses"), name)
-
-    @property
-    def with_raw_response(self) -> Any:
-        return _CreateOrPassed(self, _RawProxy(self), "with_raw_response")
-
-    @property
-    def with_streaming_response(self) -> Any:
-        return _CreateOrPassed(self, _StreamingProxy(self), "with_streaming_response")
+    _official = ("responses",)
 
     def _create_call(self, params: dict[str, Any], stream: Any, extra_headers: Headers,
                      extra_query: Mapping[str, Any] | None, extra_body: Mapping[str, Any] | None,
@@ -120,16 +131,16 @@ class _ResponsesBase(_Resource):
 
 
 class _CreateOrPassed:
-    """``responses.with_raw_response`` (or ``with_streaming_response``): ``create`` is ours,
-    the rest the official resource's own."""
+    """``resource.with_raw_response`` (or ``with_streaming_response``): the methods llmclient
+    runs (``create``...) are ours, the rest the official resource's own."""
 
-    def __init__(self, resource: _ResponsesBase, ours: Any, name: str) -> None:
+    def __init__(self, resource: _Resource, ours: Any, name: str) -> None:
         self._resource, self._ours, self._name = resource, ours, name
 
     def __getattr__(self, name: str) -> Any:
-        if name == "create":
-            return self._ours.create
-        return getattr(getattr(passed(self._resource._client, "responses"), self._name), name)
+        if name.startswith("_") or callable(getattr(type(self._resource), name, None)) or not self._resource._official:
+            return getattr(self._ours, name)
+        return getattr(getattr(self._resource._passed(), self._name), name)
 
 
 def _raw_with(raw: Any, parsed: Any) -> Any:

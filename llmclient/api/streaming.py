@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
+from .. import _official
 from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from .._logging import current_trace_id
 from ..features import otel as _otel
@@ -235,6 +236,8 @@ class Stream(_StreamBase[_T]):
                             yield from self._handle(self._decoder.feed(raw))
                     except httpx.TransportError as exc:
                         raise self._transport_error(exc) from exc
+                    except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
+                        raise self._annotate(exc)  # noqa: B904 (the same error, annotated)
                     self._finish()
                     return
                 except (IncompleteStreamError, APITimeoutError) as err:
@@ -303,6 +306,8 @@ class AsyncStream(_StreamBase[_T]):
                                 yield item
                     except httpx.TransportError as exc:
                         raise self._transport_error(exc) from exc
+                    except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
+                        raise self._annotate(exc)  # noqa: B904 (the same error, annotated)
                     self._finish()
                     return
                 except (IncompleteStreamError, APITimeoutError) as err:
@@ -391,3 +396,7 @@ def _error_message(obj: dict[str, Any]) -> str:
     if isinstance(err, dict) and err.get("message"):
         return f"Error in stream: {err['message']}"
     return f"Error in stream: {err!r}"
+
+
+# With ``openai`` imported, ``isinstance(stream, openai.Stream)`` holds too (``_official``).
+_official.register(Stream, AsyncStream, hide=True)

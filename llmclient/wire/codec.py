@@ -18,7 +18,8 @@ import orjson
 
 from .._errors import IncompleteStreamError, MalformedResponseError
 
-__all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder", "Wire", "float32_list"]
+__all__ = ["JSON_CODEC", "Codec", "JsonCodec", "SSEDecoder", "StreamDecoder", "WholeJsonDecoder", "Wire",
+           "as_stream_chunk", "float32_list"]
 
 # The ``wire=`` setting's values (CallOptions.wire).
 Wire = Literal["json", "protobuf", "auto"]
@@ -192,6 +193,80 @@ class SSEDecoder:
                 f"Incomplete stream: the server closed the stream after {self._seen} events "
                 "without a finish_reason, a final response event or 'data: [DONE]'"
             )
+
+
+class WholeJsonDecoder:
+    """A stream request answered with one JSON object (``application/json``: a server that
+    ignored ``stream``, or a mock serving the API's spec): a stream of one chunk, the answer as
+    it would have streamed (:func:`as_stream_chunk`). The official client yields nothing from
+    such a body; an error object is handed on like an SSE ``error`` event."""
+
+    __slots__ = ("_buf", "_done", "_path")
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._buf = b""
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        if self._done:
+            return []
+        self._buf += data
+        if not self._buf.rstrip().endswith(b"}"):
+            return []
+        try:  # whole once it parses: usually the first read (a cut "}" only waits for more)
+            value = orjson.loads(self._buf)
+        except orjson.JSONDecodeError:
+            return []
+        return self._chunk(value)
+
+    def _chunk(self, value: object) -> list[dict[str, Any]]:
+        if not isinstance(value, dict):
+            raise MalformedResponseError(
+                f"Malformed stream: a JSON answer that is not an object: {self._buf[:120]!r}")
+        self._done = True
+        return [as_stream_chunk(self._path, value)]
+
+    def close(self) -> None:
+        if self._done:
+            return
+        try:
+            value = orjson.loads(self._buf)
+        except orjson.JSONDecodeError as exc:
+            raise MalformedResponseError(_not_json_message(self._buf, "application/json", exc)) from None
+        raise MalformedResponseError(f"Malformed stream: a JSON answer that is not an object: {value!r:.120}")
+
+
+def as_stream_chunk(path: str, value: dict[str, Any]) -> dict[str, Any]:
+    """A whole answer as the one stream chunk (or event) that carries all of it: a chat
+    completion's messages become deltas (tool calls indexed), a Responses API ``response``
+    its final event; a completion, a chunk already or an error object stays as it is."""
+    if "error" in value and "choices" not in value:
+        return value
+    if path == RESPONSES_PATH and value.get("object") == "response":
+        status = value.get("status")
+        kind = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(
+            status if isinstance(status, str) else "", "response.completed")
+        return {"type": kind, "response": value, "sequence_number": 0}
+    if value.get("object") != "chat.completion":
+        return value
+    chunk = {**value, "object": "chat.completion.chunk"}
+    choices = []
+    for choice in value.get("choices") or ():
+        if not isinstance(choice, dict):
+            return value
+        delta = dict(choice.get("message") or {})
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [{**c, "index": i} if isinstance(c, dict) else c for i, c in enumerate(calls)]
+        rest = {k: v for k, v in choice.items() if k != "message"}
+        choices.append({**rest, "delta": delta})
+    chunk["choices"] = choices
+    return chunk
 
 
 def _normalise_newlines(buf: bytes) -> bytes:

@@ -149,8 +149,10 @@ def _guarded(tree: ast.AST) -> set[int]:
                          if isinstance(n, (ast.Import, ast.ImportFrom)))
     return found
 
-# The modules every room may use: errors, logging, redaction, the version.
-BASE = ("llmclient._errors", "llmclient._logging", "llmclient._redact", "llmclient._version")
+# The modules every room may use: errors, logging, redaction, the version; the registry that
+# makes classes the official ones' kind and the keyword check (both import nothing of llmclient).
+BASE = ("llmclient._errors", "llmclient._logging", "llmclient._redact", "llmclient._version",
+        "llmclient._official", "llmclient._keywords")
 # room -> what else it may import (a module, or a package and everything under it). Read top-down
 # a call goes face (llmclient, _client) -> api -> pipeline -> features / cache -> wire, and the
 # pipeline's plain data (call, timings, tracing) is what features carry; transport is at the bottom.

@@ -54,8 +54,46 @@ def test_langchain_async_through_llmclient(ref_server: Any) -> None:
     assert message.content and "".join(pieces) and isinstance(person, Person)
 
 
-def test_the_framework_sees_llmclients_errors_with_trace_ids(ref_server: Any) -> None:
-    chat = _chat(ref_server, max_retries=0)
-    with pytest.raises(llmclient.BadRequestError) as info:
-        chat.invoke("hi", extra_headers={"x-fault": "status=400"})
-    assert info.value.trace_id
+def _official_chat(ref_server: Any, **kwargs: Any) -> Any:
+    import openai
+
+    sync = openai.OpenAI(base_url=ref_server.base_url, api_key="k")
+    async_ = openai.AsyncOpenAI(base_url=ref_server.base_url, api_key="k")
+    return langchain_openai.ChatOpenAI(model=MODEL, api_key="k", client=sync.chat.completions, root_client=sync,
+                                       async_client=async_.chat.completions, root_async_client=async_, **kwargs)
+
+
+@pytest.mark.parametrize("which", ["llmclient", "openai"])
+@pytest.mark.parametrize(("status", "model", "headers"), [
+    (404, "no-such-model", {}),  # the reference server's model_not_found
+    (429, MODEL, {"x-fault": "status=429;retry_after=0"}),
+])
+def test_langchain_maps_a_404_and_a_429_to_its_own_errors_as_with_the_official_client(
+        ref_server: Any, which: str, status: int, model: str, headers: dict[str, str]) -> None:
+    """langchain-openai catches ``openai.APIError`` and raises its documented errors
+    (``ModelNotFoundError``, ``ModelRateLimitError``); llmclient's errors are the official kind, so
+    the same mapping happens, and the cause still carries llmclient's trace id."""
+    from langchain_core.exceptions import ModelNotFoundError, ModelRateLimitError
+
+    expected = {404: ModelNotFoundError, 429: ModelRateLimitError}[status]
+    chat = (_chat if which == "llmclient" else _official_chat)(ref_server, max_retries=0).bind(extra_headers=headers)
+    with pytest.raises(expected) as info:
+        _invoke(chat, model)
+    assert info.value.status_code == status  # type: ignore[attr-defined]
+    if which == "llmclient":
+        assert isinstance(info.value.__cause__, llmclient.APIStatusError) and info.value.__cause__.trace_id
+
+    async def main() -> BaseException:
+        with pytest.raises(expected) as ainfo:
+            await _ainvoke(chat, model)
+        return ainfo.value
+
+    assert asyncio.run(main()).status_code == status  # type: ignore[attr-defined]
+
+
+def _invoke(chat: Any, model: str) -> Any:
+    return chat.invoke("hi", model=model)
+
+
+async def _ainvoke(chat: Any, model: str) -> Any:
+    return await chat.ainvoke("hi", model=model)
