@@ -21,7 +21,7 @@ from .._logging import current_trace_id
 from ..api.streaming import Stream
 from ..features import otel as _otel
 from ..pipeline import shared as _pipeline
-from ..pipeline.resume import resumable
+from ..pipeline.resume import resendable, resumable
 from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding
 from ..transport.http_clients import send_through
 from ..wire.codec import JSON_CODEC, Codec
@@ -88,6 +88,11 @@ class Pipeline(_Stages):
         response = self._send(again, None, JSON_CODEC)
         return response, self._stream_decoder(again, response, JSON_CODEC)
 
+    def _resend_stream(self, call: Call, content: bytes | None, codec: Codec) -> tuple[httpx.Response, Any]:
+        """A chat stream that failed before any content, sent again (``pipeline.resume``)."""
+        response = self._send(call, content, codec)
+        return response, self._stream_decoder(call, response, codec)
+
     def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         """_send, or a race of two copies when the call is hedged (``_hedge``)."""
         plan = self._features.hedge_plan(call, self._speaks_h2)
@@ -141,8 +146,10 @@ class Pipeline(_Stages):
                 on_complete = features.on_stream_complete(call, handle)
                 resume = (functools.partial(self._resume_stream, call)
                           if resumable(call.method, call.path, call.body, call.stream) else None)
+                resend = (functools.partial(self._resend_stream, call, content, codec)
+                          if resendable(call.method, call.path, call.stream) else None)
                 result: Any = Stream(response, call, decoder, stream_make or make, on_complete,
-                                          resume)
+                                          resume, resend)
                 if span is not None:
                     span.stream = True  # ends when the stream does (_streaming)
                 return RawResponse(response, result) if raw else result

@@ -94,6 +94,10 @@ class PartialTracker:
             if choice.get("finish_reason"):
                 state.finish = choice["finish_reason"]
 
+    def has_content(self) -> bool:
+        """Whether any text or tool call arrived (what an app may already have shown)."""
+        return any(s.parts or s.tools for s in self._choices.values())
+
     def finished(self) -> dict[int, bool]:
         """Each choice seen: whether it got a finish_reason."""
         return {i: s.finish is not None for i, s in self._choices.items()}

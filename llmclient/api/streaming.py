@@ -28,7 +28,7 @@ from .. import _official
 from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from .._logging import current_trace_id
 from ..features import otel as _otel
-from ..pipeline.resume import MAX_RESUMES, out_of_order, resume_delay
+from ..pipeline.resume import next_step, out_of_order, resume_delay
 from ..pipeline.watchdog import stall_message, stalled
 from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
 from .partial import PartialTracker
@@ -54,6 +54,7 @@ class _StreamBase(Generic[_T]):
         make: Callable[[dict[str, Any]], _T],
         on_complete: Callable[[Call, list[dict[str, Any]]], None] | None = None,
         resume: Callable[[str, int], Any] | None = None,
+        resend: Callable[[], Any] | None = None,
     ) -> None:
         self.response = response
         self._call = call
@@ -75,6 +76,8 @@ class _StreamBase(Generic[_T]):
         # Resuming a cut background stream (pipeline.resume): resume(response_id, after) gives
         # (response, decoder) for the events after ``after``; the sequence number expected next.
         self._resume = resume
+        self._resend = resend  # a chat stream that failed before content: send it again
+        self._skip_opening = False  # a re-sent stream's role chunk: its twin was delivered
         self._resumes = 0
         self._expect_seq: int | None = None
         self._final = False  # an error no resume can mend (events out of order, resume refused)
@@ -109,6 +112,10 @@ class _StreamBase(Generic[_T]):
         for obj in objs:
             if obj.get("error") or obj.get("type") == "error":
                 raise self._annotate(APIError(_error_message(obj), body=obj))
+            if self._skip_opening:
+                if _opening_only(obj):
+                    continue
+                self._skip_opening = False
             if record.first_token_ms is None and has_token(obj):
                 record.mark_first_token()
             partial.chunk(obj, obj.get("choices"))  # also each choice's finish_reason
@@ -177,27 +184,36 @@ class _StreamBase(Generic[_T]):
         return self._incomplete(
             f"Incomplete stream: the connection failed mid-stream ({type(exc).__name__}: {exc})")
 
-    def _resume_point(self) -> tuple[str, int] | None:
-        """Where a cut stream resumes: (response id, last sequence number delivered), or None
-        when it cannot (not a background stream, nothing numbered yet, too many resumes)."""
-        if self._resume is None or self._final or self._resumes >= MAX_RESUMES:
-            return None
+    def _next_step(self) -> tuple[Callable[..., Any], tuple[Any, ...], str] | None:
+        """How a failed stream goes on (``pipeline.resume.next_step``): the function that gives
+        the next (response, decoder), its arguments and what it does, or None (raise)."""
         partial = self._partial
-        if partial.response_id is None or partial.last_sequence_number is None:
-            return None
-        return partial.response_id, partial.last_sequence_number
+        resume_from = None
+        if self._resume is not None and partial.response_id is not None \
+                and partial.last_sequence_number is not None:
+            resume_from = (partial.response_id, partial.last_sequence_number)
+        step = next_step(resumes=self._resumes, final=self._final, resume_from=resume_from,
+                         can_resend=self._resend is not None, content_seen=partial.has_content())
+        if step == "resume" and self._resume is not None and resume_from is not None:
+            return (self._resume, resume_from,
+                    f"resuming response {resume_from[0]} after event {resume_from[1]}")
+        if step == "resend" and self._resend is not None:
+            return self._resend, (), "sending the request again (no content had arrived)"
+        return None
 
-    def _resume_failed(self, err: APIError, rid: str, after: int, exc: APIError) -> APIError:
+    def _resume_failed(self, err: APIError, what: str, exc: APIError) -> APIError:
         self._final = True
-        return self._incomplete(f"{err.message}; resuming response {rid} after event {after} "
-                                f"failed: {exc.message}")
+        return self._incomplete(f"{err.message}; {what} failed: {exc.message}")
 
-    def _resumed(self, response: httpx.Response, decoder: Any, after: int) -> None:
+    def _resumed(self, response: httpx.Response, decoder: Any, args: tuple[Any, ...]) -> None:
         self.response = response
         self._decoder = decoder
         self._resumes += 1
         self._call.record.resumes += 1
-        self._expect_seq = after + 1
+        if args:  # resumed after event args[1]
+            self._expect_seq = args[1] + 1
+        else:  # sent again: its opening role chunk was delivered already
+            self._skip_opening = True
         self._last_event = time.monotonic()
         self._keepalives = False
 
@@ -241,27 +257,28 @@ class Stream(_StreamBase[_T]):
                     self._finish()
                     return
                 except (IncompleteStreamError, APITimeoutError) as err:
-                    point = self._resume_point()
-                    if point is None:
+                    step = self._next_step()
+                    if step is None:
                         raise
-                    self._reconnect(err, *point)
+                    self._reconnect(err, *step)
         finally:
             _reset(token)
             self.close()
 
-    def _reconnect(self, err: APIError, rid: str, after: int) -> None:
-        """The rest of a cut background stream, after event ``after`` (pipeline.resume)."""
+    def _reconnect(self, err: APIError, again: Callable[..., Any], args: tuple[Any, ...],
+                   what: str) -> None:
+        """Go on after ``err``: the rest of a background stream, or the chat request sent again
+        (``pipeline.resume``)."""
         try:
             self.response.close()
         except Exception:
             pass
         time.sleep(resume_delay(self._resumes))
-        assert self._resume is not None
         try:
-            response, decoder = self._resume(rid, after)
+            response, decoder = again(*args)
         except APIError as exc:
-            raise self._resume_failed(err, rid, after, exc) from exc
-        self._resumed(response, decoder, after)
+            raise self._resume_failed(err, what, exc) from exc
+        self._resumed(response, decoder, args)
 
     def __next__(self) -> _T:
         it = self.__dict__.get("_iter")
@@ -311,15 +328,16 @@ class AsyncStream(_StreamBase[_T]):
                     self._finish()
                     return
                 except (IncompleteStreamError, APITimeoutError) as err:
-                    point = self._resume_point()
-                    if point is None:
+                    step = self._next_step()
+                    if step is None:
                         raise
-                    await self._reconnect(err, *point)
+                    await self._reconnect(err, *step)
         finally:
             _reset(token)
             await self.close()
 
-    async def _reconnect(self, err: APIError, rid: str, after: int) -> None:
+    async def _reconnect(self, err: APIError, again: Callable[..., Any], args: tuple[Any, ...],
+                         what: str) -> None:
         """See :meth:`Stream._reconnect`."""
         import asyncio  # heavy: loaded by the async client's first use, not `import llmclient`
 
@@ -328,12 +346,11 @@ class AsyncStream(_StreamBase[_T]):
         except Exception:
             pass
         await asyncio.sleep(resume_delay(self._resumes))
-        assert self._resume is not None
         try:
-            response, decoder = await self._resume(rid, after)
+            response, decoder = await again(*args)
         except APIError as exc:
-            raise self._resume_failed(err, rid, after, exc) from exc
-        self._resumed(response, decoder, after)
+            raise self._resume_failed(err, what, exc) from exc
+        self._resumed(response, decoder, args)
 
     async def __anext__(self) -> _T:
         it = self.__dict__.get("_aiter")
@@ -374,6 +391,14 @@ def _reset(token: Any) -> None:
         current_trace_id.reset(token)
     except ValueError:  # the generator was finalised in another context (GC, another task)
         pass
+
+
+def _opening_only(chunk: dict[str, Any]) -> bool:
+    """A chunk that only opens choices (the role, empty content): nothing generated, finished
+    or counted in it."""
+    if chunk.get("usage") or has_token(chunk):
+        return False
+    return not any(choice.get("finish_reason") for choice in chunk.get("choices") or ())
 
 
 def unfinished_message(choices: dict[int, bool], done: bool) -> str | None:

@@ -8,15 +8,23 @@ lost connection), stalls (the watchdog) or ends before its final event is not lo
 asks for the rest and goes on with the same iterator, and the app sees one stream with no gap
 and no event twice. Each event after a resume must carry the next sequence number; anything
 else (an event skipped or repeated) ends the stream with an error, never a reordered answer.
+
+A Chat Completions (or Completions) stream that fails before its first content token is sent
+again, as the official client retries a connection error: nothing was shown, so nothing is shown
+twice (the new stream's opening role chunk is not delivered again). After content, a chat
+stream's error is raised with the partial answer (``exc.partial``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ..wire.codec import RESPONSES_PATH
 
-__all__ = ["MAX_RESUMES", "out_of_order", "resumable", "resume_delay"]
+__all__ = ["MAX_RESUMES", "RESENDABLE_PATHS", "next_step", "out_of_order", "resendable", "resumable",
+           "resume_delay"]
+
+RESENDABLE_PATHS = frozenset({"/chat/completions", "/completions"})
 
 # Resumes of one stream before its error is raised: a server that cuts every connection gets a
 # few tries, not an endless loop.
@@ -29,6 +37,25 @@ def resumable(method: str, path: str, body: dict[str, Any] | None, stream: bool)
     connection does, and its events are gone)."""
     return (stream and method == "POST" and path == RESPONSES_PATH and body is not None
             and body.get("background") is True)
+
+
+def resendable(method: str, path: str, stream: bool) -> bool:
+    """Whether a call's stream may be sent again when it fails before any content."""
+    return stream and method == "POST" and path in RESENDABLE_PATHS
+
+
+def next_step(*, resumes: int, final: bool, resume_from: tuple[str, int] | None, can_resend: bool,
+              content_seen: bool) -> Literal["resume", "resend"] | None:
+    """What a stream that just failed does: ``"resume"`` (a background stream with an id and a
+    sequence number to go on from), ``"resend"`` (a chat stream that showed no content yet), or
+    None (raise). Never past :data:`MAX_RESUMES`, never after an error no resume can mend."""
+    if final or resumes >= MAX_RESUMES:
+        return None
+    if resume_from is not None:
+        return "resume"
+    if can_resend and not content_seen:
+        return "resend"
+    return None
 
 
 def resume_delay(attempt: int) -> float:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import llmclient
-from llmclient.pipeline.resume import MAX_RESUMES, out_of_order, resumable, resume_delay
+from llmclient.pipeline.resume import MAX_RESUMES, next_step, out_of_order, resumable, resume_delay
 from tests._both import Drive
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
@@ -117,3 +117,70 @@ def test_a_resume_the_server_refuses_is_an_error_with_the_partial_answer(
     assert "404" in err.message or "not found" in err.message
     assert err.partial.last_sequence_number == 5
     assert [e.sequence_number for e in seen] == list(range(6))
+
+
+# -- Chat Completions: sent again when nothing was shown ----------------------------------------------
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Tell a long story."}],
+        "max_tokens": 30, "temperature": 0, "seed": 3}
+
+
+@pytest.fixture
+def cut_at_opening() -> Iterator[RefServer]:
+    yield from _server("cut_after=1")  # the role chunk, then the end
+
+
+@pytest.fixture
+def stall_at_opening() -> Iterator[RefServer]:
+    yield from _server("stall_after=1")
+
+
+@pytest.fixture
+def cut_in_content() -> Iterator[RefServer]:
+    yield from _server("cut_after=4")
+
+
+def _chat(drive: Drive, client, **extra) -> tuple[list, object]:
+    stream = drive(client.chat.completions.create(**CHAT, stream=True, **extra))
+    return drive.iterate(stream), stream
+
+
+def _text(chunks: list) -> str:
+    return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+
+@pytest.mark.parametrize("fixture", ["cut_at_opening", "stall_at_opening"])
+def test_a_chat_stream_that_failed_before_content_is_sent_again(
+        drive: Drive, fixture: str, request: pytest.FixtureRequest) -> None:
+    server = request.getfixturevalue(fixture)
+    client = drive.client(base_url=server.base_url, api_key="k", max_retries=0,
+                          stream_idle_timeout=1.0)
+    chunks, stream = _chat(drive, client)
+    assert stream.timings.resumes == 1
+    openings = [c for c in chunks if c.choices and c.choices[0].delta.role == "assistant"]
+    assert len(openings) == 1  # the re-sent stream's role chunk is not delivered twice
+    assert chunks[-1].choices[0].finish_reason is not None
+    clean, _ = _chat(drive, client)  # the fault fired once: this one runs whole
+    assert _text(chunks) == _text(clean) != ""
+
+
+def test_a_chat_stream_cut_after_content_raises_with_its_partial_answer(
+        drive: Drive, cut_in_content: RefServer) -> None:
+    client = drive.client(base_url=cut_in_content.base_url, api_key="k", max_retries=0)
+    stream = drive(client.chat.completions.create(**CHAT, stream=True))
+    with pytest.raises(llmclient.IncompleteStreamError) as caught:
+        drive.iterate(stream)
+    assert stream.timings.resumes == 0  # content was shown: never sent twice
+    assert caught.value.partial.events == 4
+    clean, _ = _chat(drive, client)
+    assert _text(clean).startswith(caught.value.partial.text)
+
+
+def test_what_a_failed_stream_does_next() -> None:
+    base = {"resumes": 0, "final": False, "resume_from": None, "can_resend": True,
+            "content_seen": False}
+    assert next_step(**base) == "resend"
+    assert next_step(**{**base, "content_seen": True}) is None
+    assert next_step(**{**base, "resume_from": ("resp_1", 4), "content_seen": True}) == "resume"
+    assert next_step(**{**base, "resumes": MAX_RESUMES}) is None
+    assert next_step(**{**base, "final": True, "resume_from": ("resp_1", 4)}) is None
+    assert next_step(**{**base, "can_resend": False}) is None
