@@ -79,9 +79,11 @@ def test_capped_encoding_stops_one_past_the_cap():
 def test_100k_embedding_inputs_are_refused_at_once_naming_openais_2048(ref_server):
     body = {"model": EMBED, "input": [f"w{i}" for i in range(100_000)]}  # about 0.9 MB
     t0 = time.perf_counter()
-    r = httpx.post(ref_server.base_url + "/embeddings", json=body, timeout=10)
+    r = httpx.post(ref_server.base_url + "/embeddings", json=body, timeout=120)
     assert "2048" in _error(r, 400, "input", "too_many_inputs")
-    assert time.perf_counter() - t0 < 5
+    # Before the limit, these inputs held the event loop for over a minute; a refusal that
+    # read the body and counted its items takes well under a second even on a busy machine.
+    assert time.perf_counter() - t0 < 30
 
 
 def test_2048_embedding_inputs_are_served(ref_server):
