@@ -192,8 +192,10 @@ class _StreamBase(Generic[_T]):
         if self._resume is not None and partial.response_id is not None \
                 and partial.last_sequence_number is not None:
             resume_from = (partial.response_id, partial.last_sequence_number)
+        record = self._call.record
+        can_resend = self._resend is not None and record.retries < self._call.max_retries
         step = next_step(resumes=self._resumes, final=self._final, resume_from=resume_from,
-                         can_resend=self._resend is not None, content_seen=partial.has_content())
+                         can_resend=can_resend, content_seen=partial.has_content())
         if step == "resume" and self._resume is not None and resume_from is not None:
             return (self._resume, resume_from,
                     f"resuming response {resume_from[0]} after event {resume_from[1]}")
@@ -212,7 +214,8 @@ class _StreamBase(Generic[_T]):
         self._call.record.resumes += 1
         if args:  # resumed after event args[1]
             self._expect_seq = args[1] + 1
-        else:  # sent again: its opening role chunk was delivered already
+        else:  # sent again (a retry of the call): its opening role chunk was delivered already
+            self._call.record.retries += 1
             self._skip_opening = True
         self._last_event = time.monotonic()
         self._keepalives = False

@@ -10,9 +10,10 @@ and no event twice. Each event after a resume must carry the next sequence numbe
 else (an event skipped or repeated) ends the stream with an error, never a reordered answer.
 
 A Chat Completions (or Completions) stream that fails before its first content token is sent
-again, as the official client retries a connection error: nothing was shown, so nothing is shown
-twice (the new stream's opening role chunk is not delivered again). After content, a chat
-stream's error is raised with the partial answer (``exc.partial``).
+again, as the official client retries a connection error, and within the same budget: each
+re-send is one of the call's ``max_retries`` (``max_retries=0``: never sent twice). Nothing was
+shown, so nothing is shown twice (the new stream's opening role chunk is not delivered again).
+After content, a chat stream's error is raised with the partial answer (``exc.partial``).
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ def resendable(method: str, path: str, stream: bool) -> bool:
 def next_step(*, resumes: int, final: bool, resume_from: tuple[str, int] | None, can_resend: bool,
               content_seen: bool) -> Literal["resume", "resend"] | None:
     """What a stream that just failed does: ``"resume"`` (a background stream with an id and a
-    sequence number to go on from), ``"resend"`` (a chat stream that showed no content yet), or
-    None (raise). Never past :data:`MAX_RESUMES`, never after an error no resume can mend."""
+    sequence number to go on from), ``"resend"`` (a chat stream that showed no content yet and
+    whose call has retries left: ``can_resend``), or None (raise). Never past
+    :data:`MAX_RESUMES`, never after an error no resume can mend."""
     if final or resumes >= MAX_RESUMES:
         return None
     if resume_from is not None:

@@ -152,10 +152,11 @@ def _text(chunks: list) -> str:
 def test_a_chat_stream_that_failed_before_content_is_sent_again(
         drive: Drive, fixture: str, request: pytest.FixtureRequest) -> None:
     server = request.getfixturevalue(fixture)
-    client = drive.client(base_url=server.base_url, api_key="k", max_retries=0,
+    client = drive.client(base_url=server.base_url, api_key="k", max_retries=2,
                           stream_idle_timeout=1.0)
     chunks, stream = _chat(drive, client)
     assert stream.timings.resumes == 1
+    assert stream.timings.retries == 1  # a re-send is one of the call's retries
     openings = [c for c in chunks if c.choices and c.choices[0].delta.role == "assistant"]
     assert len(openings) == 1  # the re-sent stream's role chunk is not delivered twice
     assert chunks[-1].choices[0].finish_reason is not None
@@ -163,9 +164,18 @@ def test_a_chat_stream_that_failed_before_content_is_sent_again(
     assert _text(chunks) == _text(clean) != ""
 
 
+def test_max_retries_0_never_sends_a_stream_twice(drive: Drive, cut_at_opening: RefServer) -> None:
+    client = drive.client(base_url=cut_at_opening.base_url, api_key="k", max_retries=0)
+    stream = drive(client.chat.completions.create(**CHAT, stream=True))
+    with pytest.raises(llmclient.IncompleteStreamError) as caught:
+        drive.iterate(stream)
+    assert stream.timings.resumes == 0
+    assert caught.value.partial.events == 1
+
+
 def test_a_chat_stream_cut_after_content_raises_with_its_partial_answer(
         drive: Drive, cut_in_content: RefServer) -> None:
-    client = drive.client(base_url=cut_in_content.base_url, api_key="k", max_retries=0)
+    client = drive.client(base_url=cut_in_content.base_url, api_key="k", max_retries=2)
     stream = drive(client.chat.completions.create(**CHAT, stream=True))
     with pytest.raises(llmclient.IncompleteStreamError) as caught:
         drive.iterate(stream)
