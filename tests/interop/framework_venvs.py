@@ -1,6 +1,6 @@
 """A virtual environment per framework, for frameworks that pin other versions of ``openai`` (or
 of its dependencies) than the main test environment has: instructor pins ``jiter`` and an
-older ``openai``, pydantic-ai another. Each is created once under a cache directory
+older ``openai``, pydantic-ai another, llama-index-llms-openai wants ``openai<3``. Each is created once under a cache directory
 (``$LLMCLIENT_INTEROP_CACHE``, else ``~/.cache/llmclient-interop``), named by a hash of what
 it holds, and filled from PyPI with the framework and llmclient's runtime dependencies;
 llmclient itself is this checkout (``PYTHONPATH``), so the test runs the code under test.

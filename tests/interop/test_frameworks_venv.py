@@ -1,7 +1,8 @@
-"""Frameworks that pin their own ``openai`` (instructor, pydantic-ai), each in its own venv
-(``framework_venvs``), handed llmclient's client and, as the control, the official one, against
-the session's reference server: what they accept and what they make of its errors must be the
-same. Slow on first run (the venvs install from PyPI), so behind the interop marker."""
+"""Frameworks that pin their own ``openai`` (instructor, pydantic-ai, openai-agents, llama-index,
+smolagents), each in its own venv (``framework_venvs``), handed llmclient's client and, as the
+control, the official one, against the session's reference server: what they accept, what they
+make of its answers and of its errors must be the same. Slow on first run (the venvs install
+from PyPI), so behind the interop marker."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ pytestmark = pytest.mark.interop
 
 INSTRUCTOR = ["instructor==1.17.0"]
 PYDANTIC_AI = ["pydantic-ai-slim[openai]==2.78.0"]
+OPENAI_AGENTS = ["openai-agents==0.24.0"]
+# llama-index-llms-openai wants openai<3 (the main environment has 3.x): llmclient must import
+# and run against the 2.x classes there.
+LLAMA_INDEX = ["llama-index-llms-openai==0.8.3", "llama-index-llms-openai-like==0.8.1", "openai<3"]
+SMOLAGENTS = ["smolagents==1.26.0", "openai"]
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +31,38 @@ def instructor_python() -> Any:
 @pytest.fixture(scope="module")
 def pydantic_ai_python() -> Any:
     return framework_python("pydantic-ai", PYDANTIC_AI)
+
+
+@pytest.fixture(scope="module")
+def openai_agents_python() -> Any:
+    return framework_python("openai-agents", OPENAI_AGENTS)
+
+
+@pytest.fixture(scope="module")
+def llama_index_python() -> Any:
+    return framework_python("llama-index", LLAMA_INDEX)
+
+
+@pytest.fixture(scope="module")
+def smolagents_python() -> Any:
+    return framework_python("smolagents", SMOLAGENTS)
+
+
+def same_outcomes(ours: dict[str, Any], theirs: dict[str, Any], versions: tuple[str, ...],
+                  count: int) -> None:
+    """Every scenario passes with the official client (the control) and comes out the same
+    with llmclient's; where the scenario looked for llmclient's trace id on the raw answer,
+    it is there (the call went through llmclient, not around it)."""
+    scenarios = [k for k in theirs if k not in versions]
+    assert len(scenarios) == count and all(theirs[k]["ok"] for k in scenarios), theirs
+    for name in scenarios:
+        mine = dict(ours[name])
+        trace_id = mine.pop("trace_id", None)
+        control = {k: v for k, v in theirs[name].items() if k != "trace_id"}
+        assert mine == control, (name, ours[name], theirs[name])
+        if trace_id is not None:
+            assert trace_id, (name, ours[name])
+    assert {k: ours[k] for k in versions} == {k: theirs[k] for k in versions}
 
 
 def test_instructor_from_openai_takes_llmclients_clients(ref_server: Any, instructor_python: Any) -> None:
@@ -53,3 +91,35 @@ def test_pydantic_ai_maps_llmclients_404_and_429_as_the_official_clients(ref_ser
         assert ours[status]["error"] == theirs[status]["error"]
         assert ours[status]["status_code"] == theirs[status]["status_code"] == int(status)
         assert ours[status]["cause"].startswith("llmclient.")
+
+
+def test_openai_agents_runs_on_llmclients_client(ref_server: Any, openai_agents_python: Any) -> None:
+    """openai-agents' ``OpenAIChatCompletionsModel(openai_client=...)``, tracing off:
+    ``Runner.run``, ``Runner.run_sync``, a streamed run (text deltas, usage) and a function tool
+    the model is made to call (plain and streamed), as with the official client."""
+    args = ("openai_agents_scenarios.py", ref_server.base_url)
+    ours = run_scenarios(openai_agents_python, *args, "llmclient")
+    theirs = run_scenarios(openai_agents_python, *args, "openai")
+    same_outcomes(ours, theirs, ("openai-agents", "openai"), 6)
+
+
+def test_llama_index_openai_llm_runs_on_llmclients_clients(ref_server: Any, llama_index_python: Any) -> None:
+    """llama-index's ``OpenAI`` / ``OpenAILike`` LLMs handed llmclient's clients, in a venv with
+    ``openai<3``: complete, chat and their streams, sync and async, a forced tool call and the
+    legacy Completions endpoint, as with the official client (trace ids on the raw answers)."""
+    args = ("llama_index_scenarios.py", ref_server.base_url)
+    ours = run_scenarios(llama_index_python, *args, "llmclient")
+    theirs = run_scenarios(llama_index_python, *args, "openai")
+    assert theirs["openai"].startswith("2."), theirs["openai"]
+    same_outcomes(ours, theirs, ("llama-index-llms-openai", "llama-index-core", "openai"), 10)
+
+
+def test_smolagents_openai_server_model_runs_on_llmclients_client(ref_server: Any,
+                                                                  smolagents_python: Any) -> None:
+    """smolagents' ``OpenAIServerModel(client=...)``: a generate call, a streamed one (usage in
+    the last chunk), a forced tool call and a ``ToolCallingAgent`` run, as with the official
+    client."""
+    args = ("smolagents_scenarios.py", ref_server.base_url)
+    ours = run_scenarios(smolagents_python, *args, "llmclient")
+    theirs = run_scenarios(smolagents_python, *args, "openai")
+    same_outcomes(ours, theirs, ("smolagents",), 5)
