@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 import instructor
+from _common import attempt, failure  # this folder: shared by the scenario scripts
 from pydantic import BaseModel
 
 MODEL = "gpt-4o-mini"
@@ -78,16 +79,6 @@ async def async_scenarios(module: Any, base_url: str) -> dict[str, Any]:
     return out
 
 
-def failure(exc: Exception) -> dict[str, Any]:
-    return {"ok": False, "error": f"{type(exc).__module__}.{type(exc).__name__}: {exc}"[:400]}
-
-
-def attempt(run: Any) -> dict[str, Any]:
-    try:
-        result: dict[str, Any] = run()
-    except Exception as exc:  # reported, and compared with the official client's run
-        return failure(exc)
-    return result
 
 
 def main() -> None:

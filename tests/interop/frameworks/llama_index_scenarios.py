@@ -20,6 +20,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from _common import attempt, official_error  # this folder: shared by the scenario scripts
 from llama_index.core.llms import ChatMessage
 from llama_index.core.tools import FunctionTool
 from llama_index.llms.openai import OpenAI
@@ -122,16 +123,6 @@ def chat_with_tools(kind: str, base_url: str) -> dict[str, Any]:
             "trace_id": bool(getattr(response.raw, "trace_id", None))}
 
 
-def official_error(exc: BaseException, expected: str) -> dict[str, Any]:
-    """The error as the framework let it out: whether it is the official class expected, its
-    official classes (most derived first), its status code and llmclient's trace id on it."""
-    import openai
-
-    return {"ok": isinstance(exc, getattr(openai, expected)),
-            "error": [k.__name__ for k in type(exc).__mro__ if k.__module__.split(".")[0] == "openai"],
-            "status_code": getattr(exc, "status_code", None),
-            "trace_id": bool(getattr(exc, "trace_id", None))}
-
 
 def rate_limited(kind: str, base_url: str) -> dict[str, Any]:
     """A 429 (the reference server's ``x-fault``) through llama-index's retry decorator (one
@@ -144,16 +135,6 @@ def rate_limited(kind: str, base_url: str) -> dict[str, Any]:
     return {"ok": False, "error": "no error"}
 
 
-def failure(exc: BaseException) -> dict[str, Any]:
-    return {"ok": False, "error": f"{type(exc).__module__}.{type(exc).__name__}: {exc}"[:400]}
-
-
-def attempt(run: Any) -> dict[str, Any]:
-    try:
-        result: dict[str, Any] = run()
-    except Exception as exc:  # reported, and compared with the official client's run
-        return failure(exc)
-    return result
 
 
 def main() -> None:

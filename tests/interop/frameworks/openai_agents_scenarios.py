@@ -16,6 +16,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from _common import attempt, official_error  # this folder: shared by the scenario scripts
 from agents import (
     Agent,
     ModelSettings,
@@ -100,16 +101,6 @@ async def run_tool(kind: str, base_url: str, streamed: bool) -> dict[str, Any]:
     return out
 
 
-def official_error(exc: BaseException, expected: str) -> dict[str, Any]:
-    """The error as the framework let it out: whether it is the official class expected, its
-    official classes (most derived first), its status code and llmclient's trace id on it."""
-    import openai
-
-    return {"ok": isinstance(exc, getattr(openai, expected)),
-            "error": [k.__name__ for k in type(exc).__mro__ if k.__module__.split(".")[0] == "openai"],
-            "status_code": getattr(exc, "status_code", None),
-            "trace_id": bool(getattr(exc, "trace_id", None))}
-
 
 async def run_not_found(kind: str, base_url: str) -> dict[str, Any]:
     """An unknown model: the server's 404 comes out of ``Runner.run`` as the client raised it."""
@@ -121,16 +112,6 @@ async def run_not_found(kind: str, base_url: str) -> dict[str, Any]:
     return {"ok": False, "error": "no error"}
 
 
-def failure(exc: BaseException) -> dict[str, Any]:
-    return {"ok": False, "error": f"{type(exc).__module__}.{type(exc).__name__}: {exc}"[:400]}
-
-
-def attempt(run: Any) -> dict[str, Any]:
-    try:
-        result: dict[str, Any] = run()
-    except Exception as exc:  # reported, and compared with the official client's run
-        return failure(exc)
-    return result
 
 
 def main() -> None:
