@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._graph import find_loop
 from tests.conftest import ROOT
 
 BENCH = ROOT / "benchmarks"
@@ -164,24 +165,9 @@ def test_no_import_loop() -> None:
     assert not stale, f"no longer imported, remove from KNOWN_LOOP_EDGES: {stale}"
     graph = {name: {m for m in imported if (name, m) not in KNOWN_LOOP_EDGES}
              for name, imported in GRAPH.items()}
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                return [*path[path.index(nxt):], nxt]
-            if nxt not in state and (loop := visit(nxt)):
-                return loop
-        path.pop()
-        state[node] = 2
-        return None
-
-    for name in sorted(graph):
-        if name not in state and (loop := visit(name)):
-            pytest.fail("import loop: " + " -> ".join(loop))
+    loop = find_loop(graph)
+    if loop:
+        pytest.fail("import loop: " + " -> ".join(loop))
 
 
 def _outside(name: str, own: str) -> list[str]:

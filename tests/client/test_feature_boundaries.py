@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._graph import find_loop
+
 ROOT = Path(__file__).resolve().parents[2] / "llmclient"
 
 # What a feature must never import: the client, its pipelines, its resources.
@@ -192,24 +194,9 @@ def test_the_graph_sees_the_imports_it_checks() -> None:
 
 
 def test_no_import_loop() -> None:
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for nxt in sorted(GRAPH[node]):
-            if state.get(nxt) == 1:
-                return [*path[path.index(nxt):], nxt]
-            if nxt not in state and (loop := visit(nxt)):
-                return loop
-        path.pop()
-        state[node] = 2
-        return None
-
-    for name in sorted(GRAPH):
-        if name not in state and (loop := visit(name)):
-            pytest.fail("import loop: " + " -> ".join(loop))
+    loop = find_loop(GRAPH)
+    if loop:
+        pytest.fail("import loop: " + " -> ".join(loop))
 
 
 @pytest.mark.parametrize("room", sorted(MAY_IMPORT))
