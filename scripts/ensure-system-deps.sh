@@ -27,8 +27,9 @@ fi
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${missing[*]} (apt)..." >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Another set-up running beside this one (a second checkout, CI) holds dpkg's lock: wait for it.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
   # The packages may start system instances (:6379, :80, :8888); the project never uses them.
   exit 0
 fi
