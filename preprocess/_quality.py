@@ -57,6 +57,8 @@ __all__ = [
     "TEXT_SIMILARITY_THRESHOLD",
     "QualityPlan",
     "encode_lossy",
+    "plan_interpolated",
+    "plan_near",
     "plan_quality",
     "probe_rows",
     "search_quality",
@@ -95,6 +97,15 @@ HALF_SCALE_THRESHOLD = 0.99
 # The half-scale search's own floor of time, when the full-resolution one used up the budget:
 # without it a loaded machine would send the star field at the top rung again.
 HALF_SCALE_BUDGET_MS = 20.0
+# Interpolation's slope where only one side of the threshold is known (SSIM per quality
+# step; camera and sample photos have 0.0003-0.0018 between q74 and q86).
+TYPICAL_SLOPE = 0.0012
+# The search runs first on a sparser probe of about 1/COARSE_SHARE of the probe's pixels (not
+# under COARSE_MIN_PIXELS) to find the neighbourhood, then settles on the probe itself with
+# two encodes when the coarse rung was right or one off (``plan_near``): the answer is the
+# probe's, for a fraction of the cost. Smaller probes go straight to ``plan_quality``.
+COARSE_SHARE = 4
+COARSE_MIN_PIXELS = 24_000
 _BLOCK_ROW = 16  # one JPEG MCU row at 4:2:0
 
 
@@ -163,6 +174,137 @@ def plan_quality(
     return _settle(passed, subsample, fallback, steps, "searched")
 
 
+def plan_interpolated(
+    score: Callable[[int], float],
+    *,
+    subsample: bool,
+    fallback: int,
+    ladder: Sequence[int] = QUALITY_LADDER,
+    threshold: float = SIMILARITY_THRESHOLD,
+    budget_ms: float = SEARCH_BUDGET_MS,
+    clock: Callable[[], float] = time.perf_counter,
+    first: int = FIRST_GUESS,
+    slope: float = TYPICAL_SLOPE,
+) -> QualityPlan:
+    """``plan_quality``'s search, with the steps after the first two placed by interpolation.
+
+    The first two steps are ``plan_quality``'s (the guess, then its neighbour on the side
+    the guess points to). After them the next rung is where the scores measured either side
+    of the threshold (the closest failing and passing rungs) cross it on a straight line, or
+    with a single side known, where a line of ``slope`` SSIM per quality step from it does:
+    SSIM is close to linear in the JPEG quality between neighbouring rungs, so a photo
+    usually settles in three or four steps where bisection takes five. A step that does not
+    halve the range left is followed by a bisection step, so the worst case stays within
+    about twice ``plan_quality``'s. Same budget rule and result as ``plan_quality``.
+    """
+    start = clock()
+    n = len(ladder)
+    fail_max, pass_min = -1, n  # highest rung index known to fail, lowest known to pass
+    values: dict[int, float] = {}
+    slowest = 0.0
+    steps = 0
+    bisect = False
+    while pass_min - fail_max > 1:
+        if (clock() - start) * 1000.0 + slowest > budget_ms:
+            return _settle(_passed(values, ladder, threshold), subsample, fallback, steps,
+                           "budget")
+        width = pass_min - fail_max - 1
+        if steps == 0 and first in ladder:
+            index = ladder.index(first)
+        elif bisect:
+            index = (fail_max + pass_min) // 2
+        else:
+            target = _crossing(ladder, values, fail_max, pass_min, threshold, slope)
+            index = next((i for i in range(fail_max + 1, pass_min) if ladder[i] >= target),
+                         pass_min - 1)
+        before = clock()
+        values[index] = score(ladder[index])
+        slowest = max(slowest, (clock() - before) * 1000.0)
+        steps += 1
+        if values[index] >= threshold:
+            pass_min = index
+        else:
+            fail_max = index
+        bisect = not bisect and steps > 1 and pass_min - fail_max - 1 > width // 2
+    if pass_min == n:  # even the best rung falls short: give the most the ladder has
+        return QualityPlan(ladder[-1], subsample, None, steps, "searched")
+    return QualityPlan(ladder[pass_min], subsample, values[pass_min], steps, "searched")
+
+
+def _crossing(ladder: Sequence[int], values: dict[int, float], fail_max: int, pass_min: int,
+              threshold: float, slope: float) -> float:
+    """The quality where the score is predicted to reach ``threshold``."""
+    if fail_max >= 0 and pass_min < len(ladder):
+        qf, vf = ladder[fail_max], values[fail_max]
+        qp, vp = ladder[pass_min], values[pass_min]
+        if vp <= vf:
+            return (qf + qp) / 2.0
+        return qf + (threshold - vf) * (qp - qf) / (vp - vf)
+    if pass_min < len(ladder):
+        return ladder[pass_min] - (values[pass_min] - threshold) / slope
+    if fail_max >= 0:
+        return ladder[fail_max] + (threshold - values[fail_max]) / slope
+    return float(ladder[len(ladder) // 2])
+
+
+def _passed(values: dict[int, float], ladder: Sequence[int], threshold: float
+            ) -> dict[int, float]:
+    return {ladder[i]: v for i, v in values.items() if v >= threshold}
+
+
+def plan_near(
+    score: Callable[[int], float],
+    start: int,
+    *,
+    subsample: bool,
+    fallback: int,
+    ladder: Sequence[int] = QUALITY_LADDER,
+    threshold: float = SIMILARITY_THRESHOLD,
+    budget_ms: float = SEARCH_BUDGET_MS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> QualityPlan:
+    """The lowest rung of ``ladder`` that passes right above one that fails (or is the
+    lowest), searched from a guess: ``ladder[start]``, from a cheaper estimate of ``score``.
+
+    The guess and its neighbour on the side its result points to (the rung below after a
+    pass, above after a failure) settle it in two steps when the guess is right or one rung
+    off. When both land on the same side the search gallops on that way (1, 2, 4 rungs...)
+    until the result turns, then bisects what lies between. The same budget rule as
+    ``plan_quality``: cut short, the lowest rung seen to pass, else ``fallback``.
+    """
+    if not 0 <= start < len(ladder):
+        raise ValueError(f"start {start} is not an index of the ladder {list(ladder)}")
+    begin = clock()
+    n = len(ladder)
+    fail_max, pass_min = -1, n
+    values: dict[int, float] = {}
+    slowest = 0.0
+    steps = 0
+    index, stride = start, 1
+    while pass_min - fail_max > 1:
+        if (clock() - begin) * 1000.0 + slowest > budget_ms:
+            return _settle(_passed(values, ladder, threshold), subsample, fallback, steps,
+                           "budget")
+        before = clock()
+        values[index] = score(ladder[index])
+        slowest = max(slowest, (clock() - before) * 1000.0)
+        steps += 1
+        down = values[index] >= threshold
+        if down:
+            pass_min = index
+        else:
+            fail_max = index
+        if steps > 1 and (fail_max < 0 or pass_min == n):  # still one-sided: gallop
+            stride *= 2
+        if fail_max >= 0 and pass_min < n:
+            index = (fail_max + pass_min) // 2  # bracketed: bisect (the neighbour at first)
+        else:
+            index = max(0, pass_min - stride) if down else min(n - 1, fail_max + stride)
+    if pass_min == n:  # even the best rung falls short: give the most the ladder has
+        return QualityPlan(ladder[-1], subsample, None, steps, "searched")
+    return QualityPlan(ladder[pass_min], subsample, values[pass_min], steps, "searched")
+
+
 def _settle(passed: dict[int, float], subsample: bool, fallback: int, steps: int,
             reason: str) -> QualityPlan:
     if not passed:
@@ -214,46 +356,91 @@ def search_quality(
     ladder: Sequence[int] = QUALITY_LADDER,
 ) -> QualityPlan:
     """Measure ``img``'s probe at candidate qualities of ``fmt`` and plan (see module doc)."""
+    start = time.perf_counter()
     probe = probe_rows(img)
     seams = _BLOCK_ROW if probe is not img else None
     # Lossy WebP has no 4:4:4 mode.
     subsample = fmt == "WEBP" or chroma_survives_subsampling(probe, seams)
-    reference = LumaReference.of(probe, seams)
-
-    def score(quality: int) -> float:
-        return reference.ssim(_decoded(encode_lossy(probe, fmt, quality, subsample)))
-
-    start = time.perf_counter()
     margin = PROBE_MARGIN if probe is not img else 0.0
     full = [q for q in ladder if q <= RUNAWAY_QUALITY] or list(ladder)
-    plan = plan_quality(score, subsample=subsample, fallback=fallback, ladder=full,
-                        threshold=threshold + margin, budget_ms=budget_ms)
+    pair = _Scorers.of(img, probe, seams, fmt, subsample, scale=1)
+    plan = pair.plan(full, threshold + margin, subsample, fallback, budget_ms)
     if plan.similarity is not None or plan.reason != "searched" or full == list(ladder):
         return plan
     # Even RUNAWAY_QUALITY fails at full resolution: choose on 2x-reduced copies instead.
     left = budget_ms - (time.perf_counter() - start) * 1000.0
-    return _at_half_scale(probe, seams, fmt, subsample, fallback, ladder, plan.steps, left)
+    half = _Scorers.of(img, probe, seams, fmt, subsample, scale=2)
+    chosen = half.plan(list(ladder), HALF_SCALE_THRESHOLD, subsample, fallback,
+                       max(HALF_SCALE_BUDGET_MS, left))
+    return QualityPlan(chosen.quality, chosen.subsample, chosen.similarity,
+                       plan.steps + chosen.steps, chosen.reason, scale=2)
 
 
-def _at_half_scale(probe: Image.Image, seams: int | None, fmt: str, subsample: bool,
-                   fallback: int, ladder: Sequence[int], steps: int,
-                   budget_ms: float) -> QualityPlan:
-    """The lowest rung whose 2x-reduced decode keeps ``HALF_SCALE_THRESHOLD`` against the
-    2x-reduced probe (see ``RUNAWAY_QUALITY``)."""
-    reference = LumaReference.of(probe.reduce(2), seams // 2 if seams is not None else None)
+@dataclass(frozen=True)
+class _Scorers:
+    """The SSIM of a candidate quality on the probe (``full``) and, where the probe is large
+    enough for it to pay, on a sparser probe of the same image (``coarse``, about a quarter
+    of the pixels): the coarse one finds the neighbourhood, the probe settles it
+    (``plan_near``)."""
 
-    def score(quality: int) -> float:
-        decoded = _decoded(encode_lossy(probe, fmt, quality, subsample))
-        return reference.ssim(decoded.reduce(2))
+    full: Callable[[int], float]
+    coarse: Callable[[int], float] | None
 
-    half = plan_quality(score, subsample=subsample, fallback=fallback, ladder=ladder,
-                        threshold=HALF_SCALE_THRESHOLD,
-                        budget_ms=max(HALF_SCALE_BUDGET_MS, budget_ms))
-    return QualityPlan(half.quality, half.subsample, half.similarity, steps + half.steps,
-                       half.reason, scale=2)
+    @classmethod
+    def of(cls, img: Image.Image, probe: Image.Image, seams: int | None, fmt: str,
+           subsample: bool, scale: int) -> _Scorers:
+        full = _scorer(probe, seams, fmt, subsample, scale)
+        pixels = probe.width * probe.height
+        if pixels < 2 * COARSE_MIN_PIXELS:
+            return cls(full, None)
+        sparse = probe_rows(img, max(COARSE_MIN_PIXELS, pixels // COARSE_SHARE))
+        if sparse.height >= probe.height:
+            return cls(full, None)
+        return cls(full, _scorer(sparse, _BLOCK_ROW, fmt, subsample, scale))
+
+    def plan(self, ladder: list[int], threshold: float, subsample: bool, fallback: int,
+             budget_ms: float) -> QualityPlan:
+        start = time.perf_counter()
+        if self.coarse is None:
+            return plan_interpolated(self.full, subsample=subsample, fallback=fallback,
+                                ladder=ladder, threshold=threshold, budget_ms=budget_ms)
+        guess = plan_interpolated(self.coarse, subsample=subsample, fallback=fallback,
+                             ladder=ladder, threshold=threshold, budget_ms=budget_ms)
+        left = budget_ms - (time.perf_counter() - start) * 1000.0
+        if guess.reason != "searched":  # no time left for the probe: nothing was verified
+            return QualityPlan(fallback, False, None, guess.steps, "fallback")
+        near = plan_near(self.full, ladder.index(guess.quality), subsample=subsample,
+                         fallback=fallback, ladder=ladder, threshold=threshold, budget_ms=left)
+        return QualityPlan(near.quality, near.subsample, near.similarity,
+                           guess.steps + near.steps, near.reason)
 
 
-def _decoded(data: bytes) -> Image.Image:
+def _scorer(probe: Image.Image, seams: int | None, fmt: str, subsample: bool,
+            scale: int) -> Callable[[int], float]:
+    """``quality -> SSIM`` of ``probe`` encoded at it (luma; at 1/``scale`` resolution)."""
+    if scale == 1:
+        reference = LumaReference.of(probe, seams)
+
+        def score(quality: int) -> float:
+            return reference.ssim(_luma(encode_lossy(probe, fmt, quality, subsample)))
+        return score
+    reduced = LumaReference.of(probe.reduce(scale), seams // scale if seams is not None else None)
+
+    def score_reduced(quality: int) -> float:
+        decoded = Image.open(io.BytesIO(encode_lossy(probe, fmt, quality, subsample)))
+        decoded.load()
+        return reduced.ssim(decoded.reduce(scale))
+    return score_reduced
+
+
+def _gray(img: Image.Image) -> Image.Image:
+    return img if img.mode == "L" else img.convert("L")
+
+
+def _luma(data: bytes) -> Image.Image:
+    """The luma plane of an encoded candidate, as ``LumaReference`` reads the reference:
+    decoded to its colour mode, then converted (straight from the JPEG's Y plane scores
+    colour photos up to 0.0003 apart, enough to move one from a rung it sat on)."""
     img = Image.open(io.BytesIO(data))
     img.load()
-    return img
+    return _gray(img)
