@@ -2,7 +2,7 @@
 
 The rule: the lowest rung of ``QUALITY_LADDER`` whose decoded result keeps a luma SSIM of at
 least ``SIMILARITY_THRESHOLD`` against the resized original (``_similarity``), found by
-binary search, with 4:2:0 chroma only where the colour planes survive it
+interpolation search, with 4:2:0 chroma only where the colour planes survive it
 (``chroma_survives_subsampling``). Why SSIM and this threshold:
 
 * Vision models are far less sensitive to moderate JPEG compression than to blur or noise:
@@ -22,7 +22,14 @@ binary search, with 4:2:0 chroma only where the colour planes survive it
 
 The search runs on a probe (``probe_rows``): whole 16-pixel JPEG block rows sampled evenly
 through the image, pasted together, so each sampled block is coded exactly as in the full
-encode and the cost per step is a fraction of the image's. It stops when its time budget
+encode and the cost per step is a fraction of the image's. Where the probe is large, a
+sparser one (about a quarter of its rows) finds the neighbourhood first, and the probe
+settles it in about two steps from there. The steps are placed by interpolation
+(``plan_interpolated``): SSIM is nearly linear in the quality between rungs. The answer is
+what bisection over the probe finds (the lowest rung that passes above one that fails); only
+the number of encodes falls. An image under ``SEARCH_MIN_PIXELS`` is not searched (the
+search would cost more than the rest of its preparation, to save a few hundred bytes): it
+goes at ``SMALL_IMAGE_QUALITY``. The search stops when its time budget
 (``SEARCH_BUDGET_MS``) would be exceeded and then takes the lowest rung already seen to pass,
 or the target's fixed quality (the safe default) when none has.
 
@@ -32,8 +39,9 @@ JPEG cannot keep cheaply) has its rung chosen on 2x-reduced copies against
 ``HALF_SCALE_THRESHOLD`` (``QualityPlan.scale`` is 2). A photograph that shows lines of text
 (``_content.has_text_lines``) is searched against ``TEXT_SIMILARITY_THRESHOLD``.
 
-``plan_quality`` holds the decision and takes the scoring function and the clock as
-arguments, so it is tested without encoding anything; ``search_jpeg`` is the thin I/O side.
+``plan_interpolated`` (and ``plan_quality``, plain bisection) hold the decision and take the
+scoring function and the clock as arguments, so they are tested without encoding anything;
+``search_quality`` is the thin I/O side.
 """
 
 from __future__ import annotations
@@ -53,12 +61,13 @@ __all__ = [
     "QUALITY_LADDER",
     "RUNAWAY_QUALITY",
     "SEARCH_BUDGET_MS",
+    "SEARCH_MIN_PIXELS",
     "SIMILARITY_THRESHOLD",
+    "SMALL_IMAGE_QUALITY",
     "TEXT_SIMILARITY_THRESHOLD",
     "QualityPlan",
     "encode_lossy",
     "plan_interpolated",
-    "plan_near",
     "plan_quality",
     "probe_rows",
     "search_quality",
@@ -97,13 +106,19 @@ HALF_SCALE_THRESHOLD = 0.99
 # The half-scale search's own floor of time, when the full-resolution one used up the budget:
 # without it a loaded machine would send the star field at the top rung again.
 HALF_SCALE_BUDGET_MS = 20.0
+# Below this many pixels (128x128) the quality is not searched: a search costs several
+# encodes of the image where one is all the rest of the preparation needs, to save at most a
+# few hundred bytes. Such an image goes at SMALL_IMAGE_QUALITY, the yardstick's quality
+# (camera photos measure q84-86), its chroma still judged (``chroma_survives_subsampling``).
+SEARCH_MIN_PIXELS = 128 * 128
+SMALL_IMAGE_QUALITY = 85
 # Interpolation's slope where only one side of the threshold is known (SSIM per quality
 # step; camera and sample photos have 0.0003-0.0018 between q74 and q86).
 TYPICAL_SLOPE = 0.0012
 # The search runs first on a sparser probe of about 1/COARSE_SHARE of the probe's pixels (not
 # under COARSE_MIN_PIXELS) to find the neighbourhood, then settles on the probe itself with
-# two encodes when the coarse rung was right or one off (``plan_near``): the answer is the
-# probe's, for a fraction of the cost. Smaller probes go straight to ``plan_quality``.
+# two encodes when the coarse rung was right or one off (``_prior``): the answer is the
+# probe's, for a fraction of the cost. Smaller probes are searched on their own.
 COARSE_SHARE = 4
 COARSE_MIN_PIXELS = 24_000
 _BLOCK_ROW = 16  # one JPEG MCU row at 4:2:0
@@ -117,10 +132,14 @@ class QualityPlan:
     subsample: bool  # 4:2:0 chroma; False keeps full-resolution chroma (4:4:4)
     similarity: float | None  # the probe's SSIM at ``quality``; None when not measured
     steps: int  # candidate encodes scored
-    reason: str  # "searched", "budget" (search cut short), "fallback" (nothing measured)
+    # "searched", "budget" (search cut short), "fallback" (nothing measured), "small" (an
+    # image under SEARCH_MIN_PIXELS: SMALL_IMAGE_QUALITY, not searched)
+    reason: str
     # The SSIM's scale: 1 at full resolution, 2 when chosen on 2x-reduced copies (noise-like
     # content, see RUNAWAY_QUALITY); ``similarity`` is at that scale.
     scale: int = 1
+    # Every rung scored by an interpolated search, with its score (``plan_interpolated``).
+    scores: tuple[tuple[int, float], ...] = ()
 
 
 def plan_quality(
@@ -186,15 +205,17 @@ def plan_interpolated(
     first: int = FIRST_GUESS,
     slope: float = TYPICAL_SLOPE,
 ) -> QualityPlan:
-    """``plan_quality``'s search, with the steps after the first two placed by interpolation.
+    """``plan_quality``'s answer, with the steps after the first placed by interpolation.
 
-    The first two steps are ``plan_quality``'s (the guess, then its neighbour on the side
-    the guess points to). After them the next rung is where the scores measured either side
-    of the threshold (the closest failing and passing rungs) cross it on a straight line, or
-    with a single side known, where a line of ``slope`` SSIM per quality step from it does:
-    SSIM is close to linear in the JPEG quality between neighbouring rungs, so a photo
-    usually settles in three or four steps where bisection takes five. A step that does not
-    halve the range left is followed by a bisection step, so the worst case stays within
+    The first step tries ``first``. Each next one tries the lowest rung left at or above the
+    quality where the scores cross the threshold on a straight line: through the closest
+    rungs measured either side of it, or with one side measured, through its two closest
+    rungs, or from its closest with ``slope`` (SSIM per quality step); when no rung left is
+    that high, the rung just below the lowest pass. SSIM is close to linear in the JPEG
+    quality between neighbouring rungs, so a photo
+    usually settles in two to four steps where bisection takes five. After two steps in a
+    row that went the other way than predicted without halving the range left comes a
+    bisection step (scores with no slope to read, like a step), so the worst case stays within
     about twice ``plan_quality``'s. Same budget rule and result as ``plan_quality``.
     """
     start = clock()
@@ -203,106 +224,62 @@ def plan_interpolated(
     values: dict[int, float] = {}
     slowest = 0.0
     steps = 0
-    bisect = False
+    missed = 0  # interpolation steps in a row that went the wrong way and did not halve
     while pass_min - fail_max > 1:
         if (clock() - start) * 1000.0 + slowest > budget_ms:
             return _settle(_passed(values, ladder, threshold), subsample, fallback, steps,
                            "budget")
         width = pass_min - fail_max - 1
+        expected: bool | None = None  # whether the step is predicted to pass
         if steps == 0 and first in ladder:
             index = ladder.index(first)
-        elif bisect:
+        elif missed >= 2:
             index = (fail_max + pass_min) // 2
         else:
             target = _crossing(ladder, values, fail_max, pass_min, threshold, slope)
             index = next((i for i in range(fail_max + 1, pass_min) if ladder[i] >= target),
                          pass_min - 1)
+            expected = ladder[index] >= target
         before = clock()
         values[index] = score(ladder[index])
         slowest = max(slowest, (clock() - before) * 1000.0)
         steps += 1
-        if values[index] >= threshold:
+        passed = values[index] >= threshold
+        if passed:
             pass_min = index
         else:
             fail_max = index
-        bisect = not bisect and steps > 1 and pass_min - fail_max - 1 > width // 2
+        halved = pass_min - fail_max - 1 <= width // 2
+        missed = missed + 1 if expected is not None and passed != expected and not halved else 0
+    scores = tuple(sorted((ladder[i], v) for i, v in values.items()))
     if pass_min == n:  # even the best rung falls short: give the most the ladder has
-        return QualityPlan(ladder[-1], subsample, None, steps, "searched")
-    return QualityPlan(ladder[pass_min], subsample, values[pass_min], steps, "searched")
+        return QualityPlan(ladder[-1], subsample, None, steps, "searched", scores=scores)
+    return QualityPlan(ladder[pass_min], subsample, values[pass_min], steps, "searched",
+                       scores=scores)
 
 
 def _crossing(ladder: Sequence[int], values: dict[int, float], fail_max: int, pass_min: int,
               threshold: float, slope: float) -> float:
-    """The quality where the score is predicted to reach ``threshold``."""
+    """The quality where the score is predicted to reach ``threshold``: on the line through
+    the closest rungs measured either side of it; with one side measured, on the line
+    through its two closest rungs, or from its closest with ``slope``."""
     if fail_max >= 0 and pass_min < len(ladder):
-        qf, vf = ladder[fail_max], values[fail_max]
-        qp, vp = ladder[pass_min], values[pass_min]
-        if vp <= vf:
-            return (qf + qp) / 2.0
-        return qf + (threshold - vf) * (qp - qf) / (vp - vf)
-    if pass_min < len(ladder):
-        return ladder[pass_min] - (values[pass_min] - threshold) / slope
-    if fail_max >= 0:
-        return ladder[fail_max] + (threshold - values[fail_max]) / slope
-    return float(ladder[len(ladder) // 2])
+        near = [fail_max, pass_min]
+    else:
+        side = sorted(values, reverse=pass_min == len(ladder))  # closest to the threshold first
+        near = side[:2]
+    if len(near) == 2 and values[near[0]] != values[near[1]]:
+        (qa, va), (qb, vb) = ((ladder[i], values[i]) for i in near)
+        measured = (vb - va) / (qb - qa)
+        if measured > 0:
+            return qa + (threshold - va) / measured
+    i = near[0]
+    return ladder[i] + (threshold - values[i]) / slope
 
 
 def _passed(values: dict[int, float], ladder: Sequence[int], threshold: float
             ) -> dict[int, float]:
     return {ladder[i]: v for i, v in values.items() if v >= threshold}
-
-
-def plan_near(
-    score: Callable[[int], float],
-    start: int,
-    *,
-    subsample: bool,
-    fallback: int,
-    ladder: Sequence[int] = QUALITY_LADDER,
-    threshold: float = SIMILARITY_THRESHOLD,
-    budget_ms: float = SEARCH_BUDGET_MS,
-    clock: Callable[[], float] = time.perf_counter,
-) -> QualityPlan:
-    """The lowest rung of ``ladder`` that passes right above one that fails (or is the
-    lowest), searched from a guess: ``ladder[start]``, from a cheaper estimate of ``score``.
-
-    The guess and its neighbour on the side its result points to (the rung below after a
-    pass, above after a failure) settle it in two steps when the guess is right or one rung
-    off. When both land on the same side the search gallops on that way (1, 2, 4 rungs...)
-    until the result turns, then bisects what lies between. The same budget rule as
-    ``plan_quality``: cut short, the lowest rung seen to pass, else ``fallback``.
-    """
-    if not 0 <= start < len(ladder):
-        raise ValueError(f"start {start} is not an index of the ladder {list(ladder)}")
-    begin = clock()
-    n = len(ladder)
-    fail_max, pass_min = -1, n
-    values: dict[int, float] = {}
-    slowest = 0.0
-    steps = 0
-    index, stride = start, 1
-    while pass_min - fail_max > 1:
-        if (clock() - begin) * 1000.0 + slowest > budget_ms:
-            return _settle(_passed(values, ladder, threshold), subsample, fallback, steps,
-                           "budget")
-        before = clock()
-        values[index] = score(ladder[index])
-        slowest = max(slowest, (clock() - before) * 1000.0)
-        steps += 1
-        down = values[index] >= threshold
-        if down:
-            pass_min = index
-        else:
-            fail_max = index
-        if steps > 1 and (fail_max < 0 or pass_min == n):  # still one-sided: gallop
-            stride *= 2
-        if fail_max >= 0 and pass_min < n:
-            index = (fail_max + pass_min) // 2  # bracketed: bisect (the neighbour at first)
-        else:
-            index = max(0, pass_min - stride) if down else min(n - 1, fail_max + stride)
-    if pass_min == n:  # even the best rung falls short: give the most the ladder has
-        return QualityPlan(ladder[-1], subsample, None, steps, "searched")
-    return QualityPlan(ladder[pass_min], subsample, values[pass_min], steps, "searched")
 
 
 def _settle(passed: dict[int, float], subsample: bool, fallback: int, steps: int,
@@ -357,6 +334,9 @@ def search_quality(
 ) -> QualityPlan:
     """Measure ``img``'s probe at candidate qualities of ``fmt`` and plan (see module doc)."""
     start = time.perf_counter()
+    if img.width * img.height < SEARCH_MIN_PIXELS:
+        subsample = fmt == "WEBP" or chroma_survives_subsampling(img)
+        return QualityPlan(SMALL_IMAGE_QUALITY, subsample, None, 0, "small")
     probe = probe_rows(img)
     seams = _BLOCK_ROW if probe is not img else None
     # Lossy WebP has no 4:4:4 mode.
@@ -380,8 +360,8 @@ def search_quality(
 class _Scorers:
     """The SSIM of a candidate quality on the probe (``full``) and, where the probe is large
     enough for it to pay, on a sparser probe of the same image (``coarse``, about a quarter
-    of the pixels): the coarse one finds the neighbourhood, the probe settles it
-    (``plan_near``)."""
+    of the pixels): the coarse one finds the neighbourhood, the probe settles it from the
+    coarse rung closest to the threshold (``_prior``)."""
 
     full: Callable[[int], float]
     coarse: Callable[[int], float] | None
@@ -409,10 +389,27 @@ class _Scorers:
         left = budget_ms - (time.perf_counter() - start) * 1000.0
         if guess.reason != "searched":  # no time left for the probe: nothing was verified
             return QualityPlan(fallback, False, None, guess.steps, "fallback")
-        near = plan_near(self.full, ladder.index(guess.quality), subsample=subsample,
-                         fallback=fallback, ladder=ladder, threshold=threshold, budget_ms=left)
+        first, slope = _prior(guess.scores, threshold)
+        near = plan_interpolated(self.full, subsample=subsample, fallback=fallback,
+                                 ladder=ladder, threshold=threshold, budget_ms=left,
+                                 first=first, slope=slope)
         return QualityPlan(near.quality, near.subsample, near.similarity,
                            guess.steps + near.steps, near.reason)
+
+
+def _prior(scores: tuple[tuple[int, float], ...], threshold: float) -> tuple[int, float]:
+    """Where to start the probe's search from the coarse one's scores, and the slope to
+    extrapolate with: the rung scored closest to the threshold (either side), and the slope
+    between the two rungs that bracket it (else ``TYPICAL_SLOPE``)."""
+    first = min(scores, key=lambda qv: abs(qv[1] - threshold))[0]
+    below = [qv for qv in scores if qv[1] < threshold]
+    above = [qv for qv in scores if qv[1] >= threshold]
+    slope = TYPICAL_SLOPE
+    if below and above:
+        (qa, va), (qb, vb) = max(below), min(above)
+        if qb > qa and vb > va:
+            slope = (vb - va) / (qb - qa)
+    return first, slope
 
 
 def _scorer(probe: Image.Image, seams: int | None, fmt: str, subsample: bool,

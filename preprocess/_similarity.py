@@ -130,7 +130,8 @@ def chroma_survives_subsampling(img: Image.Image, strip: int | None = None) -> b
     """
     if img.mode not in ("RGB", "RGBA"):
         return True  # greyscale: no chroma to lose
-    for band in img.convert("RGB").convert("YCbCr").split()[1:]:
+    rgb = img if img.mode == "RGB" else img.convert("RGB")
+    for band in rgb.convert("YCbCr").split()[1:]:
         if band.width < 2 or band.height < 2:
             return False
         if ssim(band, _halved(band, strip or band.height)) < CHROMA_THRESHOLD:
@@ -139,6 +140,19 @@ def chroma_survives_subsampling(img: Image.Image, strip: int | None = None) -> b
 
 
 def _halved(band: Image.Image, strip: int) -> Image.Image:
+    """Each ``strip`` rows of ``band`` averaged 2x2 and upsampled back on their own."""
+    if strip >= band.height:
+        return band.reduce(2).resize(band.size, Image.Resampling.BILINEAR)
+    if strip % 2 == 0 and band.height % strip == 0 and band.mode == "L":
+        # In one pass: the 2x2 averages never straddle two strips (even rows); each halved
+        # strip gets a copy of its first and last rows outside it, so the upsampling reads
+        # the strip's own edge where it would read the next strip (what upsampling it alone
+        # does at an image edge, to the same rounding), and those rows are dropped after.
+        half = band.reduce(2)
+        padded = Image.frombytes("L", (half.width, half.height + 2 * (band.height // strip)),
+                                 _restack(half.tobytes(), half.width, strip // 2, 1))
+        up = padded.resize((band.width, 2 * padded.height), Image.Resampling.BILINEAR)
+        return Image.frombytes("L", band.size, _restack(up.tobytes(), band.width, strip + 4, -2))
     out = Image.new(band.mode, band.size)
     for top in range(0, band.height, strip):
         piece = band.crop((0, top, band.width, min(band.height, top + strip)))
@@ -147,3 +161,17 @@ def _halved(band: Image.Image, strip: int) -> Image.Image:
             continue
         out.paste(piece.reduce(2).resize(piece.size, Image.Resampling.BILINEAR), (0, top))
     return out
+
+
+def _restack(data: bytes, width: int, strip: int, pad: int) -> bytes:
+    """8-bit rows of ``width`` bytes, taken ``strip`` rows at a time: with ``pad`` > 0 each
+    strip's first and last rows repeated ``pad`` times outside it, with ``pad`` < 0 ``-pad``
+    rows dropped at each end."""
+    out: list[bytes] = []
+    for top in range(0, len(data), strip * width):
+        block = data[top:top + strip * width]
+        if pad > 0:
+            out += [block[:width]] * pad + [block] + [block[-width:]] * pad
+        else:
+            out.append(block[-pad * width:(strip + pad) * width])
+    return b"".join(out)
