@@ -114,13 +114,16 @@ SEARCH_MIN_PIXELS = 128 * 128
 SMALL_IMAGE_QUALITY = 85
 # Interpolation's slope where only one side of the threshold is known (SSIM per quality
 # step; camera and sample photos have 0.0003-0.0018 between q74 and q86).
-TYPICAL_SLOPE = 0.0012
+TYPICAL_SLOPE = 0.0008
 # The search runs first on a sparser probe of about 1/COARSE_SHARE of the probe's pixels (not
 # under COARSE_MIN_PIXELS) to find the neighbourhood, then settles on the probe itself with
 # two encodes when the coarse rung was right or one off (``_prior``): the answer is the
 # probe's, for a fraction of the cost. Smaller probes are searched on their own.
 COARSE_SHARE = 4
-COARSE_MIN_PIXELS = 24_000
+COARSE_MIN_PIXELS = 40_000
+# The sparse probe's search stops at a rung scored this close to the threshold: the probe's
+# own scores differ from the sparse one's by about as much, so it settles it from there.
+COARSE_NEAR = 0.001
 _BLOCK_ROW = 16  # one JPEG MCU row at 4:2:0
 
 
@@ -204,6 +207,7 @@ def plan_interpolated(
     clock: Callable[[], float] = time.perf_counter,
     first: int = FIRST_GUESS,
     slope: float = TYPICAL_SLOPE,
+    near: float = 0.0,
 ) -> QualityPlan:
     """``plan_quality``'s answer, with the steps after the first placed by interpolation.
 
@@ -217,6 +221,10 @@ def plan_interpolated(
     row that went the other way than predicted without halving the range left comes a
     bisection step (scores with no slope to read, like a step), so the worst case stays within
     about twice ``plan_quality``'s. Same budget rule and result as ``plan_quality``.
+
+    ``near`` > 0 makes it a guide for another search rather than an answer: it stops as soon
+    as a rung scores within ``near`` of the threshold (reason ``"near"``, that rung's score
+    as ``similarity`` whichever side it is on); ``scores`` says what it measured.
     """
     start = clock()
     n = len(ladder)
@@ -245,6 +253,9 @@ def plan_interpolated(
         slowest = max(slowest, (clock() - before) * 1000.0)
         steps += 1
         passed = values[index] >= threshold
+        if abs(values[index] - threshold) < near:
+            return QualityPlan(ladder[index], subsample, values[index], steps, "near",
+                               scores=tuple(sorted((ladder[i], v) for i, v in values.items())))
         if passed:
             pass_min = index
         else:
@@ -385,9 +396,10 @@ class _Scorers:
             return plan_interpolated(self.full, subsample=subsample, fallback=fallback,
                                 ladder=ladder, threshold=threshold, budget_ms=budget_ms)
         guess = plan_interpolated(self.coarse, subsample=subsample, fallback=fallback,
-                             ladder=ladder, threshold=threshold, budget_ms=budget_ms)
+                                  ladder=ladder, threshold=threshold, budget_ms=budget_ms,
+                                  near=COARSE_NEAR)
         left = budget_ms - (time.perf_counter() - start) * 1000.0
-        if guess.reason != "searched":  # no time left for the probe: nothing was verified
+        if guess.reason not in ("searched", "near"):  # out of time: nothing was verified
             return QualityPlan(fallback, False, None, guess.steps, "fallback")
         first, slope = _prior(guess.scores, threshold)
         near = plan_interpolated(self.full, subsample=subsample, fallback=fallback,

@@ -27,6 +27,7 @@ from llmclient.preprocess._quality import (
     PROBE_MARGIN,
     SEARCH_MIN_PIXELS,
     SMALL_IMAGE_QUALITY,
+    TYPICAL_SLOPE,
     encode_lossy,
     plan_interpolated,
     probe_rows,
@@ -110,7 +111,7 @@ def test_search_out_of_time_before_a_pass_falls_back_to_the_safe_default() -> No
     assert (nothing.quality, nothing.steps, nothing.reason) == (90, 0, "fallback")
 
 
-def linear(crossing: float, slope: float = 0.0015, seen: list[int] | None = None):  # type: ignore[no-untyped-def]
+def linear(crossing: float, slope: float, seen: list[int] | None = None):  # type: ignore[no-untyped-def]
     """A score that is SSIM-like: a straight line in the quality, 0.97 at ``crossing``."""
     def score(q: int) -> float:
         if seen is not None:
@@ -131,13 +132,17 @@ def test_interpolated_search_finds_the_lowest_passing_rung_of_a_step(first_pass:
 
 
 @pytest.mark.parametrize("crossing", [59.0, 61.5, 67.0, 72.3, 77.0, 79.0, 83.5, 85.2, 91.0, 94.0])
-def test_interpolated_search_settles_a_straight_line_in_few_steps(crossing: float) -> None:
+@pytest.mark.parametrize("steeper", [1, 2])
+def test_interpolated_search_settles_a_straight_line_in_few_steps(crossing: float,
+                                                                   steeper: int) -> None:
+    # Bisection takes 4-5 steps on this ladder. A line as steep as TYPICAL_SLOPE settles in
+    # 2-3 (the first step's extrapolation lands on or next to the answer); twice as steep,
+    # the second step lands further off and the interpolation between the two settles it.
     seen: list[int] = []
-    plan = plan_interpolated(linear(crossing, seen=seen), subsample=True, fallback=95)
+    plan = plan_interpolated(linear(crossing, TYPICAL_SLOPE * steeper, seen), subsample=True,
+                             fallback=95)
     assert plan.quality == min(q for q in QUALITY_LADDER if q >= crossing)
-    # Bisection takes 4-5 on this ladder; a line settles once its crossing is bracketed by
-    # neighbouring rungs (from 86, one above it overshoots to the top rung first).
-    assert plan.steps <= (4 if crossing > 86 else 3)
+    assert plan.steps <= 2 + steeper
 
 
 def test_interpolated_search_from_a_good_guess_and_slope_takes_two_steps() -> None:
@@ -147,6 +152,16 @@ def test_interpolated_search_from_a_good_guess_and_slope_takes_two_steps() -> No
     plan = plan_interpolated(linear(79.0, slope=0.004, seen=seen), subsample=True, fallback=95,
                              first=80, slope=0.004)
     assert (plan.quality, seen) == (80, [80, 78])
+
+
+def test_interpolated_search_as_a_guide_stops_near_the_threshold() -> None:
+    # The sparse probe's use: any rung that close is where the probe's search starts.
+    seen: list[int] = []
+    plan = plan_interpolated(linear(79.3, TYPICAL_SLOPE, seen), subsample=True, fallback=95,
+                             near=0.001)
+    assert (plan.reason, plan.quality, seen) == ("near", 80, [86, 80])
+    assert plan.similarity is not None and abs(plan.similarity - SIMILARITY_THRESHOLD) < 0.001
+    assert [q for q, _ in plan.scores] == [80, 86]
 
 
 @given(st.lists(st.floats(0.0, 0.01), min_size=len(QUALITY_LADDER),
