@@ -135,6 +135,14 @@ def test_real_photographs_are_timed_against_the_earlier_preparation() -> None:
     assert s["time_over"] == ["page.png"] and not s["time_ok"]
     assert s["time_vs_before_max"] == REAL_MAX_TIME_VS_BEFORE + 0.2
     assert "MISSED: page.png" in describe_real_summary(s)
+    # Its interval says whether that can be machine noise.
+    noisy = dataclasses.replace(slow, time_interval=(0.9, 1.6))
+    s = real_summary([noisy])
+    assert s["time_over"] == ["page.png"] and s["time_clearly_over"] == []
+    assert "[0.90-1.60]" in describe_real_summary(s) and "noise" in describe_real_summary(s)
+    clear = dataclasses.replace(slow, time_interval=(1.2, 1.4))
+    s = real_summary([clear])
+    assert s["time_clearly_over"] == ["page.png"] and "noise" not in describe_real_summary(s)
     # Without a before, no time goal is claimed.
     alone = measure_real("page.png", real_photo("page.png"), True, runs=1)
     assert alone.time_vs_before is None and "time_ok" not in real_summary([alone])
