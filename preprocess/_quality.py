@@ -49,7 +49,7 @@ from __future__ import annotations
 import io
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from PIL import Image
 
@@ -143,6 +143,9 @@ class QualityPlan:
     scale: int = 1
     # Every rung scored by an interpolated search, with its score (``plan_interpolated``).
     scores: tuple[tuple[int, float], ...] = ()
+    # The encode at ``quality`` when the search already made it of the whole image (a probe
+    # that is the image itself): the final encode need not be repeated.
+    data: bytes | None = field(default=None, repr=False, compare=False)
 
 
 def plan_quality(
@@ -354,17 +357,20 @@ def search_quality(
     subsample = fmt == "WEBP" or chroma_survives_subsampling(probe, seams)
     margin = PROBE_MARGIN if probe is not img else 0.0
     full = [q for q in ladder if q <= RUNAWAY_QUALITY] or list(ladder)
-    pair = _Scorers.of(img, probe, seams, fmt, subsample, scale=1)
+    kept: dict[int, bytes] | None = {} if probe is img else None  # encodes of the image
+    pair = _Scorers.of(img, probe, seams, fmt, subsample, 1, kept)
     plan = pair.plan(full, threshold + margin, subsample, fallback, budget_ms)
-    if plan.similarity is not None or plan.reason != "searched" or full == list(ladder):
-        return plan
-    # Even RUNAWAY_QUALITY fails at full resolution: choose on 2x-reduced copies instead.
-    left = budget_ms - (time.perf_counter() - start) * 1000.0
-    half = _Scorers.of(img, probe, seams, fmt, subsample, scale=2)
-    chosen = half.plan(list(ladder), HALF_SCALE_THRESHOLD, subsample, fallback,
-                       max(HALF_SCALE_BUDGET_MS, left))
-    return QualityPlan(chosen.quality, chosen.subsample, chosen.similarity,
-                       plan.steps + chosen.steps, chosen.reason, scale=2)
+    if plan.similarity is None and plan.reason == "searched" and full != list(ladder):
+        # Even RUNAWAY_QUALITY fails at full resolution: choose on 2x-reduced copies instead.
+        left = budget_ms - (time.perf_counter() - start) * 1000.0
+        half = _Scorers.of(img, probe, seams, fmt, subsample, 2, kept)
+        chosen = half.plan(list(ladder), HALF_SCALE_THRESHOLD, subsample, fallback,
+                           max(HALF_SCALE_BUDGET_MS, left))
+        plan = QualityPlan(chosen.quality, chosen.subsample, chosen.similarity,
+                           plan.steps + chosen.steps, chosen.reason, scale=2)
+    if kept and plan.subsample == subsample and plan.quality in kept:
+        plan = replace(plan, data=kept[plan.quality])
+    return plan
 
 
 @dataclass(frozen=True)
@@ -379,8 +385,8 @@ class _Scorers:
 
     @classmethod
     def of(cls, img: Image.Image, probe: Image.Image, seams: int | None, fmt: str,
-           subsample: bool, scale: int) -> _Scorers:
-        full = _scorer(probe, seams, fmt, subsample, scale)
+           subsample: bool, scale: int, kept: dict[int, bytes] | None = None) -> _Scorers:
+        full = _scorer(probe, seams, fmt, subsample, scale, kept)
         pixels = probe.width * probe.height
         if pixels < 2 * COARSE_MIN_PIXELS:
             return cls(full, None)
@@ -424,19 +430,26 @@ def _prior(scores: tuple[tuple[int, float], ...], threshold: float) -> tuple[int
     return first, slope
 
 
-def _scorer(probe: Image.Image, seams: int | None, fmt: str, subsample: bool,
-            scale: int) -> Callable[[int], float]:
-    """``quality -> SSIM`` of ``probe`` encoded at it (luma; at 1/``scale`` resolution)."""
+def _scorer(probe: Image.Image, seams: int | None, fmt: str, subsample: bool, scale: int,
+            kept: dict[int, bytes] | None = None) -> Callable[[int], float]:
+    """``quality -> SSIM`` of ``probe`` encoded at it (luma; at 1/``scale`` resolution); each
+    encode is kept in ``kept`` when given."""
+    def encoded(quality: int) -> bytes:
+        data = encode_lossy(probe, fmt, quality, subsample)
+        if kept is not None:
+            kept[quality] = data
+        return data
+
     if scale == 1:
         reference = LumaReference.of(probe, seams)
 
         def score(quality: int) -> float:
-            return reference.ssim(_luma(encode_lossy(probe, fmt, quality, subsample)))
+            return reference.ssim(_luma(encoded(quality)))
         return score
     reduced = LumaReference.of(probe.reduce(scale), seams // scale if seams is not None else None)
 
     def score_reduced(quality: int) -> float:
-        decoded = Image.open(io.BytesIO(encode_lossy(probe, fmt, quality, subsample)))
+        decoded = Image.open(io.BytesIO(encoded(quality)))
         decoded.load()
         return reduced.ssim(decoded.reduce(scale))
     return score_reduced

@@ -111,6 +111,10 @@ def test_search_out_of_time_before_a_pass_falls_back_to_the_safe_default() -> No
     assert (nothing.quality, nothing.steps, nothing.reason) == (90, 0, "fallback")
 
 
+# No budget where the test is about the steps, not the clock (a busy machine could stall).
+UNTIMED = float("inf")
+
+
 def linear(crossing: float, slope: float, seen: list[int] | None = None):  # type: ignore[no-untyped-def]
     """A score that is SSIM-like: a straight line in the quality, 0.97 at ``crossing``."""
     def score(q: int) -> float:
@@ -124,7 +128,8 @@ def linear(crossing: float, slope: float, seen: list[int] | None = None):  # typ
 def test_interpolated_search_finds_the_lowest_passing_rung_of_a_step(first_pass: int) -> None:
     # A score with no slope to read (a step) is the worst case: the bisection steps bound it.
     seen: list[int] = []
-    plan = plan_interpolated(scorer(first_pass, seen=seen), subsample=True, fallback=95)
+    plan = plan_interpolated(scorer(first_pass, seen=seen), subsample=True, fallback=95,
+                             budget_ms=UNTIMED)
     assert (plan.quality, plan.reason, plan.similarity) == (first_pass, "searched", 0.99)
     assert seen[0] == 86 and len(seen) == len(set(seen)) == plan.steps
     assert plan.steps <= 2 * math.ceil(math.log2(len(QUALITY_LADDER) + 1))
@@ -140,7 +145,7 @@ def test_interpolated_search_settles_a_straight_line_in_few_steps(crossing: floa
     # the second step lands further off and the interpolation between the two settles it.
     seen: list[int] = []
     plan = plan_interpolated(linear(crossing, TYPICAL_SLOPE * steeper, seen), subsample=True,
-                             fallback=95)
+                             fallback=95, budget_ms=UNTIMED)
     assert plan.quality == min(q for q in QUALITY_LADDER if q >= crossing)
     assert plan.steps <= 2 + steeper
 
@@ -150,7 +155,7 @@ def test_interpolated_search_from_a_good_guess_and_slope_takes_two_steps() -> No
     # scored closest to the threshold, extrapolating with the slope it measured there.
     seen: list[int] = []
     plan = plan_interpolated(linear(79.0, slope=0.004, seen=seen), subsample=True, fallback=95,
-                             first=80, slope=0.004)
+                             budget_ms=UNTIMED, first=80, slope=0.004)
     assert (plan.quality, seen) == (80, [80, 78])
 
 
@@ -158,7 +163,7 @@ def test_interpolated_search_as_a_guide_stops_near_the_threshold() -> None:
     # The sparse probe's use: any rung that close is where the probe's search starts.
     seen: list[int] = []
     plan = plan_interpolated(linear(79.3, TYPICAL_SLOPE, seen), subsample=True, fallback=95,
-                             near=0.001)
+                             budget_ms=UNTIMED, near=0.001)
     assert (plan.reason, plan.quality, seen) == ("near", 80, [86, 80])
     assert plan.similarity is not None and abs(plan.similarity - SIMILARITY_THRESHOLD) < 0.001
     assert [q for q, _ in plan.scores] == [80, 86]
@@ -174,8 +179,9 @@ def test_interpolated_search_agrees_with_bisection_on_monotone_scores(
         total += rise
         values[q] = total
     fast = plan_interpolated(values.__getitem__, subsample=True, fallback=95,
-                             threshold=threshold)
-    slow = plan_quality(values.__getitem__, subsample=True, fallback=95, threshold=threshold)
+                             budget_ms=UNTIMED, threshold=threshold)
+    slow = plan_quality(values.__getitem__, subsample=True, fallback=95, budget_ms=UNTIMED,
+                        threshold=threshold)
     assert (fast.quality, fast.similarity) == (slow.quality, slow.similarity)
     assert fast.steps <= 2 * math.ceil(math.log2(len(QUALITY_LADDER) + 1))
 
@@ -248,6 +254,17 @@ def test_search_gives_what_bisection_on_the_probe_gives(photo_pixels: Image.Imag
                             ladder=[q for q in QUALITY_LADDER if q <= 88])
         assert (fast.quality, fast.subsample, fast.similarity) == (
             slow.quality, slow.subsample, slow.similarity)
+
+
+@pytest.mark.usefixtures("unhurried_quality_search")
+def test_search_hands_over_its_encode_of_a_whole_image(photo_pixels: Image.Image) -> None:
+    # A probe that is the image itself: the encode at the chosen quality is the upload.
+    small = photo_pixels.crop((0, 0, 400, 300))
+    plan = search_quality(small, "JPEG", 95, budget_ms=10_000)
+    assert plan.data == encode_lossy(small, "JPEG", plan.quality, plan.subsample)
+    out = prepare_image(small, "openai-high")
+    assert out.data == plan.data
+    assert search_quality(photo_pixels, "JPEG", 95, budget_ms=10_000).data is None  # a probe
 
 
 def test_small_image_goes_at_the_small_image_quality_unsearched(
