@@ -220,10 +220,10 @@ def plan_interpolated(
     rungs, or from its closest with ``slope`` (SSIM per quality step); when no rung left is
     that high, the rung just below the lowest pass. SSIM is close to linear in the JPEG
     quality between neighbouring rungs, so a photo
-    usually settles in two to four steps where bisection takes five. After two steps in a
-    row that went the other way than predicted without halving the range left comes a
-    bisection step (scores with no slope to read, like a step), so the worst case stays within
-    about twice ``plan_quality``'s. Same budget rule and result as ``plan_quality``.
+    usually settles in two to four steps where bisection takes five. When two interpolated
+    steps in a row have not halved the range left between them, a bisection step comes next
+    (scores with no slope to read: a step, a plateau), so the worst case stays within about
+    twice ``plan_quality``'s. Same budget rule and result as ``plan_quality``.
 
     ``near`` > 0 makes it a guide for another search rather than an answer: it stops as soon
     as a rung scores within ``near`` of the threshold (reason ``"near"``, that rung's score
@@ -235,22 +235,23 @@ def plan_interpolated(
     values: dict[int, float] = {}
     slowest = 0.0
     steps = 0
-    missed = 0  # interpolation steps in a row that went the wrong way and did not halve
+    widths: list[int] = []  # the range left before each interpolated step in a row
+    bisect = False
     while pass_min - fail_max > 1:
         if (clock() - start) * 1000.0 + slowest > budget_ms:
             return _settle(_passed(values, ladder, threshold), subsample, fallback, steps,
                            "budget")
         width = pass_min - fail_max - 1
-        expected: bool | None = None  # whether the step is predicted to pass
+        interpolated = False
         if steps == 0 and first in ladder:
             index = ladder.index(first)
-        elif missed >= 2:
+        elif bisect:
             index = (fail_max + pass_min) // 2
         else:
             target = _crossing(ladder, values, fail_max, pass_min, threshold, slope)
             index = next((i for i in range(fail_max + 1, pass_min) if ladder[i] >= target),
                          pass_min - 1)
-            expected = ladder[index] >= target
+            interpolated = True
         before = clock()
         values[index] = score(ladder[index])
         slowest = max(slowest, (clock() - before) * 1000.0)
@@ -263,8 +264,11 @@ def plan_interpolated(
             pass_min = index
         else:
             fail_max = index
-        halved = pass_min - fail_max - 1 <= width // 2
-        missed = missed + 1 if expected is not None and passed != expected and not halved else 0
+        # Two interpolated steps in a row that did not halve the range: bisect next.
+        widths = [*widths, width] if interpolated else []
+        bisect = len(widths) >= 2 and pass_min - fail_max - 1 > widths[-2] // 2
+        if bisect:
+            widths = []
     scores = tuple(sorted((ladder[i], v) for i, v in values.items()))
     if pass_min == n:  # even the best rung falls short: give the most the ladder has
         return QualityPlan(ladder[-1], subsample, None, steps, "searched", scores=scores)

@@ -169,17 +169,20 @@ def test_interpolated_search_as_a_guide_stops_near_the_threshold() -> None:
     assert [q for q, _ in plan.scores] == [80, 86]
 
 
-@given(st.lists(st.floats(0.0, 0.01), min_size=len(QUALITY_LADDER),
-                max_size=len(QUALITY_LADDER)), st.floats(0.9, 1.0))
+@given(st.lists(st.one_of(st.just(0.0), st.floats(0.0, 0.05)), min_size=len(QUALITY_LADDER),
+                max_size=len(QUALITY_LADDER)), st.floats(0.9, 1.1),
+       st.sampled_from(QUALITY_LADDER), st.sampled_from([0.0001, TYPICAL_SLOPE, 0.01]))
 def test_interpolated_search_agrees_with_bisection_on_monotone_scores(
-        rises: list[float], threshold: float) -> None:
+        rises: list[float], threshold: float, first: int, slope: float) -> None:
+    # Plateaus (no rise) and a slope far off the scores' own are where interpolation walks
+    # a rung at a time; the bisection steps keep it within the bound.
     values: dict[int, float] = {}
     total = 0.9
     for q, rise in zip(QUALITY_LADDER, rises, strict=True):
         total += rise
         values[q] = total
     fast = plan_interpolated(values.__getitem__, subsample=True, fallback=95,
-                             budget_ms=UNTIMED, threshold=threshold)
+                             budget_ms=UNTIMED, threshold=threshold, first=first, slope=slope)
     slow = plan_quality(values.__getitem__, subsample=True, fallback=95, budget_ms=UNTIMED,
                         threshold=threshold)
     assert (fast.quality, fast.similarity) == (slow.quality, slow.similarity)
