@@ -8,7 +8,7 @@ from noise and edge statistics that hold in any colour mode (``measure_content``
 ``classify_content``; ``PreparedImage.content`` says what was decided).
 A photo's JPEG quality and chroma subsampling are measured per image: the lowest quality
 whose luma SSIM against the resized pixels stays at or above ``SIMILARITY_THRESHOLD``,
-found by a binary search on a probe within ``SEARCH_BUDGET_MS`` (``_quality`` says why
+found by an interpolation search on a probe within ``SEARCH_BUDGET_MS`` (``_quality`` says why
 this metric and threshold); the result says what was chosen (``quality``, ``subsampled``,
 ``similarity``, ``quality_source``). ``prepare_pixels`` gives the pixels before encoding.
 A leaf package: it depends on Pillow only, never on llmclient; HEIC/HEIF input is read
@@ -32,6 +32,7 @@ from ._quality import (
     SEARCH_BUDGET_MS,
     SIMILARITY_THRESHOLD,
     QualityPlan,
+    plan_interpolated,
     plan_quality,
     search_quality,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "get_target",
     "measure_content",
     "parse_data_url",
+    "plan_interpolated",
     "plan_quality",
     "plan_resize",
     "prepare_image",

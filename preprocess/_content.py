@@ -151,15 +151,16 @@ def measure(img: Image.Image) -> ContentStats:
 
 
 def _noise(diff: Image.Image) -> float:
-    zero = diff.point([255] + [0] * 255)
-    small = diff.point([0] + [255] * SMALL_STEP + [0] * (255 - SMALL_STEP))
+    # One pass codes each pair: 1 equal, 2 within SMALL_STEP, 0 otherwise; the histogram
+    # counts them over the active blocks only (its mask).
+    code = diff.point([1] + [2] * SMALL_STEP + [0] * (255 - SMALL_STEP))
+    active = None
     if diff.width >= 8 and diff.height >= 8:
         # Per 8x8 block: the share of zero pairs; blocks at 255 are perfectly flat.
-        blocks = zero.reduce(8)
+        blocks = diff.point([255] + [0] * 255).reduce(8)
         active = blocks.point([255] * 255 + [0]).resize(diff.size, Image.Resampling.NEAREST)
-        zero = ImageChops.multiply(zero, active)
-        small = ImageChops.multiply(small, active)
-    z, s = zero.histogram()[255], small.histogram()[255]
+    counts = code.histogram(mask=active)
+    z, s = counts[1], counts[2]
     return s / (z + s) if z + s else 0.0
 
 

@@ -107,7 +107,10 @@ def _measured(img: Image.Image, fmt: str, fallback: int, icc: bytes | None,
     """Encode at the quality the search finds for this image (see ``_quality``)."""
     plan = search_quality(img, fmt, fallback, threshold=threshold)
     subsample = plan.subsample or fmt == "WEBP"
-    data = encode_lossy(img, fmt, plan.quality, subsample, icc)
+    # The search may already hold these bytes (it encoded the whole image), unless a colour
+    # profile must travel with them.
+    data = plan.data if plan.data is not None and not icc else \
+        encode_lossy(img, fmt, plan.quality, subsample, icc)
     return Encoded(data, fmt, plan.quality, img.size, subsample, plan)
 
 

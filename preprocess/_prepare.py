@@ -60,7 +60,8 @@ class PreparedImage:
     # SSIM of 2x-reduced copies.
     similarity: float | None = None
     # How the quality was chosen: "measured", "budget" (search cut short), "fallback" (the
-    # target's quality: nothing measured in time), "fixed" (the caller's), None for PNG.
+    # target's quality: nothing measured in time), "small" (an image too small for the search
+    # to pay: ``_quality.SMALL_IMAGE_QUALITY``), "fixed" (the caller's), None for PNG.
     quality_source: str | None = None
     # What the source was judged to be: "photo", "graphic" or "text" (``preprocess._content``).
     content: str | None = None

@@ -36,13 +36,11 @@ def _square(img: Image.Image) -> Image.Image:
 
 
 def _windows(sums: Image.Image) -> Image.Image:
-    """Per-4x4 means -> per-8x8-window means at a stride of 4 (the average of 2x2 cells)."""
+    """Per-4x4 means -> per-8x8-window means at a stride of 4 (the average of 2x2 cells):
+    a bilinear sample half-way between four cell centres is exactly their average."""
     w, h = sums.size
-    return ImageMath.lambda_eval(
-        lambda e: (e["p"] + e["q"] + e["r"] + e["s"]) / 4,
-        p=sums.crop((0, 0, w - 1, h - 1)), q=sums.crop((1, 0, w, h - 1)),
-        r=sums.crop((0, 1, w - 1, h)), s=sums.crop((1, 1, w, h)),
-    )
+    return sums.resize((w - 1, h - 1), Image.Resampling.BILINEAR,
+                       box=(0.5, 0.5, w - 0.5, h - 0.5))
 
 
 def _mean(img: Image.Image) -> float:
@@ -58,6 +56,8 @@ class LumaReference:
     mean: Image.Image  # per-window mean of x
     mean_sq: Image.Image  # per-window mean of x*x
     weights: Image.Image | None = None  # "F" 1/0 per window: 0 for windows across seams
+    # The formula's reference-only terms, per window: 2*mean, mean^2, variance.
+    terms: tuple[Image.Image, Image.Image, Image.Image] | None = None
 
     @classmethod
     def of(cls, img: Image.Image, seams: int | None = None) -> LumaReference:
@@ -71,22 +71,34 @@ class LumaReference:
             weights = Image.new("F", mean.size, 1.0)
             for row in range(per_strip - 1, mean.height, per_strip):
                 weights.paste(0.0, (0, row, mean.width, row + 1))
-        return cls(plane, mean, _windows(_square(plane).reduce(_STEP)), weights)
+        mean_sq = _windows(_square(plane).reduce(_STEP))
+        terms = (
+            ImageMath.lambda_eval(lambda e: 2 * e["m"], m=mean),
+            ImageMath.lambda_eval(lambda e: e["m"] * e["m"], m=mean),
+            ImageMath.lambda_eval(lambda e: e["s"] - e["m"] * e["m"], m=mean, s=mean_sq),
+        )
+        return cls(plane, mean, mean_sq, weights, terms)
 
     def ssim(self, other: Image.Image) -> float:
         """Mean SSIM of ``other`` (same size as the reference) against the reference."""
         y = _plane(other)
         if y.size != self.plane.size:
             raise ValueError(f"sizes differ: {self.plane.size} vs {y.size}")
+        two_mx, mx2, vx = self.terms or LumaReference.of(self.plane).terms  # type: ignore[misc]
         my = _windows(y.reduce(_STEP))
         yy = _windows(_square(y).reduce(_STEP))
         xy = _windows(ImageMath.lambda_eval(lambda e: e["a"] * e["b"], a=self.plane, b=y)
                       .reduce(_STEP))
+        # ((2 mx my + C1)(2 cov + C2)) / ((mx^2 + my^2 + C1)(vx + vy + C2)), with the
+        # reference's terms precomputed: t = 2 mx my, 2 cov = 2 xy - t, vy = yy - my^2. The
+        # float32 operations round as the plain formula's do (doubling is exact), so a photo
+        # sitting on the threshold lands on the same side.
         ssim_map = ImageMath.lambda_eval(
-            lambda e: ((2 * e["mx"] * e["my"] + _C1) * (2 * (e["xy"] - e["mx"] * e["my"]) + _C2))
-            / ((e["mx"] * e["mx"] + e["my"] * e["my"] + _C1)
-               * (e["xx"] - e["mx"] * e["mx"] + e["yy"] - e["my"] * e["my"] + _C2)),
-            mx=self.mean, my=my, xx=self.mean_sq, yy=yy, xy=xy,
+            lambda e: (e["t"] + _C1) * (2 * e["xy"] - e["t"] + _C2)
+            / ((e["a"] + e["my2"] + _C1) * (e["b"] + e["yy"] - e["my2"] + _C2)),
+            t=ImageMath.lambda_eval(lambda e: e["p"] * e["q"], p=two_mx, q=my),
+            my2=ImageMath.lambda_eval(lambda e: e["p"] * e["p"], p=my),
+            xy=xy, yy=yy, a=mx2, b=vx,
         )
         if self.weights is None:
             return _mean(ssim_map)
@@ -118,7 +130,8 @@ def chroma_survives_subsampling(img: Image.Image, strip: int | None = None) -> b
     """
     if img.mode not in ("RGB", "RGBA"):
         return True  # greyscale: no chroma to lose
-    for band in img.convert("RGB").convert("YCbCr").split()[1:]:
+    rgb = img if img.mode == "RGB" else img.convert("RGB")
+    for band in rgb.convert("YCbCr").split()[1:]:
         if band.width < 2 or band.height < 2:
             return False
         if ssim(band, _halved(band, strip or band.height)) < CHROMA_THRESHOLD:
@@ -127,6 +140,19 @@ def chroma_survives_subsampling(img: Image.Image, strip: int | None = None) -> b
 
 
 def _halved(band: Image.Image, strip: int) -> Image.Image:
+    """Each ``strip`` rows of ``band`` averaged 2x2 and upsampled back on their own."""
+    if strip >= band.height:
+        return band.reduce(2).resize(band.size, Image.Resampling.BILINEAR)
+    if strip % 2 == 0 and band.height % strip == 0 and band.mode == "L":
+        # In one pass: the 2x2 averages never straddle two strips (even rows); each halved
+        # strip gets a copy of its first and last rows outside it, so the upsampling reads
+        # the strip's own edge where it would read the next strip (what upsampling it alone
+        # does at an image edge, to the same rounding), and those rows are dropped after.
+        half = band.reduce(2)
+        padded = Image.frombytes("L", (half.width, half.height + 2 * (band.height // strip)),
+                                 _restack(half.tobytes(), half.width, strip // 2, 1))
+        up = padded.resize((band.width, 2 * padded.height), Image.Resampling.BILINEAR)
+        return Image.frombytes("L", band.size, _restack(up.tobytes(), band.width, strip + 4, -2))
     out = Image.new(band.mode, band.size)
     for top in range(0, band.height, strip):
         piece = band.crop((0, top, band.width, min(band.height, top + strip)))
@@ -135,3 +161,17 @@ def _halved(band: Image.Image, strip: int) -> Image.Image:
             continue
         out.paste(piece.reduce(2).resize(piece.size, Image.Resampling.BILINEAR), (0, top))
     return out
+
+
+def _restack(data: bytes, width: int, strip: int, pad: int) -> bytes:
+    """8-bit rows of ``width`` bytes, taken ``strip`` rows at a time: with ``pad`` > 0 each
+    strip's first and last rows repeated ``pad`` times outside it, with ``pad`` < 0 ``-pad``
+    rows dropped at each end."""
+    out: list[bytes] = []
+    for top in range(0, len(data), strip * width):
+        block = data[top:top + strip * width]
+        if pad > 0:
+            out += [block[:width]] * pad + [block] + [block[-width:]] * pad
+        else:
+            out.append(block[-pad * width:(strip + pad) * width])
+    return b"".join(out)

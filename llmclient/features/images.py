@@ -70,7 +70,7 @@ class ImageStats:
     prep_ms: float = 0.0  # wall time of the whole stage (images run in parallel)
     cache_hits: int = 0
     # Per image, in message order: the JPEG/WebP quality used (None: PNG) and how it was
-    # chosen ("measured", "budget", "fallback", "fixed"; None: PNG).
+    # chosen ("measured", "budget", "fallback", "small", "fixed"; None: PNG).
     qualities: tuple[int | None, ...] = ()
     quality_sources: tuple[str | None, ...] = ()
 

@@ -21,7 +21,7 @@ from benchmarks.image_prep import (
     summary,
 )
 from benchmarks.scenarios.images import describe, describe_photos
-from llmclient.preprocess import SIMILARITY_THRESHOLD
+from llmclient.preprocess import SIMILARITY_THRESHOLD, prepare_image
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +99,58 @@ def test_real_photographs_are_measured_and_the_goals_checked() -> None:
     s = real_summary([png, colour])
     assert s["lossless"] == ["camera.png"] and not s["lossless_ok"]
     assert "lossless: camera.png (MISSED)" in describe_real_summary(s)
+
+
+def test_real_photographs_are_timed_against_the_earlier_preparation() -> None:
+    pytest.importorskip("skimage", reason="the bench and test extras install scikit-image")
+    from benchmarks.fixtures.sample_images import real_photo
+    from benchmarks.image_prep import (
+        REAL_MAX_TIME_VS_BEFORE,
+        describe_real,
+        describe_real_summary,
+        load_before,
+        measure_real,
+        real_summary,
+    )
+
+    try:
+        before = load_before()
+    except RuntimeError as e:  # a shallow clone without the earlier commit
+        pytest.skip(str(e))
+    assert load_before() is before  # imported once
+    assert before.prepare_image is not prepare_image  # the earlier code, beside ours
+    # Before, a grayscale photograph went out as PNG; both are timed in the same runs.
+    f = measure_real("page.png", real_photo("page.png"), True, runs=3, before=before)
+    assert (f.before_format, f.format) == ("PNG", "JPEG")
+    assert f.before_bytes is not None and f.before_bytes > f.bytes
+    assert f.before_ms is not None and f.before_ms > 0
+    assert f.time_vs_before == pytest.approx(f.prep_ms / f.before_ms)
+    assert f.time_interval is not None and f.time_interval[0] <= f.time_interval[1]
+    assert "; before PNG " in describe_real(f)
+    s = real_summary([f])
+    assert s["time_ok"] == (f.time_vs_before <= REAL_MAX_TIME_VS_BEFORE)
+    # A photo prepared slower than the goal allows is named and misses it.
+    slow = dataclasses.replace(f, time_vs_before=REAL_MAX_TIME_VS_BEFORE + 0.2)
+    s = real_summary([slow, dataclasses.replace(f, name="other", time_vs_before=0.5)])
+    assert s["time_over"] == ["page.png"] and not s["time_ok"]
+    assert s["time_vs_before_max"] == REAL_MAX_TIME_VS_BEFORE + 0.2
+    assert "MISSED: page.png" in describe_real_summary(s)
+    # Its interval says whether that can be machine noise.
+    noisy = dataclasses.replace(slow, time_interval=(0.9, 1.6))
+    s = real_summary([noisy])
+    assert s["time_over"] == ["page.png"] and s["time_clearly_over"] == []
+    assert "[0.90-1.60]" in describe_real_summary(s) and "noise" in describe_real_summary(s)
+    clear = dataclasses.replace(slow, time_interval=(1.2, 1.4))
+    s = real_summary([clear])
+    assert s["time_clearly_over"] == ["page.png"] and "noise" not in describe_real_summary(s)
+    # Without a before, no time goal is claimed.
+    alone = measure_real("page.png", real_photo("page.png"), True, runs=1)
+    assert alone.time_vs_before is None and "time_ok" not in real_summary([alone])
+    assert "before" not in describe_real(alone)
+
+
+def test_a_ref_without_the_package_is_refused_by_name() -> None:
+    from benchmarks.image_prep import load_before
+
+    with pytest.raises(RuntimeError, match="no-such-ref"):
+        load_before("no-such-ref")

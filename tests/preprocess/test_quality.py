@@ -7,6 +7,8 @@ import io
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from PIL import Image, ImageDraw
 
 from benchmarks.fixtures.photos import camera_photo, camera_pixels, compression_at
@@ -21,7 +23,15 @@ from llmclient.preprocess import (
     search_quality,
     ssim,
 )
-from llmclient.preprocess._quality import PROBE_MARGIN, encode_lossy, probe_rows
+from llmclient.preprocess._quality import (
+    PROBE_MARGIN,
+    SEARCH_MIN_PIXELS,
+    SMALL_IMAGE_QUALITY,
+    TYPICAL_SLOPE,
+    encode_lossy,
+    plan_interpolated,
+    probe_rows,
+)
 from llmclient.preprocess._similarity import LumaReference, chroma_survives_subsampling
 
 
@@ -101,6 +111,97 @@ def test_search_out_of_time_before_a_pass_falls_back_to_the_safe_default() -> No
     assert (nothing.quality, nothing.steps, nothing.reason) == (90, 0, "fallback")
 
 
+# No budget where the test is about the steps, not the clock (a busy machine could stall).
+UNTIMED = float("inf")
+
+
+def linear(crossing: float, slope: float, seen: list[int] | None = None):  # type: ignore[no-untyped-def]
+    """A score that is SSIM-like: a straight line in the quality, 0.97 at ``crossing``."""
+    def score(q: int) -> float:
+        if seen is not None:
+            seen.append(q)
+        return SIMILARITY_THRESHOLD + slope * (q - crossing)
+    return score
+
+
+@pytest.mark.parametrize("first_pass", QUALITY_LADDER)
+def test_interpolated_search_finds_the_lowest_passing_rung_of_a_step(first_pass: int) -> None:
+    # A score with no slope to read (a step) is the worst case: the bisection steps bound it.
+    seen: list[int] = []
+    plan = plan_interpolated(scorer(first_pass, seen=seen), subsample=True, fallback=95,
+                             budget_ms=UNTIMED)
+    assert (plan.quality, plan.reason, plan.similarity) == (first_pass, "searched", 0.99)
+    assert seen[0] == 86 and len(seen) == len(set(seen)) == plan.steps
+    assert plan.steps <= 2 * math.ceil(math.log2(len(QUALITY_LADDER) + 1))
+    assert dict(plan.scores) == {q: (0.99 if q >= first_pass else 0.90) for q in seen}
+
+
+@pytest.mark.parametrize("crossing", [59.0, 61.5, 67.0, 72.3, 77.0, 79.0, 83.5, 85.2, 91.0, 94.0])
+@pytest.mark.parametrize("steeper", [1, 2])
+def test_interpolated_search_settles_a_straight_line_in_few_steps(crossing: float,
+                                                                   steeper: int) -> None:
+    # Bisection takes 4-5 steps on this ladder. A line as steep as TYPICAL_SLOPE settles in
+    # 2-3 (the first step's extrapolation lands on or next to the answer); twice as steep,
+    # the second step lands further off and the interpolation between the two settles it.
+    seen: list[int] = []
+    plan = plan_interpolated(linear(crossing, TYPICAL_SLOPE * steeper, seen), subsample=True,
+                             fallback=95, budget_ms=UNTIMED)
+    assert plan.quality == min(q for q in QUALITY_LADDER if q >= crossing)
+    assert plan.steps <= 2 + steeper
+
+
+def test_interpolated_search_from_a_good_guess_and_slope_takes_two_steps() -> None:
+    # How the probe is searched after the sparse probe: started at the rung the sparse one
+    # scored closest to the threshold, extrapolating with the slope it measured there.
+    seen: list[int] = []
+    plan = plan_interpolated(linear(79.0, slope=0.004, seen=seen), subsample=True, fallback=95,
+                             budget_ms=UNTIMED, first=80, slope=0.004)
+    assert (plan.quality, seen) == (80, [80, 78])
+
+
+def test_interpolated_search_as_a_guide_stops_near_the_threshold() -> None:
+    # The sparse probe's use: any rung that close is where the probe's search starts.
+    seen: list[int] = []
+    plan = plan_interpolated(linear(79.3, TYPICAL_SLOPE, seen), subsample=True, fallback=95,
+                             budget_ms=UNTIMED, near=0.001)
+    assert (plan.reason, plan.quality, seen) == ("near", 80, [86, 80])
+    assert plan.similarity is not None and abs(plan.similarity - SIMILARITY_THRESHOLD) < 0.001
+    assert [q for q, _ in plan.scores] == [80, 86]
+
+
+@given(st.lists(st.one_of(st.just(0.0), st.floats(0.0, 0.05)), min_size=len(QUALITY_LADDER),
+                max_size=len(QUALITY_LADDER)), st.floats(0.9, 1.1),
+       st.sampled_from(QUALITY_LADDER), st.sampled_from([0.0001, TYPICAL_SLOPE, 0.01]))
+def test_interpolated_search_agrees_with_bisection_on_monotone_scores(
+        rises: list[float], threshold: float, first: int, slope: float) -> None:
+    # Plateaus (no rise) and a slope far off the scores' own are where interpolation walks
+    # a rung at a time; the bisection steps keep it within the bound.
+    values: dict[int, float] = {}
+    total = 0.9
+    for q, rise in zip(QUALITY_LADDER, rises, strict=True):
+        total += rise
+        values[q] = total
+    fast = plan_interpolated(values.__getitem__, subsample=True, fallback=95,
+                             budget_ms=UNTIMED, threshold=threshold, first=first, slope=slope)
+    slow = plan_quality(values.__getitem__, subsample=True, fallback=95, budget_ms=UNTIMED,
+                        threshold=threshold)
+    assert (fast.quality, fast.similarity) == (slow.quality, slow.similarity)
+    assert fast.steps <= 2 * math.ceil(math.log2(len(QUALITY_LADDER) + 1))
+
+
+def test_interpolated_search_keeps_the_budget_rule() -> None:
+    clock = Clock(step_ms=10.0)
+    plan = plan_interpolated(scorer(60, clock), subsample=True, fallback=95, budget_ms=25.0,
+                             clock=clock)
+    assert plan.reason == "budget" and plan.steps == 2 and clock.now * 1000 <= 25.0
+    assert plan.similarity == 0.99 and plan.quality < 95
+    nothing = plan_interpolated(scorer(60), subsample=True, fallback=90, budget_ms=0.0)
+    assert (nothing.quality, nothing.subsample, nothing.steps, nothing.reason) == (
+        90, False, 0, "fallback")
+    top = plan_interpolated(lambda q: 0.5, subsample=True, fallback=95)
+    assert (top.quality, top.similarity, top.reason) == (QUALITY_LADDER[-1], None, "searched")
+
+
 # -- the metric ---------------------------------------------------------------------------
 
 
@@ -137,6 +238,48 @@ def test_probe_is_whole_block_rows_and_tracks_the_full_image(photo_pixels: Image
 def test_zero_budget_search_is_the_fallback(photo_pixels: Image.Image) -> None:
     plan = search_quality(photo_pixels, "JPEG", 95, budget_ms=0.0)
     assert (plan.quality, plan.subsample, plan.reason) == (95, False, "fallback")
+
+
+def test_search_gives_what_bisection_on_the_probe_gives(photo_pixels: Image.Image) -> None:
+    # The sparse probe only guides the search: the rung is the one bisection over the probe
+    # itself finds (the search before the sparse probe and interpolation).
+    probe = probe_rows(photo_pixels)
+    subsample = chroma_survives_subsampling(probe, 16)
+    reference = LumaReference.of(probe, seams=16)
+
+    def score(q: int) -> float:
+        return reference.ssim(decoded(encode_lossy(probe, "JPEG", q, subsample)))
+
+    for threshold in (0.95, SIMILARITY_THRESHOLD, 0.972):  # all reached under RUNAWAY_QUALITY
+        fast = search_quality(photo_pixels, "JPEG", 95, threshold=threshold, budget_ms=10_000)
+        slow = plan_quality(score, subsample=subsample, fallback=95, budget_ms=10_000,
+                            threshold=threshold + PROBE_MARGIN,
+                            ladder=[q for q in QUALITY_LADDER if q <= 88])
+        assert (fast.quality, fast.subsample, fast.similarity) == (
+            slow.quality, slow.subsample, slow.similarity)
+
+
+@pytest.mark.usefixtures("unhurried_quality_search")
+def test_search_hands_over_its_encode_of_a_whole_image(photo_pixels: Image.Image) -> None:
+    # A probe that is the image itself: the encode at the chosen quality is the upload.
+    small = photo_pixels.crop((0, 0, 400, 300))
+    plan = search_quality(small, "JPEG", 95, budget_ms=10_000)
+    assert plan.data == encode_lossy(small, "JPEG", plan.quality, plan.subsample)
+    out = prepare_image(small, "openai-high")
+    assert out.data == plan.data
+    assert search_quality(photo_pixels, "JPEG", 95, budget_ms=10_000).data is None  # a probe
+
+
+def test_small_image_goes_at_the_small_image_quality_unsearched(
+        photo_pixels: Image.Image) -> None:
+    small = photo_pixels.resize((120, 90))
+    assert small.width * small.height < SEARCH_MIN_PIXELS
+    plan = search_quality(small, "JPEG", 95)
+    assert (plan.quality, plan.steps, plan.reason, plan.similarity) == (
+        SMALL_IMAGE_QUALITY, 0, "small", None)
+    assert plan.subsample == chroma_survives_subsampling(small)  # still judged
+    out = prepare_image(small, "openai-high")
+    assert (out.quality, out.quality_source, out.similarity) == (SMALL_IMAGE_QUALITY, "small", None)
 
 
 # -- camera-like photos -------------------------------------------------------------------
