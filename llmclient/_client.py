@@ -12,7 +12,7 @@ import inspect
 import os
 import platform
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
@@ -45,6 +45,7 @@ from ._version import __version__
 from .api.passthrough import AsyncPassthrough, SyncPassthrough
 from .api.resources import Beta
 from .features.hedge import hedge_config
+from .features.route import Replica, Replicas
 from .pipeline import retry as _retry
 from .pipeline.call import (
     NOT_GIVEN,
@@ -82,6 +83,8 @@ from .wire.compression import (
 
 if TYPE_CHECKING:
     import asyncio
+
+    from .features.route.router import Router
 
 __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
 
@@ -124,6 +127,7 @@ class BaseClient:
 
     _transport_settings: TransportSettings
     _on_event_loop: bool  # set by the pipeline mixed in (AsyncPipeline: True)
+    _router: Router | None = None  # several replicas (base_url=[...]): the route stage
 
     def __init__(
         self,
@@ -131,7 +135,7 @@ class BaseClient:
         api_key: str | None = None,
         organization: str | None = None,
         project: str | None = None,
-        base_url: str | httpx.URL | None = None,
+        base_url: str | httpx.URL | Sequence[str | Replica] | Replicas | None = None,
         timeout: float | httpx.Timeout | NotGiven | None = NOT_GIVEN,
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
@@ -164,6 +168,10 @@ class BaseClient:
             self._official_kwargs = official  # the official client behind ``_passthrough`` gets them
         self.organization = organization if organization is not None else os.environ.get("OPENAI_ORG_ID")
         self.project = project if project is not None else os.environ.get("OPENAI_PROJECT_ID")
+        if isinstance(base_url, (list, tuple, Replicas)):  # several replicas: features/route
+            self._replicas = base_url if isinstance(base_url, Replicas) else Replicas(base_url)
+            self._router = self._replicas.router()
+            base_url = self._replicas.replicas[0].url
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.base_url = httpx.URL(str(base_url).rstrip("/") + "/")
@@ -230,7 +238,7 @@ class BaseClient:
             "api_key": self.api_key,
             "organization": self.organization,
             "project": self.project,
-            "base_url": self.base_url,
+            "base_url": self.__dict__.get("_replicas") or self.base_url,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
             "default_headers": self._custom_headers,
@@ -491,6 +499,11 @@ class BaseClient:
     def hedge_stats(self) -> dict[str, dict[str, Any]]:
         """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""
         return self._features.hedge_stats()
+
+    def replica_stats(self) -> list[dict[str, Any]]:
+        """Per replica (``base_url=[...]``): url, state (up, probe, down), in-flight calls, TTFT
+        and queue EWMAs, error rate, calls served and failed, the last error; [] for one URL."""
+        return self._router.stats() if self._router is not None else []
 
     # -- stage: decode -------------------------------------------------------------------------
 

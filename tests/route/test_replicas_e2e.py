@@ -1,0 +1,211 @@
+"""Several replicas behind one client (``base_url=[...]``), against real reference-server
+processes: affinity, failover when a connection cannot be made, a replica killed with SIGKILL,
+per-replica keys, hedging onto the second choice, an uvicorn (HTTP/1.1-only) replica and one
+behind nginx. Every test that takes ``drive`` runs on ``OpenAI`` and ``AsyncOpenAI``.
+
+Assertions are on counts and on which replica served (``response.timings.replica``), never on
+time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+import llmclient
+from llmclient import HedgeConfig, Replica, Replicas
+from llmclient.features.route.key import route_key
+from tests._both import Drive
+from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
+
+MODEL = "gpt-4o-mini"
+PROFILE = "h200-1b"
+SYSTEM = "You are the support assistant of a large hardware shop. Answer briefly. " * 12
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[list[RefServer]]:
+    # a profile with prefix caching (the zero profile has none), and millisecond steps
+    servers = [start_ref_server(FAULT_HEADERS, profile=PROFILE) for _ in range(3)]
+    yield servers
+    for server in servers:
+        stop_ref_server(server)
+
+
+def _chat(session: str, turns: list[str]) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": SYSTEM}]
+    for n, text in enumerate(turns):
+        messages.append({"role": "user" if n % 2 == 0 else "assistant", "content": f"{session}: {text}"})
+    return messages
+
+
+def _prefix_hits(server: RefServer) -> float:
+    text = httpx.get(server.url + "/metrics", timeout=10).text
+    match = re.search(r"^llm_prefix_cache_hits_total(?:\{[^}]*\})? ([0-9.e+]+)$", text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+def test_a_conversation_stays_on_its_replica_and_hits_its_cache(drive: Drive, fleet: list[RefServer]) -> None:
+    client = drive.client(api_key="k", base_url=[s.base_url for s in fleet], max_retries=0)
+    served: list[str | None] = []
+    turns: list[str] = []
+    for n in range(4):
+        turns.append(f"question {n} " * 20)
+        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat(drive.kind, turns), max_tokens=8))
+        served.append(answer.timings.replica)
+        turns.append(answer.choices[0].message.content or "ok")
+    assert len(set(served)) == 1 and served[0] in [s.base_url for s in fleet]
+    home = next(s for s in fleet if s.base_url == served[0])
+    assert _prefix_hits(home) > 0  # the later turns reused the earlier ones' blocks there
+    stats = client.replica_stats()
+    assert sum(r["served"] for r in stats) == 4 and all(r["in_flight"] == 0 for r in stats)
+
+
+def test_streams_are_routed_and_give_their_slot_back(drive: Drive, fleet: list[RefServer]) -> None:
+    client = drive.client(api_key="k", base_url=[s.base_url for s in fleet], max_retries=0)
+    stream = drive(client.chat.completions.create(model=MODEL, messages=_chat("s", ["hi"]), max_tokens=8,
+                                                   stream=True))
+    assert len(drive.iterate(stream)) > 1
+    assert stream.timings.replica in [s.base_url for s in fleet]
+    assert all(r["in_flight"] == 0 for r in client.replica_stats())
+
+
+def test_round_robin_spreads_and_least_loaded_works(drive: Drive, fleet: list[RefServer]) -> None:
+    for policy in ("round_robin", "least_loaded"):
+        client = drive.client(api_key="k", base_url=Replicas([s.base_url for s in fleet], policy=policy))
+        seen = Counter(drive(client.chat.completions.create(model=MODEL, messages=_chat("rr", ["hi"]),
+                                                            max_tokens=2)).timings.replica for _ in range(6))
+        assert set(seen) == {s.base_url for s in fleet}, policy
+
+
+def test_an_unreachable_replica_fails_over_at_once(drive: Drive, fleet: list[RefServer]) -> None:
+    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    client = drive.client(api_key="k", base_url=[dead, fleet[0].base_url], max_retries=0)
+    router = client._router
+    # keys whose first choice is the dead replica (stable hashes): they go on, nothing was sent
+    keys = [k for k in (f"tenant-{n}" for n in range(200))
+            if router.ring.walk(route_key("/chat/completions", {"prompt_cache_key": k}).ring)[0] == 0][:3]
+    for key in keys:
+        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat("f", ["hi"]), max_tokens=2,
+                                                      prompt_cache_key=key))
+        assert answer.timings.replica == fleet[0].base_url
+    states = {r["url"]: r["state"] for r in client.replica_stats()}
+    assert states[dead] == "down" and states[fleet[0].base_url] == "up"
+
+
+def test_all_replicas_down_names_each_one(drive: Drive) -> None:
+    urls = [f"http://127.0.0.1:{_free_port()}/v1" for _ in range(2)]
+    client = drive.client(api_key="k", base_url=urls, max_retries=0)
+    with pytest.raises(llmclient.APIConnectionError) as info:
+        drive(client.chat.completions.create(model=MODEL, messages=_chat("d", ["hi"]), max_tokens=2))
+    assert all(url in str(info.value) for url in urls)
+
+
+def test_a_replica_with_its_own_key(drive: Drive, fleet: list[RefServer]) -> None:
+    locked = start_ref_server("--api-key", "replica-secret")
+    try:
+        client = drive.client(api_key="client-key", max_retries=0, base_url=Replicas(
+            [Replica(locked.base_url, api_key="replica-secret")], policy="round_robin"))
+        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat("k", ["hi"]), max_tokens=2))
+        assert answer.timings.replica == locked.base_url
+        wrong = drive.client(api_key="client-key", max_retries=0, base_url=[locked.base_url])
+        with pytest.raises(llmclient.AuthenticationError):
+            drive(wrong.chat.completions.create(model=MODEL, messages=_chat("k", ["hi"]), max_tokens=2))
+    finally:
+        stop_ref_server(locked)
+
+
+def test_a_replica_killed_with_sigkill(drive: Drive, fleet: list[RefServer]) -> None:
+    victim = start_ref_server(FAULT_HEADERS)
+    try:
+        urls = [victim.base_url, fleet[1].base_url]
+        client = drive.client(api_key="k", base_url=Replicas(urls, policy="round_robin"), max_retries=2)
+        # a stream under way on the victim: killed mid-stream, it raises as today
+        stream = None
+        for n in range(40):
+            messages = _chat(f"v{n}", ["hi"])
+            stream = drive(client.chat.completions.create(model=MODEL, messages=messages, max_tokens=400,
+                                                          stream=True, extra_headers={"x-fault": "slow_ms=100"}))
+            if stream.timings.replica == victim.base_url:
+                break
+            drive(stream.close())
+        assert stream is not None and stream.timings.replica == victim.base_url
+        chunks = stream.__aiter__() if drive.is_async else iter(stream)  # one iterator, kept
+        while True:  # until a token arrived: before that, a cut stream is sent again (resend)
+            chunk = drive(chunks.__anext__()) if drive.is_async else next(chunks)
+            if chunk.choices and chunk.choices[0].delta.content:
+                break
+        assert victim.process is not None
+        os.kill(victim.process.pid, signal.SIGKILL)
+        victim.process.wait(10)
+        with pytest.raises(llmclient.APIError):
+            drive.iterate(chunks)
+        # every later call is served: on the survivor, nothing sent twice
+        served = Counter(drive(client.chat.completions.create(
+            model=MODEL, messages=_chat(f"after{n}", ["hi"]), max_tokens=2)).timings.replica for n in range(10))
+        assert served == Counter({fleet[1].base_url: 10})
+        states = {r["url"]: r["state"] for r in client.replica_stats()}
+        assert states[victim.base_url] == "down"
+    finally:
+        stop_ref_server(victim)
+
+
+def test_a_hedge_copy_goes_to_the_second_choice(drive: Drive, fleet: list[RefServer]) -> None:
+    staller = start_ref_server("--faults", "stall_ms=20000;times=1")
+    try:
+        urls = [staller.base_url, fleet[2].base_url]
+        client = drive.client(api_key="k", base_url=urls, max_retries=0, hedge=HedgeConfig(after_ms=100))
+        drive(client.models.list())  # learns that the first replica speaks HTTP/2 (no fault on GET)
+        router = client._router
+        # a key whose first choice is the staller (stable hashes: the same key every run)
+        key = next(k for k in (f"tenant-{n}" for n in range(200))
+                   if router.ring.walk(route_key("/chat/completions", {"prompt_cache_key": k}).ring)[0] == 0)
+        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat("h", ["hi"]), max_tokens=2,
+                                                      prompt_cache_key=key))
+        assert answer.timings.hedge_won and answer.timings.replica == fleet[2].base_url
+    finally:
+        stop_ref_server(staller)
+
+
+@pytest.fixture(scope="module")
+def mixed_fleet(fleet: list[RefServer]) -> Iterator[list[str]]:
+    """An uvicorn (HTTP/1.1-only) replica, one behind nginx (h2c), one plain."""
+    from tests.interop.nginx import start_nginx, stop_nginx
+
+    if shutil.which("nginx") is None:
+        if os.environ.get("CI"):
+            pytest.fail("nginx is not installed")
+        pytest.skip("nginx is not installed: scripts/ensure-system-deps.sh installs it")
+    uvicorn = start_ref_server("--server", "uvicorn")
+    behind = start_ref_server()
+    proxy = start_nginx(behind.port)
+    yield [uvicorn.base_url, proxy.base_url("h2c"), fleet[0].base_url]
+    stop_nginx(proxy)
+    stop_ref_server(behind)
+    stop_ref_server(uvicorn)
+
+
+def test_uvicorn_and_nginx_replicas(drive: Drive, mixed_fleet: list[str]) -> None:
+    client = drive.client(api_key="k", base_url=Replicas(mixed_fleet, policy="round_robin"), max_retries=0)
+    answers = [drive(client.chat.completions.create(model=MODEL, messages=_chat("mx", ["hi"]), max_tokens=2))
+               for _ in range(6)]
+    assert Counter(a.timings.replica for a in answers) == Counter({url: 2 for url in mixed_fleet})
+    versions = {a.timings.replica: a.timings.http_version for a in answers}
+    assert versions[mixed_fleet[0]] == "HTTP/1.1"
+    stream = drive(client.chat.completions.create(model=MODEL, messages=_chat("mx", ["hi"]), max_tokens=4,
+                                                   stream=True))
+    assert drive.iterate(stream)
