@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from llmclient import OpenAI, Replica, Replicas
 from llmclient.features.route.affinity import PrefixIndex
 from llmclient.features.route.health import Ejection, Health, on_failure, on_success, state
-from llmclient.features.route.key import BLOCK_CHARS, RouteKey, route_key
+from llmclient.features.route.key import BLOCK_CHARS, MAX_BLOCKS, RouteKey, route_key
 from llmclient.features.route.ring import Ring, bound, hash64, pick_bounded
 from llmclient.features.route.router import Router, plan
 
@@ -98,10 +98,19 @@ def _chat(*turns: str, system: str = SYSTEM) -> dict:
     return {"model": "m", "messages": messages}
 
 
-def test_a_shared_system_prompt_shares_the_ring_key() -> None:
+def test_the_same_prompt_has_the_same_key_and_a_shared_system_prompt_spreads() -> None:
     a = route_key("/chat/completions", _chat("hello"))
+    assert route_key("/chat/completions", _chat("hello")) == a and a.ring is not None
     b = route_key("/chat/completions", _chat("something else entirely"))
-    assert a.ring == b.ring and a.ring is not None
+    assert a.ring != b.ring  # the deepest block places it: sessions spread
+    assert a.blocks[:4] == b.blocks[:4]  # while their shared blocks are the same
+
+
+def test_a_long_conversation_keeps_its_ring_key() -> None:
+    document = "A long shared document. " * 800  # past MAX_BLOCKS blocks
+    first = route_key("/chat/completions", _chat(document))
+    later = route_key("/chat/completions", _chat(document, "an answer", "a follow-up"))
+    assert len(first.blocks) == MAX_BLOCKS and first.ring == later.ring
 
 
 def test_a_conversation_s_next_turn_extends_its_blocks() -> None:

@@ -6,8 +6,8 @@ replica has its own) replace the call's, and the call's record names it (``repli
 connection that could not be made (nothing was sent) moves on to the next replica at once,
 outside ``max_retries``; a 5xx or 429 sends the retry, if the retry policy allows one, to the
 next replica too. The replica's in-flight slot is held until the answer's body is closed (a
-stream: until it ends or is closed), and what the call showed (TTFT, Server-Timing queue time,
-the prompt's blocks) is then reported to the router.
+stream: until it ends or is closed), and what the call showed (TTFT, Server-Timing queue
+time) is then reported to the router.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Routed:
         self._let_go()
         i = self.order[self.pos % len(self.order)]
         replica = self.router.replicas[i]
-        self.router.take(i)
+        self.router.take(i, self.key.blocks)
         self.current = i
         call.base_url = replica.url
         if replica.api_key:
@@ -89,7 +89,7 @@ class Routed:
         """A good answer: its body holds the replica's slot until it is closed."""
         i, self.current = self.current, None
         if i is not None:
-            response.stream = _Held(response.stream, self.router, i, record, self.key.blocks)
+            response.stream = _Held(response.stream, self.router, i, record)
 
     def resent(self) -> None:
         """The answer is dropped unread and the body sent again (a refused wire or coding)."""
@@ -112,13 +112,11 @@ class _Held(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A response body that gives its replica's slot back when closed, with what the call
     showed; every other attribute is the transport stream's (``read_until``, byte counts)."""
 
-    def __init__(self, inner: Any, router: Router, replica: int, record: CallRecord,
-                 blocks: tuple[int, ...]) -> None:
+    def __init__(self, inner: Any, router: Router, replica: int, record: CallRecord) -> None:
         self._inner = inner
         self._router: Router | None = router
         self._replica = replica
         self._record = record
-        self._blocks = blocks
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_inner"], name)
@@ -149,7 +147,7 @@ class _Held(httpx.SyncByteStream, httpx.AsyncByteStream):
         ttft = rec.first_token_ms if rec.first_token_ms is not None else rec.first_byte_ms
         timing = rec.server_timing
         queue = timing.get("queue", timing.get("queued"))
-        router.done(self._replica, ttft, queue, self._blocks)
+        router.done(self._replica, ttft, queue)
 
     def __del__(self) -> None:
         if self.__dict__.get("_router") is not None:

@@ -8,9 +8,12 @@ conversation's earlier turns. The key is therefore
   ``user``: the app said which calls belong together;
 * else a chain of block hashes over the leading characters of the rendered prompt
   (``BLOCK_CHARS`` each, at most ``MAX_BLOCKS``): ``h_i = H(h_(i-1) || block_i)``, as a
-  server names its KV blocks. The first block places the call on the ring (calls that share
-  a system prompt meet there); the chain lets the router find the replica that already holds
-  the longest part of the prompt (``affinity.PrefixIndex``: a conversation's next turn).
+  server names its KV blocks. The chain lets the router find the replica that already holds
+  the longest part of the prompt (``affinity.PrefixIndex``: a conversation's next turn). The
+  whole leading text (its last block chained with the rest) places the call on the ring: the same prompt (or two prompts sharing their
+  first ``MAX_BLOCKS`` blocks: a long conversation's turns) lands on the same replica in every
+  process, while calls that share only a system prompt spread over the fleet (a system prompt
+  costs each replica one prefill; what makes a session's turns fast is its own history).
 
 Pure and stable across processes (blake2b, never Python's salted ``hash``); a hash never
 reveals the prompt.
@@ -116,5 +119,6 @@ def route_key(path: str, body: dict[str, Any] | None) -> RouteKey:
         d = hashlib.blake2b(digest + text[start:start + BLOCK_CHARS], digest_size=8).digest()
         digest = d
         blocks.append(int.from_bytes(d, "big"))
-    ring = blocks[0] if blocks else _h(text)
+    tail = text[len(blocks) * BLOCK_CHARS:]
+    ring = blocks[-1] if blocks and not tail else _h(b"ring\x00" + digest + tail)
     return RouteKey(ring, tuple(blocks))

@@ -3,10 +3,11 @@
 
 Policies:
 
-* ``prefix`` (the default): the replica already holding the longest part of the prompt
-  (``affinity``), else the call's place on the ring (``ring``), under the bounded-load rule;
-  weights are scaled down for a replica slower than the fleet's median (latency-aware), so a
-  slow replica's bound shrinks and its keys spill over;
+* ``prefix`` (the default): the replica already holding at least ``MATCH_RATIO`` of the
+  prompt's blocks (``affinity``; SGLang's cache-aware router uses the same kind of threshold),
+  else the call's place on the ring (``ring``), both under the bounded-load rule; weights are
+  scaled down for a replica slower than the fleet's median (latency-aware), so a slow
+  replica's bound shrinks and its keys spill over;
 * ``least_loaded``: the fewest in-flight calls per unit of weight, then the lowest TTFT;
 * ``round_robin``: what a plain load balancer does (for comparison).
 
@@ -34,6 +35,7 @@ Policy = Literal["prefix", "least_loaded", "round_robin"]
 POLICIES: tuple[str, ...] = ("prefix", "least_loaded", "round_robin")
 DEFAULT_BALANCE = 1.25  # c: a replica takes at most 1.25x its share of the in-flight calls
 MIN_SPEED = 0.1         # a slow replica keeps at least a tenth of its weight
+MATCH_RATIO = 0.5       # a replica holding half the prompt or more keeps it (if not overloaded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,15 +133,17 @@ def plan(policy: Policy, key: RouteKey, health: Sequence[Health], weights: Seque
         ordered = sorted(eligible, key=lambda i: (health[i].in_flight / weights[i],
                                                   health[i].ttft_ms or 0.0, (i - turn) % n))
     else:
-        on_ring = [i for i in ring.walk(key.ring) if states[i] == "up"]
-        depth = {i: index.match(i, key.blocks) for i in on_ring} if key.blocks else {}
-        # the longest cached prefix first, then ring order (sorted is stable)
-        walk = sorted(on_ring, key=lambda i: -depth.get(i, 0))
-        speed = _speeds(health, on_ring)
+        walk = [i for i in ring.walk(key.ring) if states[i] == "up"]
+        speed = _speeds(health, walk)
         ordered = walk
         if walk:
-            first = pick_bounded(walk, lambda i: health[i].in_flight,
-                                 lambda i: weights[i] * speed.get(i, 1.0), balance)
+            load = lambda i: health[i].in_flight  # noqa: E731
+            weight = lambda i: weights[i] * speed.get(i, 1.0)  # noqa: E731
+            holder, depth = index.best(key.blocks, walk)
+            if holder is not None and depth >= MATCH_RATIO * len(key.blocks):
+                # the holder's own place in the walk: it keeps the call unless above its bound
+                walk = [holder] + [i for i in walk if i != holder]
+            first = pick_bounded(walk, load, weight, balance)
             ordered = [first] + [i for i in walk if i != first]
     return probes[:1] + ordered + probes[1:] + down
 
@@ -168,22 +172,25 @@ class Router:
             order = order[1:] + order[:1]
         return order
 
-    def take(self, i: int) -> None:
-        """An attempt starts on replica ``i``."""
+    def take(self, i: int, blocks: Sequence[int] = ()) -> None:
+        """An attempt starts on replica ``i``. Its prompt's blocks are taken as cached there
+        from now on (as SGLang's router inserts a prompt into its tree when it routes it): the
+        replica computes them within its prefill, and a conversation's next turn may come
+        before this one's answer has ended."""
         with self._lock:
             h = self.health[i]
             h.in_flight += 1
             if state(h, time.monotonic()) == "probe":
                 h.probing = True
+            if blocks:
+                self.index.record(i, blocks)
 
-    def done(self, i: int, ttft_ms: float | None, queue_ms: float | None, blocks: Sequence[int]) -> None:
+    def done(self, i: int, ttft_ms: float | None, queue_ms: float | None) -> None:
         """The attempt on ``i`` ended well."""
         with self._lock:
             h = self.health[i]
             h.in_flight -= 1
             on_success(h, ttft_ms, queue_ms)
-            if blocks:
-                self.index.record(i, blocks)
 
     def failed(self, i: int, reason: str, at_once: bool) -> bool:
         """The attempt on ``i`` failed; True when that ejected the replica."""
