@@ -168,12 +168,13 @@ def start_server(profile: str = "zero", tls: bool = False, faults: str | None = 
 
 
 def start_replicas(n: int, profile: str = "zero", tls: bool = False,
-                   extra_args: tuple[str, ...] = (), spawn: Any = None, **kwargs: Any) -> list[ServerProcess]:
+                   extra_args: tuple[str, ...] = (), spawn: Any = None,
+                   cert_from: ServerProcess | None = None, **kwargs: Any) -> list[ServerProcess]:
     """``n`` reference servers on their own ports, same profile (``spawn``: a
     :func:`start_server`-like callable, e.g. the suite's, which adds its TLS and log folder;
     then ``tls`` is whatever it uses). With TLS the first one generates the certificate and the
     others serve the same one (``ca_path`` is the same on all). Stops the ones it started if
-    one fails."""
+    one fails. ``cert_from``: a replica started earlier whose certificate these serve too."""
     if n < 1:
         raise ValueError(f"replicas must be >= 1, got {n}")
     if spawn is None:
@@ -181,14 +182,15 @@ def start_replicas(n: int, profile: str = "zero", tls: bool = False,
             return start_server(tls=tls, **kw)
     started: list[ServerProcess] = []
     try:
-        first = spawn(profile=profile, extra_args=extra_args, **kwargs)
-        started.append(first)
+        first = cert_from or spawn(profile=profile, extra_args=extra_args, **kwargs)
+        if cert_from is None:
+            started.append(first)
         more = extra_args
         if first.ca_path:  # generated: ca.pem, server.pem, server.key side by side (server/tls.py)
             folder = os.path.dirname(first.ca_path)
             more = (*extra_args, "--cert", os.path.join(folder, "server.pem"),
                     "--key", os.path.join(folder, "server.key"))
-        for _ in range(n - 1):
+        while len(started) < n:
             server = spawn(profile=profile, extra_args=more, **kwargs)
             server.ca_path = server.ca_path or first.ca_path
             started.append(server)

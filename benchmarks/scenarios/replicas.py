@@ -18,6 +18,10 @@ intervals), the prefix-cache hit rate read from each replica's ``/metrics`` (tok
 cache / prompt tokens, the counters' change over the run) against the ideal rate of one replica
 with an unbounded cache (computed from the workload: the longest prefix each prompt shares with
 an earlier one, in 64-character blocks), and the load spread (calls per replica).
+
+Then, at 50% of the knee: one replica 5x slower (round-robin and prefix: the slow replica's
+share of the calls early in the run and later), and one replica killed with SIGKILL halfway
+through a prefix run (failed calls: those in flight on it, those that started after).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import hashlib
 import math
 import random
 import re
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -55,6 +60,7 @@ TURN_GAP = 12                # requests between two turns of a session (~0.5-1 s
 NEW_SESSION = 0.3            # chance that a new session starts while others are ready
 MAX_TOKENS = 24
 LOADS = (0.5, 0.8)           # fractions of the fleet's knee
+SLOW = 5                     # the slow replica's engine time, x
 IDEAL_BLOCK = 64             # characters per block for the ideal hit rate
 
 
@@ -145,10 +151,10 @@ class ReplicaRouting:
                 systems = [readable_text(SYSTEM_WORDS, random.Random(ctx.seed * 1000 + k))
                            for k in range(SYSTEM_PROMPTS)]
 
-                def driver(policy: str, variant: str) -> Any:
+                def driver(policy: str, variant: str, fleet: list[str] = urls) -> Any:
                     llmclient = __import__("llmclient")
                     return sub.driver("llmclient", variant=variant, client_options={
-                        "base_url": llmclient.Replicas(urls, policy=policy), "max_retries": 2})
+                        "base_url": llmclient.Replicas(fleet, policy=policy), "max_retries": 2})
 
                 def requests(tag: str, prompts: list[list[dict[str, str]]]) -> list[ChatRequest]:
                     out = []
@@ -184,6 +190,34 @@ class ReplicaRouting:
                             record.variant = variant
                         records[variant] = out
                         series["runs"][variant] = _run_summary(out, before, after, urls, ideal, rate)
+
+                # One replica 5x slower (every request takes 5x its engine time), then one killed
+                # with SIGKILL halfway through: at 50% of the knee.
+                rate = knee * LOADS[0]
+                arrivals = poisson_arrivals(rate, n, random.Random(ctx.seed + 7))
+                slow = start_replicas(1, profile, spawn=ctx.spawn_server, cert_from=servers[0],
+                                      extra_args=("--cold-start-s", "0", "--faults", f"straggler={SLOW}"))[0]
+                servers.append(slow)
+                fleet = [*urls[:REPLICAS - 1], stack.enter_context(ctx.routed(slow))]
+                for policy in ("round_robin", "prefix"):
+                    variant = f"{policy}+slow"
+                    ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica {SLOW}x slower")
+                    out = run_open_loop(sub, driver(policy, variant, fleet), requests(variant, prompts), arrivals)
+                    records[variant] = out
+                    series["runs"][variant] = _slow_summary(out, fleet[-1], rate)
+                variant = "prefix+kill"
+                victim = servers[REPLICAS - 1]
+                kill_at = arrivals[len(arrivals) // 2]
+                ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica "
+                             f"killed (SIGKILL) at {kill_at:.1f} s")
+                timer = threading.Timer(kill_at, victim.process.kill)
+                timer.start()
+                try:
+                    out = run_open_loop(sub, driver("prefix", variant), requests(variant, prompts), arrivals)
+                finally:
+                    timer.cancel()
+                records[variant] = out
+                series["runs"][variant] = _kill_summary(out, urls[REPLICAS - 1], kill_at)
         finally:
             for server in servers:
                 server.stop()
@@ -200,6 +234,17 @@ class ReplicaRouting:
                     f"prefix@{pct}"),
             ]
         for variant, run in series["runs"].items():
+            if "slow_share_early" in run:
+                notes.append(f"{variant}: the {SLOW}x slower replica served {run['slow_share_early']:.0%} of "
+                             f"the calls of the run's first quarter and {run['slow_share_late']:.0%} of its "
+                             f"second half (a fair share is {1 / REPLICAS:.0%}); TTFT p50 "
+                             f"{run['ttft_p50_ms']:.0f} ms, {run['failed']} failed")
+                continue
+            if "failed_after_kill" in run:
+                notes.append(f"{variant}: {run['failed']} failed of {run['n']} ({run['failed_in_flight']} were "
+                             f"in flight on the killed replica, {run['failed_after_kill']} started after the "
+                             f"kill); {run['served_by_victim_after']} served by it after the kill")
+                continue
             notes.append(f"{variant}: prefix-cache hit rate {run['hit_rate']:.0%} "
                          f"({run['hit_vs_ideal']:.0%} of the ideal {ideal:.0%}), calls per replica "
                          f"{run['per_replica']}, {run['failed']} failed")
@@ -225,6 +270,32 @@ def _run_summary(out: list[RequestRecord], before: list[tuple[float, float]],
             "hit_rate_per_replica": per_replica_hits, "per_replica": counts,
             "load_cv": round(spread, 3) if spread is not None else None,
             "failed": sum(not r.ok for r in out)}
+
+
+def _slow_summary(out: list[RequestRecord], slow_url: str, rate: float) -> dict[str, Any]:
+    """The slow replica's share of the calls started in the run's first quarter and in its
+    second half, and the run's TTFT p50."""
+    ok = sorted((r for r in out if r.ok), key=lambda r: r.start_s)
+    quarter, half = ok[:max(1, len(ok) // 4)], ok[len(ok) // 2:]
+
+    def share(rs: list[RequestRecord]) -> float:
+        return sum(r.extra.get("replica") == slow_url for r in rs) / len(rs) if rs else 0.0
+
+    ttfts = sorted(r.ttft_ms for r in ok if r.ttft_ms is not None)
+    return {"rate_rps": round(rate, 2), "slow_share_early": round(share(quarter), 3),
+            "slow_share_late": round(share(half), 3),
+            "ttft_p50_ms": ttfts[len(ttfts) // 2] if ttfts else float("nan"),
+            "failed": sum(not r.ok for r in out)}
+
+
+def _kill_summary(out: list[RequestRecord], victim_url: str, kill_at: float) -> dict[str, Any]:
+    """Failures of a run whose replica was killed ``kill_at`` seconds after its first arrival."""
+    start = min(r.start_s for r in out) if out else 0.0
+    after = [r for r in out if r.start_s - start >= kill_at]
+    return {"n": len(out), "failed": sum(not r.ok for r in out),
+            "failed_in_flight": sum(not r.ok and r.start_s - start < kill_at for r in out),
+            "failed_after_kill": sum(not r.ok for r in after),
+            "served_by_victim_after": sum(r.ok and r.extra.get("replica") == victim_url for r in after)}
 
 
 SCENARIOS = (ReplicaRouting(),)
