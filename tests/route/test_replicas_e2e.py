@@ -209,3 +209,20 @@ def test_uvicorn_and_nginx_replicas(drive: Drive, mixed_fleet: list[str]) -> Non
     stream = drive(client.chat.completions.create(model=MODEL, messages=_chat("mx", ["hi"]), max_tokens=4,
                                                    stream=True))
     assert drive.iterate(stream)
+
+
+def test_doctor_checks_that_replicas_serve_the_same_models(fleet: list[RefServer]) -> None:
+    from llmclient._doctor import diagnose, fleet_check, main
+
+    same = fleet_check([diagnose(s.base_url, api_key="k") for s in fleet[:2]])
+    assert same.status == "ok", same.summary
+    other = start_ref_server(profile="zero")  # another model
+    try:
+        mixed = fleet_check([diagnose(fleet[0].base_url, api_key="k"), diagnose(other.base_url, api_key="k")])
+        assert mixed.status == "fail" and fleet[0].base_url in mixed.summary and other.base_url in mixed.summary
+        assert main([fleet[0].base_url, other.base_url, "--api-key", "k"]) == 1
+    finally:
+        stop_ref_server(other)
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    down = fleet_check([diagnose(fleet[0].base_url, api_key="k"), diagnose(dead, api_key="k")])
+    assert down.status == "warn" and dead in down.summary
