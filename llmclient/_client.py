@@ -500,6 +500,17 @@ class BaseClient:
         """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""
         return self._features.hedge_stats()
 
+    def _warm_calls(self) -> list[Call]:
+        """``GET /models`` for the warm-up: one per replica (each pinned to it), else one."""
+        urls = [r.url for r in self._router.replicas] if self._router is not None else [None]
+        calls = []
+        for url in urls:
+            call = self._build_call("GET", "/models")
+            call.max_retries = 0
+            call.record.replica = url
+            calls.append(call)
+        return calls
+
     def replica_stats(self) -> list[dict[str, Any]]:
         """Per replica (``base_url=[...]``): url, state (up, probe, down), in-flight calls, TTFT
         and queue EWMAs, error rate, calls served and failed, the last error; [] for one URL."""
@@ -659,11 +670,15 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
 
         Sends ``GET /models``; any HTTP status counts as warm, connection errors raise.
         """
-        call = self._build_call("GET", "/models")
-        call.max_retries = 0
-        response = self._send(call, None, JSON_CODEC)
-        response.read()
-        response.close()
+        for call in self._warm_calls():
+            try:
+                response = self._send(call, None, JSON_CODEC)
+            except APIConnectionError:
+                if self._router is None:
+                    raise
+                continue  # one replica down: the router has ejected it
+            response.read()
+            response.close()
 
     def close(self) -> None:
         """Connections are shared by every client of the process with the same settings; they
@@ -726,11 +741,15 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
         return shared_async_transport(self._transport_settings)
 
     async def warmup(self) -> None:
-        call = self._build_call("GET", "/models")
-        call.max_retries = 0
-        response = await self._send(call, None, JSON_CODEC)
-        await response.aread()
-        await response.aclose()
+        for call in self._warm_calls():
+            try:
+                response = await self._send(call, None, JSON_CODEC)
+            except APIConnectionError:
+                if self._router is None:
+                    raise
+                continue  # one replica down: the router has ejected it
+            await response.aread()
+            await response.aclose()
 
     async def close(self) -> None:
         """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`

@@ -226,3 +226,12 @@ def test_doctor_checks_that_replicas_serve_the_same_models(fleet: list[RefServer
     dead = f"http://127.0.0.1:{_free_port()}/v1"
     down = fleet_check([diagnose(fleet[0].base_url, api_key="k"), diagnose(dead, api_key="k")])
     assert down.status == "warn" and dead in down.summary
+
+
+def test_warmup_opens_every_replica_and_skips_a_dead_one(drive: Drive, fleet: list[RefServer]) -> None:
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    client = drive.client(api_key="k", base_url=[fleet[0].base_url, dead, fleet[1].base_url])
+    drive(client.warmup())  # one GET /models pinned to each replica; the dead one is ejected
+    stats = {r["url"]: r for r in client.replica_stats()}
+    assert stats[fleet[0].base_url]["served"] == 1 and stats[fleet[1].base_url]["served"] == 1
+    assert stats[dead]["state"] == "down" and stats[dead]["served"] == 0

@@ -1,7 +1,8 @@
 """One call's route through the replicas: the thin I/O around :class:`~.router.Router`'s
 decisions, driven by the send loop's ``Attempts`` (llmclient/pipeline/shared.py).
 
-Each attempt goes to the next replica of the call's plan: its base URL (and API key, where the
+Each attempt goes to the next replica of the call's plan (a call whose record already names a
+replica, a warm-up or a resumed background stream, goes there only): its base URL (and API key, where the
 replica has its own) replace the call's, and the call's record names it (``replica``). A
 connection that could not be made (nothing was sent) moves on to the next replica at once,
 outside ``max_retries``; a 5xx or 429 sends the retry, if the retry policy allows one, to the
@@ -39,7 +40,11 @@ class Routed:
     def __init__(self, router: Router, call: Call) -> None:
         self.router = router
         self.key = route_key(call.path, call.body)
-        self.order = router.plan(self.key, second=HEDGE_HEADER in call.headers)
+        pinned = router.position(call.record.replica) if call.record.replica else None
+        if pinned is not None:  # a call for one replica (its warm-up, a resumed stream it holds)
+            self.order = [pinned]
+        else:
+            self.order = router.plan(self.key, second=HEDGE_HEADER in call.headers)
         self.pos = 0
         self.current: int | None = None  # the replica whose slot this attempt holds
         self.tried: list[str] = []

@@ -159,8 +159,13 @@ class Router:
         self.weights = [r.weight for r in spec.replicas]
         self.ring = Ring([r.url for r in spec.replicas], self.weights)
         self.index = PrefixIndex(len(spec.replicas))
+        self._positions = {r.url: i for i, r in enumerate(spec.replicas)}
         self._turn = 0
         self._lock = threading.Lock()
+
+    def position(self, url: str) -> int | None:
+        """The index of the replica at ``url`` (None: not one of this fleet's)."""
+        return self._positions.get(url.rstrip("/"))
 
     def plan(self, key: RouteKey, second: bool = False) -> list[int]:
         """The call's order; ``second``: a hedge copy, which starts at the second choice."""
