@@ -125,6 +125,13 @@ def test_a_replica_with_its_own_key(drive: Drive, fleet: list[RefServer]) -> Non
         wrong = drive.client(api_key="client-key", max_retries=0, base_url=[locked.base_url])
         with pytest.raises(llmclient.AuthenticationError):
             drive(wrong.chat.completions.create(model=MODEL, messages=_chat("k", ["hi"]), max_tokens=2))
+        # a call that fails over from a replica with a key of its own goes on with the client's
+        dead = f"http://127.0.0.1:{_free_port()}/v1"
+        mixed = drive.client(api_key="replica-secret", max_retries=0, base_url=Replicas(
+            [Replica(dead, api_key="another-key"), locked.base_url], policy="round_robin"))
+        for _ in range(2):  # one of the two starts on the dead replica
+            answer = drive(mixed.chat.completions.create(model=MODEL, messages=_chat("k", ["hi"]), max_tokens=2))
+            assert answer.timings.replica == locked.base_url
     finally:
         stop_ref_server(locked)
 

@@ -35,7 +35,7 @@ def nothing_sent(exc: BaseException) -> bool:
 
 
 class Routed:
-    __slots__ = ("__weakref__", "current", "key", "order", "pos", "router", "tried")
+    __slots__ = ("__weakref__", "current", "headers", "key", "order", "pos", "router", "tried")
 
     def __init__(self, router: Router, call: Call) -> None:
         self.router = router
@@ -46,6 +46,7 @@ class Routed:
         else:
             self.order = router.plan(self.key, second=HEDGE_HEADER in call.headers)
         self.pos = 0
+        self.headers = call.headers  # the call's own: a replica's API key replaces its credentials
         self.current: int | None = None  # the replica whose slot this attempt holds
         self.tried: list[str] = []
 
@@ -57,8 +58,8 @@ class Routed:
         self.router.take(i, self.key.blocks)
         self.current = i
         call.base_url = replica.url
-        if replica.api_key:
-            call.headers = {**call.headers, "authorization": f"Bearer {replica.api_key}"}
+        call.headers = ({**self.headers, "authorization": f"Bearer {replica.api_key}"} if replica.api_key
+                        else self.headers)
         call.record.replica = replica.url
 
     def failed(self, exc: BaseException) -> bool:
