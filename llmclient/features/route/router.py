@@ -22,12 +22,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .affinity import PrefixIndex
 from .health import Ejection, Health, on_failure, on_success, state
 from .key import RouteKey
 from .ring import Ring, pick_bounded
+from .shared import SharedEjections, merge
 
 __all__ = ["DEFAULT_BALANCE", "POLICIES", "Policy", "Replica", "Replicas", "Router", "plan"]
 
@@ -62,12 +63,15 @@ class Replicas:
 
     ``policy``: ``"prefix"`` (default), ``"least_loaded"`` or ``"round_robin"``; ``balance``:
     the bounded-load factor c (>= 1); ``ejection``: when a failing replica is taken out and for
-    how long. Raises ValueError at once for an empty list, a duplicate, a URL that is not
-    http(s), a weight that is not positive, an unknown policy.
+    how long; ``redis``: a Redis URL (or a ``redis.Redis`` client) through which every process
+    with the same list shares its ejections (``shared``; the ``redis`` extra). Raises
+    ValueError at once for an empty list, a duplicate, a URL that is not http(s), a weight that
+    is not positive, an unknown policy.
     """
 
     def __init__(self, replicas: Sequence[str | Replica], *, policy: Policy = "prefix",
-                 balance: float = DEFAULT_BALANCE, ejection: Ejection | None = None) -> None:
+                 balance: float = DEFAULT_BALANCE, ejection: Ejection | None = None,
+                 redis: Any = None) -> None:
         if isinstance(replicas, (str, bytes)) or not replicas:
             raise ValueError("base_url: give one URL, or a non-empty list of replica URLs")
         items = [r if isinstance(r, Replica) else Replica(str(r)) for r in replicas]
@@ -89,6 +93,7 @@ class Replicas:
         self.policy: Policy = policy
         self.balance = float(balance)
         self.ejection = ejection or Ejection()
+        self.redis = redis
         self._router: Router | None = None
         self._lock = threading.Lock()
 
@@ -160,6 +165,7 @@ class Router:
         self.ring = Ring([r.url for r in spec.replicas], self.weights)
         self.index = PrefixIndex(len(spec.replicas))
         self._positions = {r.url: i for i, r in enumerate(spec.replicas)}
+        self.shared = SharedEjections(spec.redis, [r.url for r in spec.replicas]) if spec.redis else None
         self._turn = 0
         self._lock = threading.Lock()
 
@@ -171,6 +177,10 @@ class Router:
         """The call's order; ``second``: a hedge copy, which starts at the second choice."""
         with self._lock:
             self._turn += 1
+            if self.shared is not None:  # what other processes ejected (at most REFRESH_S old)
+                now, wall = time.monotonic(), time.time()
+                for h, until in zip(self.health, self.shared.view, strict=True):
+                    h.ejected_until = merge(h.ejected_until, until, now, wall)
             order = plan(self.spec.policy, key, self.health, self.weights, self.ring, self.index,
                          self._turn, self.spec.balance, time.monotonic())
         if second and len(order) > 1:
@@ -202,9 +212,12 @@ class Router:
         with self._lock:
             h = self.health[i]
             h.in_flight -= 1
-            ejected = on_failure(h, reason, time.monotonic(), self.spec.ejection, at_once)
+            now = time.monotonic()
+            ejected = on_failure(h, reason, now, self.spec.ejection, at_once)
             if ejected:
                 self.index.forget(i)  # a replica that comes back may have restarted, cache empty
+                if self.shared is not None:
+                    self.shared.publish(i, h.ejected_until - now)
             return ejected
 
     def let_go(self, i: int) -> None:
