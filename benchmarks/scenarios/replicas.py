@@ -133,9 +133,9 @@ class ReplicaRouting:
         assert ctx.spawn_server is not None
         rng = random.Random(ctx.seed + 85)
         profile = ctx.server.profile if ctx.server else "h100-8b"
-        n = 48 if ctx.quick else 400
+        n = 40 if ctx.quick else 400
         calib_c = 8 * REPLICAS
-        calib_n = calib_c * (3 if ctx.quick else 6)
+        calib_n = calib_c * (2 if ctx.quick else 6)
         try:
             servers = start_replicas(REPLICAS, profile, spawn=ctx.spawn_server,
                                      extra_args=("--cold-start-s", "0"))
