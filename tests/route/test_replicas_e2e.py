@@ -171,10 +171,12 @@ def test_a_replica_killed_with_sigkill(drive: Drive, fleet: list[RefServer]) -> 
         stop_ref_server(victim)
 
 
-def test_a_hedge_copy_goes_to_the_second_choice(drive: Drive, fleet: list[RefServer]) -> None:
-    staller = start_ref_server("--faults", "stall_ms=20000;times=1")
+def test_a_hedge_copy_and_a_late_stream_go_to_the_second_choice(drive: Drive) -> None:
+    # the staller stalls its first request, and any that asks (x-fault); the other ignores x-fault
+    staller = start_ref_server(FAULT_HEADERS, "--faults", "stall_ms=20000;times=1")
+    plain = start_ref_server()
     try:
-        urls = [staller.base_url, fleet[2].base_url]
+        urls = [staller.base_url, plain.base_url]
         client = drive.client(api_key="k", base_url=urls, max_retries=0, hedge=HedgeConfig(after_ms=100))
         drive(client.models.list())  # learns that the first replica speaks HTTP/2 (no fault on GET)
         router = client._router
@@ -183,8 +185,18 @@ def test_a_hedge_copy_goes_to_the_second_choice(drive: Drive, fleet: list[RefSer
                    if router.ring.walk(route_key("/chat/completions", {"prompt_cache_key": k}).ring)[0] == 0)
         answer = drive(client.chat.completions.create(model=MODEL, messages=_chat("h", ["hi"]), max_tokens=2,
                                                       prompt_cache_key=key))
-        assert answer.timings.hedge_won and answer.timings.replica == fleet[2].base_url
+        assert answer.timings.hedge_won and answer.timings.replica == plain.base_url
+        # a stream whose first token is late on its replica: also started on the second choice
+        # (failover before the first token); the staller stalls every request from here on
+        stream_key = next(k for k in (f"stream-{n}" for n in range(200))
+                          if router.ring.walk(route_key("/chat/completions", {"prompt_cache_key": k}).ring)[0] == 0)
+        stream = drive(client.chat.completions.create(
+            model=MODEL, messages=_chat("h", ["hi"]), max_tokens=4, stream=True, prompt_cache_key=stream_key,
+            extra_headers={"x-fault": "stall_ms=20000"}))  # honoured by the staller only
+        assert drive.iterate(stream)
+        assert stream.timings.hedge_won and stream.timings.replica == plain.base_url
     finally:
+        stop_ref_server(plain)
         stop_ref_server(staller)
 
 
