@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 from collections import Counter
 from collections.abc import Iterator
 
@@ -25,16 +24,9 @@ from llmclient import HedgeConfig, Replica, Replicas
 from llmclient.features.route.key import route_key
 from tests._both import Drive
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
+from tests.route._common import MODEL, chat, free_port
 
-MODEL = "gpt-4o-mini"
 PROFILE = "h200-1b"
-SYSTEM = "You are the support assistant of a large hardware shop. Answer briefly. " * 12
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +36,6 @@ def fleet() -> Iterator[list[RefServer]]:
     yield servers
     for server in servers:
         stop_ref_server(server)
-
-
-def _chat(session: str, turns: list[str]) -> list[dict[str, str]]:
-    messages = [{"role": "system", "content": SYSTEM}]
-    for n, text in enumerate(turns):
-        messages.append({"role": "user" if n % 2 == 0 else "assistant", "content": f"{session}: {text}"})
-    return messages
 
 
 def _prefix_hits(server: RefServer) -> float:
@@ -65,7 +50,7 @@ def test_a_conversation_stays_on_its_replica_and_hits_its_cache(drive: Drive, fl
     turns: list[str] = []
     for n in range(4):
         turns.append(f"question {n} " * 20)
-        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat(drive.kind, turns), max_tokens=8))
+        answer = drive(client.chat.completions.create(model=MODEL, messages=chat(drive.kind, turns), max_tokens=8))
         served.append(answer.timings.replica)
         turns.append(answer.choices[0].message.content or "ok")
     assert len(set(served)) == 1 and served[0] in [s.base_url for s in fleet]
@@ -77,7 +62,7 @@ def test_a_conversation_stays_on_its_replica_and_hits_its_cache(drive: Drive, fl
 
 def test_streams_are_routed_and_give_their_slot_back(drive: Drive, fleet: list[RefServer]) -> None:
     client = drive.client(api_key="k", base_url=[s.base_url for s in fleet], max_retries=0)
-    stream = drive(client.chat.completions.create(model=MODEL, messages=_chat("s", ["hi"]), max_tokens=8,
+    stream = drive(client.chat.completions.create(model=MODEL, messages=chat("s", ["hi"]), max_tokens=8,
                                                    stream=True))
     assert len(drive.iterate(stream)) > 1
     assert stream.timings.replica in [s.base_url for s in fleet]
@@ -87,20 +72,20 @@ def test_streams_are_routed_and_give_their_slot_back(drive: Drive, fleet: list[R
 def test_round_robin_spreads_and_least_loaded_works(drive: Drive, fleet: list[RefServer]) -> None:
     for policy in ("round_robin", "least_loaded"):
         client = drive.client(api_key="k", base_url=Replicas([s.base_url for s in fleet], policy=policy))
-        seen = Counter(drive(client.chat.completions.create(model=MODEL, messages=_chat("rr", ["hi"]),
+        seen = Counter(drive(client.chat.completions.create(model=MODEL, messages=chat("rr", ["hi"]),
                                                             max_tokens=2)).timings.replica for _ in range(6))
         assert set(seen) == {s.base_url for s in fleet}, policy
 
 
 def test_an_unreachable_replica_fails_over_at_once(drive: Drive, fleet: list[RefServer]) -> None:
-    dead = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     client = drive.client(api_key="k", base_url=[dead, fleet[0].base_url], max_retries=0)
     router = client._router
     # keys whose first choice is the dead replica (stable hashes): they go on, nothing was sent
     keys = [k for k in (f"tenant-{n}" for n in range(200))
             if router.ring.walk(route_key("/chat/completions", {"prompt_cache_key": k}).ring)[0] == 0][:3]
     for key in keys:
-        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat("f", ["hi"]), max_tokens=2,
+        answer = drive(client.chat.completions.create(model=MODEL, messages=chat("f", ["hi"]), max_tokens=2,
                                                       prompt_cache_key=key))
         assert answer.timings.replica == fleet[0].base_url
     states = {r["url"]: r["state"] for r in client.replica_stats()}
@@ -108,10 +93,10 @@ def test_an_unreachable_replica_fails_over_at_once(drive: Drive, fleet: list[Ref
 
 
 def test_all_replicas_down_names_each_one(drive: Drive) -> None:
-    urls = [f"http://127.0.0.1:{_free_port()}/v1" for _ in range(2)]
+    urls = [f"http://127.0.0.1:{free_port()}/v1" for _ in range(2)]
     client = drive.client(api_key="k", base_url=urls, max_retries=0)
     with pytest.raises(llmclient.APIConnectionError) as info:
-        drive(client.chat.completions.create(model=MODEL, messages=_chat("d", ["hi"]), max_tokens=2))
+        drive(client.chat.completions.create(model=MODEL, messages=chat("d", ["hi"]), max_tokens=2))
     assert all(url in str(info.value) for url in urls)
 
 
@@ -120,17 +105,17 @@ def test_a_replica_with_its_own_key(drive: Drive, fleet: list[RefServer]) -> Non
     try:
         client = drive.client(api_key="client-key", max_retries=0, base_url=Replicas(
             [Replica(locked.base_url, api_key="replica-secret")], policy="round_robin"))
-        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat("k", ["hi"]), max_tokens=2))
+        answer = drive(client.chat.completions.create(model=MODEL, messages=chat("k", ["hi"]), max_tokens=2))
         assert answer.timings.replica == locked.base_url
         wrong = drive.client(api_key="client-key", max_retries=0, base_url=[locked.base_url])
         with pytest.raises(llmclient.AuthenticationError):
-            drive(wrong.chat.completions.create(model=MODEL, messages=_chat("k", ["hi"]), max_tokens=2))
+            drive(wrong.chat.completions.create(model=MODEL, messages=chat("k", ["hi"]), max_tokens=2))
         # a call that fails over from a replica with a key of its own goes on with the client's
-        dead = f"http://127.0.0.1:{_free_port()}/v1"
+        dead = f"http://127.0.0.1:{free_port()}/v1"
         mixed = drive.client(api_key="replica-secret", max_retries=0, base_url=Replicas(
             [Replica(dead, api_key="another-key"), locked.base_url], policy="round_robin"))
         for _ in range(2):  # one of the two starts on the dead replica
-            answer = drive(mixed.chat.completions.create(model=MODEL, messages=_chat("k", ["hi"]), max_tokens=2))
+            answer = drive(mixed.chat.completions.create(model=MODEL, messages=chat("k", ["hi"]), max_tokens=2))
             assert answer.timings.replica == locked.base_url
     finally:
         stop_ref_server(locked)
@@ -144,7 +129,7 @@ def test_a_replica_killed_with_sigkill(drive: Drive, fleet: list[RefServer]) -> 
         # a stream under way on the victim: killed mid-stream, it raises as today
         stream = None
         for n in range(40):
-            messages = _chat(f"v{n}", ["hi"])
+            messages = chat(f"v{n}", ["hi"])
             stream = drive(client.chat.completions.create(model=MODEL, messages=messages, max_tokens=400,
                                                           stream=True, extra_headers={"x-fault": "slow_ms=100"}))
             if stream.timings.replica == victim.base_url:
@@ -163,7 +148,7 @@ def test_a_replica_killed_with_sigkill(drive: Drive, fleet: list[RefServer]) -> 
             drive.iterate(chunks)
         # every later call is served: on the survivor, nothing sent twice
         served = Counter(drive(client.chat.completions.create(
-            model=MODEL, messages=_chat(f"after{n}", ["hi"]), max_tokens=2)).timings.replica for n in range(10))
+            model=MODEL, messages=chat(f"after{n}", ["hi"]), max_tokens=2)).timings.replica for n in range(10))
         assert served == Counter({fleet[1].base_url: 10})
         states = {r["url"]: r["state"] for r in client.replica_stats()}
         assert states[victim.base_url] == "down"
@@ -183,7 +168,7 @@ def test_a_hedge_copy_and_a_late_stream_go_to_the_second_choice(drive: Drive) ->
         # a key whose first choice is the staller (stable hashes: the same key every run)
         key = next(k for k in (f"tenant-{n}" for n in range(200))
                    if router.ring.walk(route_key("/chat/completions", {"prompt_cache_key": k}).ring)[0] == 0)
-        answer = drive(client.chat.completions.create(model=MODEL, messages=_chat("h", ["hi"]), max_tokens=2,
+        answer = drive(client.chat.completions.create(model=MODEL, messages=chat("h", ["hi"]), max_tokens=2,
                                                       prompt_cache_key=key))
         assert answer.timings.hedge_won and answer.timings.replica == plain.base_url
         # a stream whose first token is late on its replica: also started on the second choice
@@ -191,7 +176,7 @@ def test_a_hedge_copy_and_a_late_stream_go_to_the_second_choice(drive: Drive) ->
         stream_key = next(k for k in (f"stream-{n}" for n in range(200))
                           if router.ring.walk(route_key("/chat/completions", {"prompt_cache_key": k}).ring)[0] == 0)
         stream = drive(client.chat.completions.create(
-            model=MODEL, messages=_chat("h", ["hi"]), max_tokens=4, stream=True, prompt_cache_key=stream_key,
+            model=MODEL, messages=chat("h", ["hi"]), max_tokens=4, stream=True, prompt_cache_key=stream_key,
             extra_headers={"x-fault": "stall_ms=20000"}))  # honoured by the staller only
         assert drive.iterate(stream)
         assert stream.timings.hedge_won and stream.timings.replica == plain.base_url
@@ -220,12 +205,12 @@ def mixed_fleet(fleet: list[RefServer]) -> Iterator[list[str]]:
 
 def test_uvicorn_and_nginx_replicas(drive: Drive, mixed_fleet: list[str]) -> None:
     client = drive.client(api_key="k", base_url=Replicas(mixed_fleet, policy="round_robin"), max_retries=0)
-    answers = [drive(client.chat.completions.create(model=MODEL, messages=_chat("mx", ["hi"]), max_tokens=2))
+    answers = [drive(client.chat.completions.create(model=MODEL, messages=chat("mx", ["hi"]), max_tokens=2))
                for _ in range(6)]
     assert Counter(a.timings.replica for a in answers) == Counter({url: 2 for url in mixed_fleet})
     versions = {a.timings.replica: a.timings.http_version for a in answers}
     assert versions[mixed_fleet[0]] == "HTTP/1.1"
-    stream = drive(client.chat.completions.create(model=MODEL, messages=_chat("mx", ["hi"]), max_tokens=4,
+    stream = drive(client.chat.completions.create(model=MODEL, messages=chat("mx", ["hi"]), max_tokens=4,
                                                    stream=True))
     assert drive.iterate(stream)
 
@@ -242,13 +227,13 @@ def test_doctor_checks_that_replicas_serve_the_same_models(fleet: list[RefServer
         assert main([fleet[0].base_url, other.base_url, "--api-key", "k"]) == 1
     finally:
         stop_ref_server(other)
-    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     down = fleet_check([diagnose(fleet[0].base_url, api_key="k"), diagnose(dead, api_key="k")])
     assert down.status == "warn" and dead in down.summary
 
 
 def test_warmup_opens_every_replica_and_skips_a_dead_one(drive: Drive, fleet: list[RefServer]) -> None:
-    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     client = drive.client(api_key="k", base_url=[fleet[0].base_url, dead, fleet[1].base_url])
     drive(client.warmup())  # one GET /models pinned to each replica; the dead one is ejected
     stats = {r["url"]: r for r in client.replica_stats()}
