@@ -24,7 +24,7 @@ from typing import Any
 __all__ = ["ServerError", "ServerProcess", "parse_ready", "start_replicas", "start_server"]
 
 # The benchmarks package this runs from: benchmarks in a checkout, llmclient_bench installed.
-_PACKAGE = __name__.split(".")[0]
+_PACKAGE = (__spec__.name if __spec__ is not None else __name__).split(".")[0]  # run as -m too
 _READY = re.compile(r"^READY\s+(https?://[^\s]+)")
 _CA = re.compile(r"^CA\s+(\S+)")
 

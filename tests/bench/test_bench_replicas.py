@@ -69,3 +69,29 @@ def test_start_replicas_gives_each_its_own_process_and_prefix_cache() -> None:
     finally:
         for server in servers:
             server.stop()
+
+
+def test_the_replicas_command_starts_and_stops_them() -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.serverproc", "--replicas", "2",
+                             "--profile", "zero"], cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        origins = [proc.stdout.readline().split()[1] for _ in range(2)]
+        assert len(set(origins)) == 2
+        for origin in origins:
+            assert httpx.get(origin + "/health", timeout=10).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    for origin in origins:  # both stopped with it
+        try:
+            httpx.get(origin + "/health", timeout=2)
+            raise AssertionError(f"{origin} still answers")
+        except httpx.ConnectError:
+            pass
