@@ -46,6 +46,7 @@ from .api.passthrough import AsyncPassthrough, SyncPassthrough
 from .api.resources import Beta
 from .features.hedge import hedge_config
 from .features.route import Replica, Replicas
+from .features.route.router import model_mismatch
 from .pipeline import retry as _retry
 from .pipeline.call import (
     NOT_GIVEN,
@@ -511,6 +512,21 @@ class BaseClient:
             calls.append(call)
         return calls
 
+    def _check_replica_models(self, answers: list[tuple[Call, httpx.Response]]) -> None:
+        """Several replicas: their ``GET /models`` (the warm-up's) must list the same models;
+        ValueError naming each replica and its models otherwise."""
+        if self._router is None:
+            return
+        served: dict[str, list[str] | None] = {}
+        for call, response in answers:
+            try:
+                served[call.base_url] = [str(m["id"]) for m in orjson.loads(response.content)["data"]]
+            except (ValueError, KeyError, TypeError):
+                served[call.base_url] = None  # not a model list: nothing to compare
+        problem = model_mismatch(served)
+        if problem is not None:
+            raise ValueError(problem)
+
     def replica_stats(self) -> list[dict[str, Any]]:
         """Per replica (``base_url=[...]``): url, state (up, probe, down), in-flight calls, TTFT
         and queue EWMAs, error rate, calls served and failed, the last error; [] for one URL."""
@@ -670,6 +686,7 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
 
         Sends ``GET /models``; any HTTP status counts as warm, connection errors raise.
         """
+        answers = []
         for call in self._warm_calls():
             try:
                 response = self._send(call, None, JSON_CODEC)
@@ -679,6 +696,8 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
                 continue  # one replica down: the router has ejected it
             response.read()
             response.close()
+            answers.append((call, response))
+        self._check_replica_models(answers)
 
     def close(self) -> None:
         """Connections are shared by every client of the process with the same settings; they
@@ -741,6 +760,7 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
         return shared_async_transport(self._transport_settings)
 
     async def warmup(self) -> None:
+        answers = []
         for call in self._warm_calls():
             try:
                 response = await self._send(call, None, JSON_CODEC)
@@ -750,6 +770,8 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
                 continue  # one replica down: the router has ejected it
             await response.aread()
             await response.aclose()
+            answers.append((call, response))
+        self._check_replica_models(answers)
 
     async def close(self) -> None:
         """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`

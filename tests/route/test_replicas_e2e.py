@@ -239,3 +239,16 @@ def test_warmup_opens_every_replica_and_skips_a_dead_one(drive: Drive, fleet: li
     stats = {r["url"]: r for r in client.replica_stats()}
     assert stats[fleet[0].base_url]["served"] == 1 and stats[fleet[1].base_url]["served"] == 1
     assert stats[dead]["state"] == "down" and stats[dead]["served"] == 0
+
+
+def test_warmup_refuses_replicas_of_different_models(drive: Drive, fleet: list[RefServer]) -> None:
+    other = start_ref_server(profile="zero")  # another model
+    try:
+        client = drive.client(api_key="k", base_url=[fleet[0].base_url, other.base_url])
+        with pytest.raises(ValueError, match="different models") as info:
+            drive(client.warmup())
+        assert fleet[0].base_url in str(info.value) and other.base_url in str(info.value)
+        same = drive.client(api_key="k", base_url=[fleet[0].base_url, fleet[1].base_url])
+        drive(same.warmup())  # the same model: nothing to say
+    finally:
+        stop_ref_server(other)

@@ -318,3 +318,13 @@ def test_copies_share_the_fleet_s_view() -> None:
     copy = client.with_options(timeout=3.0)
     assert copy._router is client._router and str(copy.base_url) == "http://a/v1/"
     assert OpenAI(api_key="k", base_url="http://a/v1")._router is None
+
+
+def test_model_mismatch_names_each_replica() -> None:
+    from llmclient.features.route.router import model_mismatch
+
+    assert model_mismatch({"http://a/v1": ["m"], "http://b/v1": ["m"]}) is None
+    assert model_mismatch({"http://a/v1": ["m", "n"], "http://b/v1": ["n", "m"]}) is None  # order
+    assert model_mismatch({"http://a/v1": ["m"], "http://b/v1": None}) is None  # not a list: no say
+    problem = model_mismatch({"http://a/v1": ["m"], "http://b/v1": ["x"]})
+    assert problem is not None and "http://a/v1: m" in problem and "http://b/v1: x" in problem

@@ -30,7 +30,7 @@ from .key import RouteKey
 from .ring import Ring, pick_bounded
 from .shared import SharedEjections, merge
 
-__all__ = ["DEFAULT_BALANCE", "POLICIES", "Policy", "Replica", "Replicas", "Router", "plan"]
+__all__ = ["DEFAULT_BALANCE", "POLICIES", "Policy", "Replica", "Replicas", "Router", "model_mismatch", "plan"]
 
 Policy = Literal["prefix", "least_loaded", "round_robin"]
 POLICIES: tuple[str, ...] = ("prefix", "least_loaded", "round_robin")
@@ -111,6 +111,16 @@ class Replicas:
 
     def __repr__(self) -> str:
         return f"Replicas({list(self.replicas)!r}, policy={self.policy!r}, balance={self.balance})"
+
+
+def model_mismatch(served: dict[str, list[str] | None]) -> str | None:
+    """What is wrong when replicas list different models (``GET /models`` of each, None where
+    the answer was no model list), naming each replica; None when they agree. Pure."""
+    lists = {url: frozenset(ids) for url, ids in served.items() if ids is not None}
+    if len(set(lists.values())) <= 1:
+        return None
+    listing = "; ".join(f"{url}: {', '.join(sorted(ids)) or 'none'}" for url, ids in lists.items())
+    return f"the replicas serve different models ({listing}): base_url=[...] is for replicas of one model"
 
 
 def _speeds(health: Sequence[Health], eligible: Sequence[int]) -> dict[int, float]:
