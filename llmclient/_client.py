@@ -508,7 +508,7 @@ class BaseClient:
         for url in urls:
             call = self._build_call("GET", "/models")
             call.max_retries = 0
-            call.record.replica = url
+            call.route_pin = url
             calls.append(call)
         return calls
 

@@ -133,7 +133,7 @@ class ReplicaRouting:
         assert ctx.spawn_server is not None
         rng = random.Random(ctx.seed + 85)
         profile = ctx.server.profile if ctx.server else "h100-8b"
-        n = 40 if ctx.quick else 400
+        n = 32 if ctx.quick else 400
         calib_c = 8 * REPLICAS
         calib_n = calib_c * (2 if ctx.quick else 6)
         try:

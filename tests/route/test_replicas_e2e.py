@@ -141,11 +141,25 @@ def test_a_replica_killed_with_sigkill(drive: Drive, fleet: list[RefServer]) -> 
             chunk = drive(chunks.__anext__()) if drive.is_async else next(chunks)
             if chunk.choices and chunk.choices[0].delta.content:
                 break
+        # and one on the victim that has sent only its role chunk (a token comes a second later)
+        for n in range(40):
+            quiet = drive(client.chat.completions.create(model=MODEL, messages=chat(f"q{n}", ["hi"]), max_tokens=1,
+                                                         stream=True, extra_headers={"x-fault": "slow_ms=1000"}))
+            if quiet.timings.replica == victim.base_url:
+                break
+            drive(quiet.close())
+        assert quiet.timings.replica == victim.base_url
+        quiet_chunks = quiet.__aiter__() if drive.is_async else iter(quiet)
+        first = drive(quiet_chunks.__anext__()) if drive.is_async else next(quiet_chunks)
+        assert not (first.choices and first.choices[0].delta.content)
         assert victim.process is not None
         os.kill(victim.process.pid, signal.SIGKILL)
         victim.process.wait(10)
         with pytest.raises(llmclient.APIError):
             drive.iterate(chunks)
+        # nothing of it had arrived: it is sent again, to the survivor, and completes
+        rest = drive.iterate(quiet_chunks)
+        assert any(c.choices and c.choices[0].delta.content for c in rest)
         # every later call is served: on the survivor, nothing sent twice
         served = Counter(drive(client.chat.completions.create(
             model=MODEL, messages=chat(f"after{n}", ["hi"]), max_tokens=2)).timings.replica for n in range(10))

@@ -1,8 +1,8 @@
 """One call's route through the replicas: the thin I/O around :class:`~.router.Router`'s
 decisions, driven by the send loop's ``Attempts`` (llmclient/pipeline/shared.py).
 
-Each attempt goes to the next replica of the call's plan (a call whose record already names a
-replica, a warm-up or a resumed background stream, goes there only): its base URL (and API key, where the
+Each attempt goes to the next replica of the call's plan (a call pinned to a replica,
+``call.route_pin``: a warm-up or a resumed background stream, goes there only): its base URL (and API key, where the
 replica has its own) replace the call's, and the call's record names it (``replica``). A
 connection that could not be made (nothing was sent) moves on to the next replica at once,
 outside ``max_retries``; a 5xx or 429 sends the retry, if the retry policy allows one, to the
@@ -40,7 +40,7 @@ class Routed:
     def __init__(self, router: Router, call: Call) -> None:
         self.router = router
         self.key = route_key(call.path, call.body)
-        pinned = router.position(call.record.replica) if call.record.replica else None
+        pinned = router.position(call.route_pin) if call.route_pin else None
         if pinned is not None:  # a call for one replica (its warm-up, a resumed stream it holds)
             self.order = [pinned]
         else:
@@ -123,15 +123,25 @@ class _Held(httpx.SyncByteStream, httpx.AsyncByteStream):
         self._router: Router | None = router
         self._replica = replica
         self._record = record
+        self._failure: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_inner"], name)
 
     def __iter__(self) -> Any:
-        return iter(self._inner)
+        try:
+            yield from self._inner
+        except httpx.TransportError as exc:  # cut mid-body: the replica failed this call
+            self._failure = f"{type(exc).__name__}: {exc}"
+            raise
 
-    def __aiter__(self) -> Any:
-        return self._inner.__aiter__()
+    async def __aiter__(self) -> Any:
+        try:
+            async for piece in self._inner:
+                yield piece
+        except httpx.TransportError as exc:
+            self._failure = f"{type(exc).__name__}: {exc}"
+            raise
 
     def close(self) -> None:
         try:
@@ -148,6 +158,9 @@ class _Held(httpx.SyncByteStream, httpx.AsyncByteStream):
     def _release(self) -> None:
         router, self._router = self._router, None
         if router is None:
+            return
+        if self._failure is not None:
+            router.failed(self._replica, self._failure, at_once=False)
             return
         rec = self._record
         ttft = rec.first_token_ms if rec.first_token_ms is not None else rec.first_byte_ms
