@@ -32,6 +32,7 @@ from ._errors import (
 from .api.module_client import resource_proxy
 from .api.partial import PartialAnswer, PartialChoice
 from .api.streaming import AsyncStream, Stream
+from .features.route import Ejection, Replica, Replicas
 from .pipeline.call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
 from .pipeline.timings import CallRecord
 from .pipeline.tracing import TraceContext
@@ -121,6 +122,7 @@ __all__ = [
     "ContentFilterFinishReasonError",
     "DefaultAsyncHttpxClient",
     "DefaultHttpxClient",
+    "Ejection",
     "HedgeConfig",
     "ImageError",
     "IncompleteStreamError",
@@ -140,6 +142,8 @@ __all__ = [
     "PrefetchError",
     "RateLimitError",
     "RawResponse",
+    "Replica",
+    "Replicas",
     "SSEDecoder",
     "SpeculationConfig",
     "Stream",

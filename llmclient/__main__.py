@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-USAGE = "usage: python -m llmclient doctor URL [--json] [--api-key KEY] [--model M] [--ca FILE]"
+USAGE = "usage: python -m llmclient doctor URL [URL ...] [--json] [--api-key KEY] [--model M] [--ca FILE]"
 
 
 def main(argv: list[str] | None = None) -> int:

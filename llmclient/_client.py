@@ -12,7 +12,7 @@ import inspect
 import os
 import platform
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
@@ -45,6 +45,8 @@ from ._version import __version__
 from .api.passthrough import AsyncPassthrough, SyncPassthrough
 from .api.resources import Beta
 from .features.hedge import hedge_config
+from .features.route import Replica, Replicas
+from .features.route.router import model_mismatch
 from .pipeline import retry as _retry
 from .pipeline.call import (
     NOT_GIVEN,
@@ -82,6 +84,8 @@ from .wire.compression import (
 
 if TYPE_CHECKING:
     import asyncio
+
+    from .features.route.router import Router
 
 __all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse"]
 
@@ -124,6 +128,7 @@ class BaseClient:
 
     _transport_settings: TransportSettings
     _on_event_loop: bool  # set by the pipeline mixed in (AsyncPipeline: True)
+    _router: Router | None = None  # several replicas (base_url=[...]): the route stage
 
     def __init__(
         self,
@@ -131,7 +136,7 @@ class BaseClient:
         api_key: str | None = None,
         organization: str | None = None,
         project: str | None = None,
-        base_url: str | httpx.URL | None = None,
+        base_url: str | httpx.URL | Sequence[str | Replica] | Replicas | None = None,
         timeout: float | httpx.Timeout | NotGiven | None = NOT_GIVEN,
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
@@ -164,6 +169,10 @@ class BaseClient:
             self._official_kwargs = official  # the official client behind ``_passthrough`` gets them
         self.organization = organization if organization is not None else os.environ.get("OPENAI_ORG_ID")
         self.project = project if project is not None else os.environ.get("OPENAI_PROJECT_ID")
+        if isinstance(base_url, (list, tuple, Replicas)):  # several replicas: features/route
+            self._replicas = base_url if isinstance(base_url, Replicas) else Replicas(base_url)
+            self._router = self._replicas.router()
+            base_url = self._replicas.replicas[0].url
         if base_url is None:
             base_url = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.base_url = httpx.URL(str(base_url).rstrip("/") + "/")
@@ -230,7 +239,7 @@ class BaseClient:
             "api_key": self.api_key,
             "organization": self.organization,
             "project": self.project,
-            "base_url": self.base_url,
+            "base_url": self.__dict__.get("_replicas") or self.base_url,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
             "default_headers": self._custom_headers,
@@ -492,6 +501,37 @@ class BaseClient:
         """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""
         return self._features.hedge_stats()
 
+    def _warm_calls(self) -> list[Call]:
+        """``GET /models`` for the warm-up: one per replica (each pinned to it), else one."""
+        urls = [r.url for r in self._router.replicas] if self._router is not None else [None]
+        calls = []
+        for url in urls:
+            call = self._build_call("GET", "/models")
+            call.max_retries = 0
+            call.route_pin = url
+            calls.append(call)
+        return calls
+
+    def _check_replica_models(self, answers: list[tuple[Call, httpx.Response]]) -> None:
+        """Several replicas: their ``GET /models`` (the warm-up's) must list the same models;
+        ValueError naming each replica and its models otherwise."""
+        if self._router is None:
+            return
+        served: dict[str, list[str] | None] = {}
+        for call, response in answers:
+            try:
+                served[call.base_url] = [str(m["id"]) for m in orjson.loads(response.content)["data"]]
+            except (ValueError, KeyError, TypeError):
+                served[call.base_url] = None  # not a model list: nothing to compare
+        problem = model_mismatch(served)
+        if problem is not None:
+            raise ValueError(problem)
+
+    def replica_stats(self) -> list[dict[str, Any]]:
+        """Per replica (``base_url=[...]``): url, state (up, probe, down), in-flight calls, TTFT
+        and queue EWMAs, error rate, calls served and failed, the last error; [] for one URL."""
+        return self._router.stats() if self._router is not None else []
+
     # -- stage: decode -------------------------------------------------------------------------
 
     @staticmethod
@@ -646,11 +686,18 @@ class OpenAI(SyncPassthrough, Pipeline, BaseClient):
 
         Sends ``GET /models``; any HTTP status counts as warm, connection errors raise.
         """
-        call = self._build_call("GET", "/models")
-        call.max_retries = 0
-        response = self._send(call, None, JSON_CODEC)
-        response.read()
-        response.close()
+        answers = []
+        for call in self._warm_calls():
+            try:
+                response = self._send(call, None, JSON_CODEC)
+            except APIConnectionError:
+                if self._router is None:
+                    raise
+                continue  # one replica down: the router has ejected it
+            response.read()
+            response.close()
+            answers.append((call, response))
+        self._check_replica_models(answers)
 
     def close(self) -> None:
         """Connections are shared by every client of the process with the same settings; they
@@ -713,11 +760,18 @@ class AsyncOpenAI(AsyncPassthrough, AsyncPipeline, BaseClient):
         return shared_async_transport(self._transport_settings)
 
     async def warmup(self) -> None:
-        call = self._build_call("GET", "/models")
-        call.max_retries = 0
-        response = await self._send(call, None, JSON_CODEC)
-        await response.aread()
-        await response.aclose()
+        answers = []
+        for call in self._warm_calls():
+            try:
+                response = await self._send(call, None, JSON_CODEC)
+            except APIConnectionError:
+                if self._router is None:
+                    raise
+                continue  # one replica down: the router has ejected it
+            await response.aread()
+            await response.aclose()
+            answers.append((call, response))
+        self._check_replica_models(answers)
 
     async def close(self) -> None:
         """See :meth:`OpenAI.close`: connections are shared and kept (:func:`llmclient.aclose_all`

@@ -1,5 +1,6 @@
-"""``python -m llmclient doctor URL``: probe an endpoint, say what was found and what llmclient
-will do with it.
+"""``python -m llmclient doctor URL [URL ...]``: probe an endpoint, say what was found and what
+llmclient will do with it; given several (replicas of one model), probe each and say whether
+they all serve the same models (:func:`fleet_check`).
 
 Each probe is one :class:`Check` (``ok``, ``warn``, ``fail`` or ``skip`` with the reason); a
 probe that cannot run because an earlier one failed is skipped, naming that one. Nothing
@@ -34,7 +35,7 @@ import httpx
 from ._client import OpenAI
 from .pipeline.timings import parse_server_timing
 
-__all__ = ["Check", "Report", "diagnose", "main"]
+__all__ = ["Check", "Report", "diagnose", "fleet_check", "main"]
 
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 _EMPTY_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # RFC 9113 6.5: length 0, type 4
@@ -442,6 +443,31 @@ def _api(report: Report, t: _Target, http: Any, key: str, model: str | None, h2:
     return report
 
 
+def fleet_check(reports: list[Report]) -> Check:
+    """Several URLs given as replicas of one model (``base_url=[...]``): do they all answer and
+    serve the same models? Pure: reads each report's ``api`` check."""
+    served: dict[str, tuple[str, ...]] = {}
+    down = []
+    for report in reports:
+        api = report.get("api")
+        if api is None or api.status == "fail" or "models" not in api.data:
+            down.append(report.url)
+        else:
+            served[report.url] = tuple(sorted(api.data["models"]))
+    if len(set(served.values())) > 1:
+        listing = "; ".join(f"{url}: {', '.join(ids) or 'none'}" for url, ids in served.items())
+        return Check("replicas", "fail", f"the replicas serve different models ({listing})",
+                     data={"models": {u: list(i) for u, i in served.items()}, "down": down})
+    if down:
+        return Check("replicas", "fail" if not served else "warn",
+                     f"{len(down)} of {len(reports)} replicas have no working API: {', '.join(down)}",
+                     data={"down": down})
+    models = next(iter(served.values()), ())
+    return Check("replicas", "ok", f"{len(reports)} replicas, all serving the same models "
+                 f"({', '.join(models[:5])}{', ...' if len(models) > 5 else ''}): "
+                 "base_url=[...] can route between them", data={"models": list(models)})
+
+
 # -- the command -----------------------------------------------------------------------------
 
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "--  "}
@@ -465,7 +491,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m llmclient doctor",
                                 description="Probe an OpenAI-compatible endpoint and say what "
                                             "llmclient will do with it.")
-    p.add_argument("url", help="base URL, e.g. https://host:8000/v1 (a bare host:port means http, /v1)")
+    p.add_argument("url", nargs="+", help="base URL, e.g. https://host:8000/v1 (a bare host:port means "
+                                          "http, /v1); several: replicas of one model, each probed, then "
+                                          "whether they serve the same models")
     p.add_argument("--api-key", help="default: $OPENAI_API_KEY")
     p.add_argument("--model", help="model for the tiny calls (default: the first /models lists)")
     p.add_argument("--ca", help="CA bundle to trust (PEM)")
@@ -474,10 +502,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
     args = p.parse_args(argv)
     try:
-        report = diagnose(args.url, api_key=args.api_key, model=args.model, ca=args.ca,
-                          insecure=args.insecure, timeout=args.timeout)
+        reports = [diagnose(url, api_key=args.api_key, model=args.model, ca=args.ca,
+                            insecure=args.insecure, timeout=args.timeout) for url in args.url]
     except ValueError as exc:
         print(f"llmclient doctor: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(report.to_dict(), indent=2) if args.json else render(report))
-    return report.exit_code
+    if len(reports) == 1:
+        print(json.dumps(reports[0].to_dict(), indent=2) if args.json else render(reports[0]))
+        return reports[0].exit_code
+    fleet = fleet_check(reports)
+    if args.json:
+        print(json.dumps({"replicas": [r.to_dict() for r in reports], "fleet": asdict(fleet)}, indent=2))
+    else:
+        print("\n\n".join(render(r) for r in reports))
+        print(f"\nFleet: [{_MARK.get(fleet.status, fleet.status)}] {fleet.summary}")
+    worst = max(r.exit_code for r in reports)
+    return max(worst, 1) if fleet.status == "fail" else worst

@@ -336,7 +336,7 @@ def _from_call_record(timings: Any) -> dict[str, Any]:
         breakdown[f"server.{key}"] = float(value)
     extra = {key: getattr(timings, key, None) for key in
              ("http_version", "connection_reused", "retries", "cache", "prefetch_joined",
-              "wire", "image_bytes_saved", "hedged", "hedge_won",
+              "wire", "image_bytes_saved", "hedged", "hedge_won", "replica",
               "request_sent_ms", "first_byte_ms", "first_token_ms")}  # the report's waterfall
     return {"breakdown": breakdown, "bytes_sent": getattr(timings, "bytes_sent", None),
             "bytes_received": getattr(timings, "bytes_received", None),

@@ -19,11 +19,12 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["ServerError", "ServerProcess", "parse_ready", "start_server"]
+__all__ = ["ServerError", "ServerProcess", "parse_ready", "start_replicas", "start_server"]
 
 # The benchmarks package this runs from: benchmarks in a checkout, llmclient_bench installed.
-_PACKAGE = __name__.split(".")[0]
+_PACKAGE = (__spec__.name if __spec__ is not None else __name__).split(".")[0]  # run as -m too
 _READY = re.compile(r"^READY\s+(https?://[^\s]+)")
 _CA = re.compile(r"^CA\s+(\S+)")
 
@@ -164,3 +165,63 @@ def start_server(profile: str = "zero", tls: bool = False, faults: str | None = 
     started = time.perf_counter() - t0
     return ServerProcess(origin=origin, process=process, profile=profile, tls=tls,
                          ca_path=ca_path, started_s=started, output=output, log_path=log_path)
+
+
+def start_replicas(n: int, profile: str = "zero", tls: bool = False,
+                   extra_args: tuple[str, ...] = (), spawn: Any = None,
+                   cert_from: ServerProcess | None = None, **kwargs: Any) -> list[ServerProcess]:
+    """``n`` reference servers on their own ports, same profile (``spawn``: a
+    :func:`start_server`-like callable, e.g. the suite's, which adds its TLS and log folder;
+    then ``tls`` is whatever it uses). With TLS the first one generates the certificate and the
+    others serve the same one (``ca_path`` is the same on all). Stops the ones it started if
+    one fails. ``cert_from``: a replica started earlier whose certificate these serve too."""
+    if n < 1:
+        raise ValueError(f"replicas must be >= 1, got {n}")
+    if spawn is None:
+        def spawn(**kw: Any) -> ServerProcess:
+            return start_server(tls=tls, **kw)
+    started: list[ServerProcess] = []
+    try:
+        first = cert_from or spawn(profile=profile, extra_args=extra_args, **kwargs)
+        if cert_from is None:
+            started.append(first)
+        more = extra_args
+        if first.ca_path:  # generated: ca.pem, server.pem, server.key side by side (server/tls.py)
+            folder = os.path.dirname(first.ca_path)
+            more = (*extra_args, "--cert", os.path.join(folder, "server.pem"),
+                    "--key", os.path.join(folder, "server.key"))
+        while len(started) < n:
+            server = spawn(profile=profile, extra_args=more, **kwargs)
+            server.ca_path = server.ca_path or first.ca_path
+            started.append(server)
+    except BaseException:
+        for server in started:
+            server.stop()
+        raise
+    return started
+
+
+def _main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.harness.serverproc",
+                                description="start N reference-server replicas; Ctrl-C stops them")
+    p.add_argument("--replicas", type=int, default=1)
+    p.add_argument("--profile", default="h100-8b")
+    p.add_argument("--tls", action="store_true")
+    args, extra = p.parse_known_args(argv)
+    servers = start_replicas(args.replicas, args.profile, args.tls, tuple(extra))
+    for server in servers:
+        print(f"READY {server.origin}" + (f" CA {server.ca_path}" if server.ca_path else ""), flush=True)
+    try:
+        while all(s.process.poll() is None for s in servers):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for server in servers:
+            server.stop()
+
+
+if __name__ == "__main__":
+    _main()

@@ -83,6 +83,7 @@ class AsyncPipeline(_Stages):
                                  extra_headers=headers, timeout=call.timeout,
                                  extra_query={**call.query, "stream": "true", "starting_after": after})
         again.trace = call.trace  # one trace for the whole stream, resumes included
+        again.route_pin = call.record.replica  # several replicas: the one that holds it
         response = await self._send(again, None, JSON_CODEC)
         return response, self._stream_decoder(again, response, JSON_CODEC)
 

@@ -118,6 +118,8 @@ class Call:
     record: CallRecord = field(default_factory=CallRecord)
     # A hedge copy's CancelToken (llmclient.features.hedge), passed to the transport with each attempt.
     cancel: Any = None
+    # Several replicas: the one this call must go to (a warm-up, a resumed stream), else None.
+    route_pin: str | None = None
 
     @property
     def url(self) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from ..features.route.attempt import Routed
 from ..wire.codec import JSON_CODEC, Codec, has_token
 
 if TYPE_CHECKING:
@@ -157,25 +158,39 @@ class Attempts:
     or raise, how long to wait, resend plainer), shared by the sync and async send loops, which
     only do the I/O (send, read, close, sleep)."""
 
-    __slots__ = ("attempt", "call", "client", "codec", "content", "free", "free_used", "resent")
+    __slots__ = ("attempt", "call", "client", "codec", "content", "failover", "free", "free_used", "resent",
+                 "route")
 
     def __init__(self, client: BaseClient, call: Call, content: bytes | None, codec: Codec) -> None:
         self.client, self.call, self.content, self.codec = client, call, content, codec
         self.attempt = self.free_used = 0
-        self.free = self.resent = False
+        self.free = self.resent = self.failover = False
         call.record.begin()
+        # several replicas (base_url=[...]): each attempt goes where the route stage says
+        router = client._router
+        self.route = Routed(router, call) if router is not None else None
 
     def request(self, on_trace: Any) -> httpx.Request:
+        if self.route is not None:
+            self.route.begin(self.call)
         return self.client._build_request(self.call, self.content, self.codec, on_trace)
 
     def after_exception(self, exc: Exception, request: httpx.Request) -> float:
         """The delay before the next attempt, or raises the public error (the original
         exception when it is not a transport error)."""
         call, client = self.call, self.client
+        route = self.route
+        if route is not None and route.failed(exc):  # nothing sent: the next replica, at once
+            client._log_attempt(call, self.attempt, f"{call.base_url} unreachable, next replica", 0.0)
+            self.failover = True
+            return 0.0
         delay, self.free = client._error_retry(call, exc, self.attempt, self.free_used)
         if not isinstance(exc, httpx.TransportError):
             raise exc
         err = client._connection_error(call, exc, request)
+        if route is not None and delay is None:
+            err.message = f"{err.message}; replicas tried: {route.describe()}"
+            err.args = (err.message,)
         if delay is None:
             raise err from exc
         client._log_attempt(call, self.attempt, str(err), delay)
@@ -188,8 +203,12 @@ class Attempts:
         call = self.call
         resend = self.client._on_headers(call, response)
         if response.status_code < 400:
+            if self.route is not None:
+                self.route.answered(response, call.record)
             return "ok"
         if resend and not self.resent:
+            if self.route is not None:
+                self.route.resent()
             self.resent = True
             if call.record.wire == "json":
                 self.codec = JSON_CODEC
@@ -202,6 +221,8 @@ class Attempts:
         """The delay before retrying an error status, or raises its public error."""
         call, client = self.call, self.client
         call.record.bytes_received += response.num_bytes_downloaded
+        if self.route is not None:
+            self.route.status(response.status_code)
         delay = client._status_retry_delay(call, response, self.attempt)
         if delay is None:
             call.record.finish()
@@ -213,7 +234,9 @@ class Attempts:
     def next(self) -> None:
         """Start the next attempt (after the caller slept the delay). A free retry (the
         request never reached the server) does not count against ``max_retries``."""
-        if self.free:
+        if self.failover:  # another replica, nothing having been sent: counts as no attempt
+            self.failover = False
+        elif self.free:
             self.free_used += 1
         else:
             self.attempt += 1

@@ -57,6 +57,7 @@ class CallRecord:
     request_encoding: str | None = None  # Content-Encoding of the request body (zstd, gzip)
     hedged: bool = False  # a second copy of the call was sent (llmclient.HedgeConfig)
     hedge_won: bool = False  # ... and answered first: this record is the copy's
+    replica: str | None = None  # the replica that served it (base_url=[...]: features/route)
     # The raw Server-Timing header; parsed on first read of ``server_timing`` (most callers
     # never look, and parsing costs more than the rest of the record).
     _server_timing_raw: str | None = None
