@@ -17,6 +17,7 @@ import httpx
 
 from .._logging import current_trace_id
 from ..api.streaming import AsyncStream
+from ..features.admit.pacer import admit_timeout
 from ..features import otel as _otel
 from ..pipeline import shared as _pipeline
 from ..pipeline.resume import resendable, resumable
@@ -47,13 +48,23 @@ class AsyncPipeline(_Stages):
 
     async def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         tries = Attempts(self, call, content, codec)
+        pacer = self._features.pacer
         while True:
+            ticket = None
+            if pacer is not None:  # admit: wait for rate-limit budget (features/admit)
+                ticket = await pacer.aadmit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))  # unasync: sync=ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))
+                if ticket is not None and ticket.wait_s > 0:
+                    await _pipeline.async_sleep(ticket.wait_s)
             request = tries.request(call.record.on_trace_async)  # unasync: sync=request = tries.request(call.record.on_trace)
             try:
                 response = await self._send_once(request)
             except Exception as exc:
+                if pacer is not None:
+                    pacer.settle(ticket, call.base_url, call.scope, None, None)
                 delay = tries.after_exception(exc, request)  # raises when there is no retry
             else:
+                if pacer is not None:
+                    pacer.settle(ticket, call.base_url, call.scope, response.status_code, response.headers)
                 verdict = tries.after_headers(response)
                 if verdict == "ok":
                     return response

@@ -19,6 +19,7 @@ import httpx
 
 from .._logging import current_trace_id
 from ..api.streaming import Stream
+from ..features.admit.pacer import admit_timeout
 from ..features import otel as _otel
 from ..pipeline import shared as _pipeline
 from ..pipeline.resume import resendable, resumable
@@ -49,13 +50,23 @@ class Pipeline(_Stages):
 
     def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         tries = Attempts(self, call, content, codec)
+        pacer = self._features.pacer
         while True:
+            ticket = None
+            if pacer is not None:  # admit: wait for rate-limit budget (features/admit)
+                ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))
+                if ticket is not None and ticket.wait_s > 0:
+                    _pipeline.sync_sleep(ticket.wait_s)
             request = tries.request(call.record.on_trace)
             try:
                 response = self._send_once(request)
             except Exception as exc:
+                if pacer is not None:
+                    pacer.settle(ticket, call.base_url, call.scope, None, None)
                 delay = tries.after_exception(exc, request)  # raises when there is no retry
             else:
+                if pacer is not None:
+                    pacer.settle(ticket, call.base_url, call.scope, response.status_code, response.headers)
                 verdict = tries.after_headers(response)
                 if verdict == "ok":
                     return response
