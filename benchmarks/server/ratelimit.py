@@ -68,7 +68,7 @@ def format_duration(seconds: float) -> str:
         return f"{max(0, math.ceil(seconds * 1000))}ms"
     if seconds < 60.0:
         return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
-    whole = int(math.ceil(seconds))
+    whole = math.ceil(seconds)
     h, rest = divmod(whole, 3600)
     m, s = divmod(rest, 60)
     return (f"{h}h" if h else "") + f"{m}m{s}s"

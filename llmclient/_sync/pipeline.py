@@ -19,8 +19,8 @@ import httpx
 
 from .._logging import current_trace_id
 from ..api.streaming import Stream
-from ..features.admit.pacer import admit_timeout
 from ..features import otel as _otel
+from ..features.admit.pacer import admit_timeout
 from ..pipeline import shared as _pipeline
 from ..pipeline.resume import resendable, resumable
 from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding

@@ -77,6 +77,6 @@ def learn(bucket: Bucket | None, seen: Limits, now: float, pending: float = 0.0,
     own calls still in flight (the answer may not count them yet). ``only_raise``: never move
     ``tat`` back (a shared budget, where other processes' calls in flight are not known)."""
     tat = now + server_debt(seen) + pending * seen.window_s / seen.limit
-    if bucket is not None and (only_raise or bucket.limit != seen.limit) and bucket.tat > tat:
+    if bucket is not None and only_raise and bucket.window_s == seen.window_s and bucket.tat > tat:
         tat = bucket.tat
     return Bucket(seen.limit, seen.window_s, tat)

@@ -42,7 +42,7 @@ class BudgetTooSmallError(OpenAIError, ValueError):
 
 def pacing_mode(value: Any) -> PacingMode:
     if value in ("auto", True, False):
-        return value  # type: ignore[no-any-return]
+        return value
     raise ValueError(f"pacing must be 'auto', True or False, got {value!r}")
 
 
@@ -58,6 +58,7 @@ class _State:
     hold_until: float = 0.0  # a Retry-After: no call before this (monotonic)
     seen: Observation | None = None
     seen_at: float = 0.0
+    sent: int = 0  # tickets issued: an answer to the latest one, with none in flight, is exact
     refused: int = 0
     paced: int = 0
     waited_s: float = 0.0
@@ -75,6 +76,7 @@ class Ticket:
     tokens: int
     reserved: bool
     wait_s: float
+    seq: int = 0
 
 
 class Pacer:
@@ -99,7 +101,8 @@ class Pacer:
             if not self._active(state):  # learning only: count it in flight, never hold it
                 state.pending_requests += 1
                 state.pending_tokens += cost
-                return None, 0, Ticket(key, cost, False, 0.0)
+                state.sent += 1
+                return None, 0, Ticket(key, cost, False, 0.0, state.sent)
             if state.tokens is not None and cost > state.tokens.limit:
                 raise BudgetTooSmallError(
                     f"this call is estimated at {cost} tokens, more than the whole budget of "
@@ -154,10 +157,11 @@ class Pacer:
                 state.tokens = reserve(state.tokens, cost, t)[0]
             state.pending_requests += 1
             state.pending_tokens += cost
+            state.sent += 1
             if wait > 0:
                 state.paced += 1
                 state.waited_s += wait
-        return Ticket(key, cost, True, wait)
+        return Ticket(key, cost, True, wait, state.sent)
 
     @staticmethod
     def _too_long(base_url: str, wait: float, timeout_s: float) -> APITimeoutError:
@@ -193,11 +197,15 @@ class Pacer:
             if obs is None or obs.empty:
                 return
             state.seen, state.seen_at = obs, t
+            # Answers overtake each other: one to an earlier call may miss calls of ours that
+            # the server counted since and whose answers were read already. Its budget can only
+            # raise our estimate, unless it answers the latest call and none is in flight.
+            exact = ticket is None or (ticket.seq == state.sent and state.pending_requests == 0)
             if obs.requests is not None:
-                state.requests = learn(state.requests, obs.requests, t, state.pending_requests)
+                state.requests = learn(state.requests, obs.requests, t, state.pending_requests, not exact)
                 state.shared_debt["requests"] = server_debt(obs.requests)
             if obs.tokens is not None:
-                state.tokens = learn(state.tokens, obs.tokens, t, state.pending_tokens)
+                state.tokens = learn(state.tokens, obs.tokens, t, state.pending_tokens, not exact)
                 state.shared_debt["tokens"] = server_debt(obs.tokens)
             state.shared_debt["at"] = t
             if status == 429 and obs.retry_after_s is not None and obs.retry_after_s <= MAX_HOLD_S:

@@ -133,7 +133,7 @@ class SharedBudget:
             return None
         try:
             return self._answer(self._script(keys=keys, args=argv))
-        except Exception as exc:  # noqa: BLE001 - Redis must never fail a call
+        except Exception as exc:  # Redis must never fail a call
             self._failed(exc)
             return None
 
@@ -145,7 +145,7 @@ class SharedBudget:
             return None
         try:
             return self._answer(await self._async_script()(keys=keys, args=argv))
-        except Exception as exc:  # noqa: BLE001 - Redis must never fail a call
+        except Exception as exc:  # Redis must never fail a call
             self._failed(exc)
             return None
 
@@ -165,5 +165,5 @@ class SharedBudget:
     def close(self) -> None:
         try:
             self._client.close()
-        except Exception:  # noqa: BLE001 - closing a dead connection
+        except Exception:  # closing a dead connection
             pass
