@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmclient.features.admit.budget import NEVER, Bucket, learn, release, reserve, wait_for
+from llmclient.features.admit.budget import HEADROOM, NEVER, Bucket, learn, release, reserve, wait_for
 from llmclient.features.admit.cost import estimate_tokens
 from llmclient.features.admit.headers import Limits
 
 
-def test_a_whole_budget_is_spent_without_waiting_then_calls_wait_for_the_refill() -> None:
+def test_a_whole_budget_less_the_headroom_goes_at_once_then_calls_wait_for_the_refill() -> None:
     b = Bucket(limit=100, window_s=10.0)
-    b, w = reserve(b, 100, now=0.0)
-    assert w == 0.0
+    b, w = reserve(b, 95, now=0.0)
+    assert w == 0.0 and HEADROOM == 0.05
     b, w = reserve(b, 10, now=0.0)
     assert w == pytest.approx(1.0)  # 10 units of a 100-per-10-s budget: 1 s
     assert wait_for(b, 10, now=0.0) == pytest.approx(2.0)
@@ -30,7 +30,7 @@ def test_a_cost_above_the_whole_budget_never_fits_and_takes_nothing() -> None:
 
 
 def test_release_gives_back_what_the_server_never_counted() -> None:
-    b, _ = reserve(Bucket(100, 10.0), 100, now=0.0)
+    b, _ = reserve(Bucket(100, 10.0), 95, now=0.0)
     b = release(b, 50, now=0.0)
     assert wait_for(b, 50, now=0.0) == 0.0
 
@@ -78,7 +78,7 @@ def test_paced_calls_stay_within_the_budgets_envelope(limit: int, window: float,
             sent.append((w, cost))
     for at, _ in sent:
         spent = sum(c for t, c in sent if t <= at)
-        assert spent <= limit + at * limit / window + 1e-6 * limit
+        assert spent <= limit * (1 - HEADROOM) + at * limit / window + 1e-6 * limit
 
 
 @given(st.integers(1, 10_000), st.floats(0.01, 600.0), st.integers(0, 20_000), st.floats(0.0, 1e4), st.floats(0.0, 1e4))

@@ -27,6 +27,15 @@ def limited() -> Iterator[RefServer]:
     stop_ref_server(server)
 
 
+@pytest.fixture(scope="module")
+def long_window() -> Iterator[RefServer]:
+    # 2000 tokens per 10 s: the same rate, but the 5% headroom (budget.HEADROOM) is 0.5 s, more
+    # than a busy machine delays a call between its slot and the server.
+    server = start_ref_server("--tpm", "2000", "--rpm", "100000", "--ratelimit-window-s", "10")
+    yield server
+    stop_ref_server(server)
+
+
 def _client(drive: Drive, server: RefServer, **kw: Any) -> Any:
     return drive.client(base_url=server.base_url, api_key=f"k-{uuid.uuid4().hex}", **kw)
 
@@ -66,13 +75,13 @@ def test_auto_paces_once_the_server_refused_and_then_earns_no_more_429s(drive: D
     assert seen["paced_calls"] >= 1
 
 
-def test_pacing_true_keeps_concurrent_callers_clear_of_429s(drive: Drive, limited: RefServer) -> None:
-    client = _client(drive, limited, pacing=True, max_retries=0)
+def test_pacing_true_keeps_concurrent_callers_clear_of_429s(drive: Drive, long_window: RefServer) -> None:
+    client = _client(drive, long_window, pacing=True, max_retries=0)
     _chat(drive, client)  # learn the budget
     results = drive.gather([lambda: client.chat.completions.create(
-        model="gpt-4o-mini", max_tokens=10, messages=[{"role": "user", "content": PROMPT}])
-        for _ in range(24)], workers=6)  # 24 x 20 tokens: 2.4 budgets, so most calls wait
-    assert len(results) == 24  # max_retries=0: a single 429 would have raised
+        model="gpt-4o-mini", max_tokens=190, messages=[{"role": "user", "content": PROMPT}])
+        for _ in range(12)], workers=6)  # 12 x 200 tokens: past the budget, so calls wait
+    assert len(results) == 12  # max_retries=0: a single 429 would have raised
     seen = _only(client.rate_limits)
     assert seen["refused_429"] == 0
 

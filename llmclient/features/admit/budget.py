@@ -5,8 +5,8 @@ as the server describes it (OpenAI's reset headers, ``headers.py``): a bucket of
 that refills continuously over ``window_s``. GCRA (the generic cell rate algorithm, ITU-T I.371;
 redis-cell's ``CL.THROTTLE``) keeps it as one number, the theoretical arrival time ``tat``: the
 moment the bucket would be whole again. A unit costs ``T = window_s / limit`` seconds of it; a
-call of cost ``c`` fits at ``now`` when ``max(tat, now) + c*T - now <= window_s``, and otherwise
-waits the difference. Reserving moves ``tat`` at once, before the wait, so callers get their
+call of cost ``c`` fits at ``now`` when ``max(tat, now) + c*T - now <= window_s`` (less a small
+:data:`HEADROOM`), and otherwise waits the difference. Reserving moves ``tat`` at once, before the wait, so callers get their
 slots in the order they asked: the reservation *is* the fair (FIFO) queue, without a queue.
 
 Every function here is pure: (state, input) -> (state, answer). The thin I/O around them is
@@ -20,9 +20,14 @@ from dataclasses import dataclass, replace
 
 from .headers import Limits
 
-__all__ = ["NEVER", "Bucket", "learn", "release", "reserve", "wait_for"]
+__all__ = ["HEADROOM", "NEVER", "Bucket", "learn", "release", "reserve", "wait_for"]
 
 NEVER = math.inf  # the wait of a call whose cost exceeds the whole budget
+# The share of the budget a paced client leaves unspent. Slots are exact on the client's
+# clock, but a call reaches the server a little after its slot, and not always in the order of
+# the slots (threads, processes, the network): spending at most 95% of a whole budget at once
+# absorbs those shifts. It costs only the first burst; the steady rate is the server's.
+HEADROOM = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +50,7 @@ def wait_for(bucket: Bucket, cost: float, now: float) -> float:
     if cost > bucket.limit:
         return NEVER
     after = max(bucket.tat, now) + cost * bucket.per_unit_s
-    return max(0.0, after - bucket.window_s - now)
+    return max(0.0, after - bucket.window_s * (1.0 - HEADROOM) - now)
 
 
 def reserve(bucket: Bucket, cost: float, now: float) -> tuple[Bucket, float]:

@@ -87,6 +87,7 @@ class Pacer:
         self.shared = shared  # a SharedBudget (Redis) or None
         self._states: dict[tuple[str, str], _State] = {}
         self._lock = threading.Lock()
+        self._asked: set[tuple[str, str]] = set()  # keys whose budgets were looked up in Redis
 
     def _active(self, state: _State) -> bool:
         return self.mode is True or (self.mode == "auto" and state.engaged)
@@ -110,12 +111,32 @@ class Pacer:
                     "allows this credential: it could never be sent (lower max_tokens or the prompt)")
         return state, cost, None
 
+    def _adopt(self, key: tuple[str, str], found: dict[str, tuple[int, float]]) -> None:
+        """Budgets another process paced this credential with (from Redis): pace from them."""
+        with self._lock:
+            if key in self._states or not found:
+                return
+            state = self._states[key] = _State(engaged=True)
+            if "requests" in found:
+                state.requests = Bucket(*found["requests"])
+            if "tokens" in found:
+                state.tokens = Bucket(*found["tokens"])
+
+    def _first_sight(self, key: tuple[str, str]) -> bool:
+        """Whether to ask Redis for this key's budgets: once per key, before anything is known."""
+        if self.shared is None or self.mode is False or key in self._states or key in self._asked:
+            return False
+        self._asked.add(key)
+        return True
+
     def admit(self, base_url: str, scope: str, body: Any, timeout_s: float | None) -> Ticket | None:
         """Reserve one attempt's budget: a Ticket (its ``wait_s`` is the caller's sleep), or
         None when nothing is known of this origin's limits. Raises BudgetTooSmallError when
         the call can never fit, APITimeoutError when its slot is past ``timeout_s`` (then
         nothing is reserved)."""
         key = (base_url, scope)
+        if self._first_sight(key):
+            self._adopt(key, self.shared.learned(key))
         state, cost, early = self._begin(key, body)
         if state is None:
             return early
@@ -125,6 +146,8 @@ class Pacer:
     async def aadmit(self, base_url: str, scope: str, body: Any, timeout_s: float | None) -> Ticket | None:
         """:meth:`admit` for the async client: the Redis reservation does not block the loop."""
         key = (base_url, scope)
+        if self._first_sight(key):
+            self._adopt(key, await self.shared.alearned(key))
         state, cost, early = self._begin(key, body)
         if state is None:
             return early
@@ -218,7 +241,7 @@ class Pacer:
         with self._lock:
             for (base_url, scope), state in self._states.items():
                 entry: dict[str, Any] = {"pacing": self._active(state) and self.mode is not False,
-                                         "shared": self.shared is not None and self.shared.healthy,
+                                         "shared": self.shared is not None and self.shared.last_ok,
                                          "refused_429": state.refused, "paced_calls": state.paced,
                                          "paced_wait_s": round(state.waited_s, 3),
                                          "in_flight": state.pending_requests}

@@ -21,6 +21,8 @@ import threading
 import time
 from typing import Any
 
+from .budget import HEADROOM
+
 __all__ = ["RETRY_AFTER_S", "SharedBudget"]
 
 log = logging.getLogger("llmclient.admit")
@@ -45,7 +47,7 @@ for i = 1, #KEYS do
   if rel > 0 then tat = math.max(now, tat - rel * per) end
   if debt >= 0 then tat = math.max(tat, now + debt) end
   local nxt = math.max(tat, now) + cost * per
-  local w = nxt - window - now
+  local w = nxt - window * (1 - HEADROOM) - now
   if w > wait then wait = w end
   before[i], after[i], windows[i] = tat, nxt, window
 end
@@ -56,10 +58,15 @@ for i = 1, #KEYS do
   local ttl = math.ceil((v - now + windows[i]) * 1000)
   if ttl < 1 then ttl = 1 end
   redis.call('SET', KEYS[i], tostring(v), 'PX', ttl)
+  local b = 1 + (i - 1) * 5
+  redis.call('SET', KEYS[i] .. ':policy', ARGV[b + 1] .. ' ' .. ARGV[b + 2], 'EX', POLICY_TTL_S)
 end
 if ok then return {1, tostring(wait)} end
 return {0, tostring(wait)}
-"""
+""".replace("POLICY_TTL_S", "86400").replace("HEADROOM", repr(HEADROOM))
+# Each budget's size and window stay in Redis a day after its last reservation: a process that
+# starts paces its first call from them (:meth:`SharedBudget.learned`) instead of sending it
+# blind into a budget the others have spent.
 
 
 def _import_redis() -> Any:
@@ -86,6 +93,7 @@ class SharedBudget:
         self._down_until = 0.0
         self._lock = threading.Lock()
         self.failures = 0
+        self.last_ok = False  # whether the latest reservation was made in Redis
 
     @property
     def healthy(self) -> bool:
@@ -95,6 +103,41 @@ class SharedBudget:
         """A refused attempt's units, given back with this process's next reservation."""
         state.shared_release["requests"] = state.shared_release.get("requests", 0.0) + 1
         state.shared_release["tokens"] = state.shared_release.get("tokens", 0.0) + cost
+
+    def _policy_keys(self, key: tuple[str, str]) -> list[str]:
+        return [f"{self.prefix}{key[1][:32]}:{kind}:policy" for kind in ("requests", "tokens")]
+
+    @staticmethod
+    def _policies(reply: Any) -> dict[str, tuple[int, float]]:
+        found: dict[str, tuple[int, float]] = {}
+        for kind, raw in zip(("requests", "tokens"), reply or (), strict=False):
+            try:
+                limit, window = (raw.decode() if isinstance(raw, bytes) else raw).split()
+                found[kind] = (int(limit), float(window))
+            except (AttributeError, ValueError):
+                continue
+        return {k: v for k, v in found.items() if v[0] > 0 and v[1] > 0}
+
+    def learned(self, key: tuple[str, str]) -> dict[str, tuple[int, float]]:
+        """The budgets other processes paced this credential with: kind -> (limit, window_s);
+        empty when none or when Redis cannot answer."""
+        if not self.healthy:
+            return {}
+        try:
+            return self._policies(self._client.mget(self._policy_keys(key)))
+        except Exception as exc:  # Redis must never fail a call
+            self._failed(exc)
+            return {}
+
+    async def alearned(self, key: tuple[str, str]) -> dict[str, tuple[int, float]]:
+        if not self.healthy:
+            return {}
+        try:
+            script = self._async_script()
+            return self._policies(await script.registered_client.mget(self._policy_keys(key)))
+        except Exception as exc:  # Redis must never fail a call
+            self._failed(exc)
+            return {}
 
     def _args(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None) -> tuple[list[str], list[Any]]:
         keys: list[str] = []
@@ -114,10 +157,12 @@ class SharedBudget:
     def _answer(self, reply: Any) -> float:
         # Refused (nothing reserved) only when the wait is past the caller's timeout, which the
         # pacer then reports.
+        self.last_ok = True
         return max(0.0, float(reply[1]))
 
     def _failed(self, exc: BaseException) -> None:
         self.failures += 1
+        self.last_ok = False
         if self.healthy:
             log.warning("shared rate-limit budget unavailable (%s): pacing on this process's own "
                         "view for %.0f s", type(exc).__name__, RETRY_AFTER_S)
