@@ -48,8 +48,8 @@ def main(spec: dict[str, Any]) -> None:
             if response.status_code == 429:
                 seen_429[0] += 1
 
-        client: Any = openai.OpenAI(base_url=url, api_key=key,
-                                    http_client=httpx.Client(verify=verify, event_hooks={"response": [hook]}))
+        http_client: Any = httpx.Client(verify=verify, event_hooks={"response": [hook]})
+        client: Any = openai.OpenAI(base_url=url, api_key=key, http_client=http_client)
     else:
         import llmclient
 

@@ -173,10 +173,7 @@ class RateLimits:
         rows = [Row("rate limits (p99): openai -> llmclient pacing per process", "openai", "llmclient/local",
                     statistic="p99")]
         if "llmclient/shared" in summary:
-            # Judged at p99, what pacing is for (a refused call's retries are its tail); the p50s are
-        # in the notes: with the budget binding, a paced call waits its turn where an unpaced
-        # one either goes at once or fails, and failed calls have no latency to compare.
-        rows = [Row("rate limits (p99): openai -> llmclient pacing shared (Redis)", "openai",
+            rows = [Row("rate limits (p99): openai -> llmclient pacing shared (Redis)", "openai",
                         "llmclient/shared", statistic="p99", technique="rate-limit pacing", effort="option"),
                     *rows]
         return ScenarioResult.of(self, variants, rows=rows, notes=notes, series={"ratelimits": summary})

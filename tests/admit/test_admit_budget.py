@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmclient.features.admit.budget import HEADROOM, NEVER, Bucket, learn, release, reserve, wait_for
+from llmclient.features.admit.budget import (
+    HEADROOM,
+    NEVER,
+    Bucket,
+    learn,
+    release,
+    reserve,
+    wait_for,
+)
 from llmclient.features.admit.cost import estimate_tokens
 from llmclient.features.admit.headers import Limits
 
