@@ -49,13 +49,15 @@ def main(spec: dict[str, Any]) -> None:
                 seen_429[0] += 1
 
         http_client: Any = httpx.Client(verify=verify, event_hooks={"response": [hook]})
-        client: Any = openai.OpenAI(base_url=url, api_key=key, http_client=http_client)
+        client: Any = openai.OpenAI(base_url=url, api_key=key, http_client=http_client,
+                                    max_retries=spec["max_retries"])
     else:
         import llmclient
 
         pacing = variant != "llmclient"
         redis = spec.get("redis") if variant == "llmclient/shared" else None
-        client = llmclient.OpenAI(base_url=url, api_key=key, pacing=pacing, redis=redis, verify=verify)
+        client = llmclient.OpenAI(base_url=url, api_key=key, pacing=pacing, redis=redis, verify=verify,
+                                  max_retries=spec["max_retries"])
     calls = _calls(spec["seed"])
     # Everyone starts together (processes take different times to import their client).
     time.sleep(max(0.0, spec["start_at"] - time.time()))
@@ -76,7 +78,7 @@ def main(spec: dict[str, Any]) -> None:
         t1 = time.time()
         refused = seen_429[0] - before if variant == "openai" else (retries if retries >= 0 else 0)
         if variant != "openai" and error is not None and status == 429:
-            refused = 3  # the default max_retries (2) + the last answer
+            refused = spec["max_retries"] + 1  # every attempt was refused
         out.append({"t0": t0, "t1": t1, "status": status, "error": error, "refused": refused,
                     "cost": _cost(messages, max_tokens)})
         time.sleep(spec["think_s"])
