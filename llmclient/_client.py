@@ -151,6 +151,7 @@ class BaseClient:
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
         pacing: Any = "auto",
         redis: Any = None,
+        concurrency: Any = None,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -195,8 +196,8 @@ class BaseClient:
         # reached only through these hooks (``_features``); they see a Port, never the client.
         self._features = Features(build=self._build_call, request=self._request, defaults=self._options,  # type: ignore[attr-defined]
                                   is_async=self._on_event_loop, cache=cache, speculation=speculation,
-                                  prefetch=prefetch, pacing=pacing, redis=redis)
-        self._pacing, self._redis = pacing, redis
+                                  prefetch=prefetch, pacing=pacing, redis=redis, concurrency=concurrency)
+        self._pacing, self._redis, self._concurrency = pacing, redis, concurrency
         self._headers = self._default_headers()
         # httpx's form of each header every call starts with, made once: httpx checks and
         # encodes every header of every Request it builds, ~2 us a header (``_request_headers``).
@@ -252,6 +253,7 @@ class BaseClient:
             "hedge": self._options.hedge or False,
             "pacing": self._pacing,
             "redis": self._redis,
+            "concurrency": self._concurrency,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)
@@ -501,6 +503,12 @@ class BaseClient:
         window and remaining now, whether calls are paced, 429s seen, calls held and for how long
         (``features/admit``)."""
         return self._features.rate_limits()
+
+    @property
+    def concurrency_limits(self) -> dict[str, dict[str, Any]]:
+        """With ``concurrency="adaptive"``: per base URL, the calls allowed in flight now, in
+        flight, waiting, the latency baseline, cuts and the reason of the last change."""
+        return self._features.concurrency_limits()
 
     def hedge_stats(self) -> dict[str, dict[str, Any]]:
         """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""

@@ -149,7 +149,17 @@ class AsyncPipeline(_Stages):
                 return self._finish(call, make(handle.response()), None)
             codec = self._codec_for(call)
             content = self._encode(call, codec)
-            response = await self._send_call(call, content, codec)
+            gate = features.gates.gate(call.base_url) if features.gates is not None else None
+            if gate is not None:  # adaptive concurrency: a slot until the response closes
+                await gate.aacquire(admit_timeout(call.timeout))  # unasync: sync=gate.acquire(admit_timeout(call.timeout))
+            try:
+                response = await self._send_call(call, content, codec)
+            except BaseException:
+                if gate is not None:
+                    gate.release(None)
+                raise
+            if gate is not None:
+                gate.hold(response, call.record, call.stream)
             if call.stream:
                 decoder = self._stream_decoder(call, response, codec)
                 on_complete = features.on_stream_complete(call, handle)

@@ -10,7 +10,8 @@ stage       hook                                             feature (module, lo
 prepare     ``has_images(call)``, ``prepare(call)``          images (``_images``, Pillow)
 lookup      ``lookup(call)`` / ``alookup(call)``             cache (``cache``), speculation
                                                              around it (``_prefetch``)
-admit       ``pacer.admit`` / ``aadmit``, ``pacer.settle``     rate limits (``features/admit``)
+admit       ``pacer.admit`` / ``aadmit``, ``pacer.settle``;    rate limits, adaptive concurrency
+            ``gates.gate(url)``: ``acquire`` / ``hold``        (``features/admit``)
 send        ``hedge_plan(call, h2)``, ``hedge_racers(call)``, hedging (``_hedge``; the race:
             ``race_sync`` / ``race_async``                   ``_hedge_run``)
 store       the lookup's handle (``store_response``)         cache
@@ -35,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..features import otel as _otel
 from ..features.admit import Pacer, pacing_mode
+from ..features.admit.concurrency import adaptive_config
+from ..features.admit.gate import Gates
 from ..features.hedge import HEDGE_HEADER, CancelToken, HedgeTrack
 from ..features.hedge import eligible as hedge_eligible
 from .shared import Port, has_image_part
@@ -49,7 +52,7 @@ __all__ = ["Features"]
 class Features:
     """The features attached to one client's pipeline, and the client's settings for them."""
 
-    __slots__ = ("_cache", "_speculation", "cache_setting", "hedge_tracks", "pacer", "port")
+    __slots__ = ("_cache", "_speculation", "cache_setting", "gates", "hedge_tracks", "pacer", "port")
 
     def __init__(
         self,
@@ -63,6 +66,7 @@ class Features:
         prefetch: Any,
         pacing: Any = "auto",
         redis: Any = None,
+        concurrency: Any = None,
     ) -> None:
         self.cache_setting = cache  # the client's ``cache=``: None (off unless a call asks), True, a backend...
         self._cache: Any = None  # the ResponseCache, opened on first use
@@ -92,6 +96,9 @@ class Features:
 
                 shared = redis if isinstance(redis, SharedBudget) else SharedBudget(redis)
             self.pacer = Pacer(pacing, shared)
+        # Adaptive concurrency per origin (features/admit/concurrency.py); None unless asked.
+        adaptive = adaptive_config(concurrency)
+        self.gates: Gates | None = Gates(adaptive) if adaptive is not None else None
 
     # -- prepare: images -----------------------------------------------------------------------
 
@@ -266,6 +273,9 @@ class Features:
 
     def rate_limits(self) -> dict[str, dict[str, Any]]:
         return self.pacer.snapshot() if self.pacer is not None else {}
+
+    def concurrency_limits(self) -> dict[str, dict[str, Any]]:
+        return self.gates.stats() if self.gates is not None else {}
 
     def close(self) -> None:
         if self.pacer is not None and self.pacer.shared is not None:
