@@ -3,7 +3,7 @@ benchmarks.scenarios._ratelimits_worker SPEC_JSON``): closed-loop chat calls of 
 until a deadline, through one client variant, then one JSON line per call on stdout.
 
 Variants: ``openai`` (the official client, defaults), ``llmclient`` (pacing off),
-``llmclient/local`` (pacing=True, this process's own view), ``llmclient/shared`` (pacing=True,
+``llmclient/auto`` (the default: pacing once refused, alone on the key), ``llmclient/local`` (pacing=True, this process's own view), ``llmclient/shared`` (pacing=True,
 budgets shared through Redis). A 429 is counted where the client saw it: an httpx response
 hook for the official client, the call's retries for llmclient (only 429s are retried here).
 """
@@ -54,7 +54,7 @@ def main(spec: dict[str, Any]) -> None:
     else:
         import llmclient
 
-        pacing = variant != "llmclient"
+        pacing: Any = {"llmclient": False, "llmclient/auto": "auto"}.get(variant, True)
         redis = spec.get("redis") if variant == "llmclient/shared" else None
         client = llmclient.OpenAI(base_url=url, api_key=key, pacing=pacing, redis=redis, verify=verify,
                                   max_retries=spec["max_retries"])

@@ -5,7 +5,7 @@ sizes (think time between calls) against the reference server with a tokens-per-
 at about 60% of their combined demand (``--tpm``, a 0.5 s window: a short run sees many, and
 the budget's first burst weighs little against the seconds measured). The
 variants: the official client; llmclient with pacing off (it retries 429s as the official
-client does); llmclient pacing per process (``pacing=True``); llmclient pacing shared through
+client does); llmclient as it comes (``pacing="auto"``); llmclient pacing per process (``pacing=True``); llmclient pacing shared through
 Redis (``redis=``). Each variant gets its own API key, so its own whole budget, and every client
 retries a 429 up to :data:`MAX_RETRIES` times.
 
@@ -33,7 +33,7 @@ from ..harness.serverproc import ServerError
 from ._ratelimits_worker import MAX_TOKENS, PROMPT_WORDS
 
 ORDER = 60
-VARIANTS = ("openai", "llmclient", "llmclient/local", "llmclient/shared")
+VARIANTS = ("openai", "llmclient", "llmclient/auto", "llmclient/local", "llmclient/shared")
 WINDOW_S = 0.5
 THINK_S = 0.1
 SHARE_OF_DEMAND = 0.6
@@ -177,7 +177,9 @@ class RateLimits:
         # Judged at p99, what pacing is for (a refused call's retries are its tail); the p50s are
         # in the notes: with the budget binding, a paced call waits its turn where an unpaced
         # one either goes at once or fails, and failed calls have no latency to compare.
-        rows = [Row("rate limits (p99): openai -> llmclient pacing per process", "openai", "llmclient/local",
+        rows = [Row("rate limits (p99): openai -> llmclient defaults (auto)", "openai", "llmclient/auto",
+                    statistic="p99"),
+                Row("rate limits (p99): openai -> llmclient pacing per process", "openai", "llmclient/local",
                     statistic="p99")]
         if "llmclient/shared" in summary:
             rows = [Row("rate limits (p99): openai -> llmclient pacing shared (Redis)", "openai",

@@ -73,6 +73,19 @@ def test_auto_paces_once_the_server_refused_and_then_earns_no_more_429s(drive: D
     seen = _only(client.rate_limits)
     assert seen["refused_429"] == refused  # paced: it waited instead of being refused
     assert seen["paced_calls"] >= 1
+    assert seen["others_seen"] == 0  # alone on its key: its own model explains every answer
+
+
+def test_auto_does_not_pace_a_budget_that_others_spend_unseen(drive: Drive, long_window: RefServer) -> None:
+    key = f"k-{uuid.uuid4().hex}"
+    mine = drive.client(base_url=long_window.base_url, api_key=key)
+    other = drive.client(base_url=long_window.base_url, api_key=key)  # another process, in effect
+    _chat(drive, mine, max_tokens=190)
+    for _ in range(3):  # 600 tokens: 3 s of the budget's 10 s, unseen by ``mine``
+        _chat(drive, other, max_tokens=190)
+    _chat(drive, mine, max_tokens=190)
+    seen = _only(mine.rate_limits)
+    assert seen["others_seen"] >= 1 and seen["pacing"] is False
 
 
 def test_pacing_true_keeps_concurrent_callers_clear_of_429s(drive: Drive, long_window: RefServer) -> None:

@@ -10,8 +10,11 @@ uses the same credential; when Redis fails, this process paces on its own view.
 
 Pacing is ``"auto"`` by default: the budgets are always learned (``client.rate_limits``), but a
 call waits only once that origin and credential has refused a call with 429. Until then a call
-goes as it would have without llmclient, so nothing that would have succeeded is slowed;
-``pacing=True`` paces from the first answer that described a budget, ``False`` never.
+goes as it would have without llmclient, so nothing that would have succeeded is slowed.
+Without Redis, "auto" also stops pacing (for ten windows) when an answer shows the server
+counting more than this process's calls explain: other processes share the budget, and pacing
+on a view that misses their calls measured worse than not pacing. ``pacing=True`` paces from
+the first answer that described a budget, whatever else spends it; ``False`` never.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ log = logging.getLogger("llmclient.admit")
 PacingMode = Literal["auto"] | bool
 # A Retry-After longer than this is not waited for inside a call: the call gets its 429.
 MAX_HOLD_S = 60.0
+# After an answer showed others spending the budget, "auto" stops pacing for this many windows.
+OTHERS_HOLD_WINDOWS = 10
 
 
 class BudgetTooSmallError(OpenAIError, ValueError):
@@ -55,9 +60,13 @@ class _State:
     pending_requests: int = 0
     pending_tokens: int = 0
     engaged: bool = False  # a 429 was seen here ("auto" paces from then on)
+    # Until then (monotonic), "auto" does not pace: an answer showed the server counting more
+    # than this process's own calls explain, so others share the budget unseen (no Redis).
+    others_until: float = 0.0
     hold_until: float = 0.0  # a Retry-After: no call before this (monotonic)
     seen: Observation | None = None
     seen_at: float = 0.0
+    others_seen: int = 0
     sent: int = 0  # tickets issued: an answer to the latest one, with none in flight, is exact
     refused: int = 0
     paced: int = 0
@@ -90,7 +99,13 @@ class Pacer:
         self._asked: set[tuple[str, str]] = set()  # keys whose budgets were looked up in Redis
 
     def _active(self, state: _State) -> bool:
-        return self.mode is True or (self.mode == "auto" and state.engaged)
+        if self.mode is True:
+            return True
+        # Pacing per process on a budget other processes spend too holds calls on a view that
+        # misses their calls, and measured worse than not pacing (README, "ratelimits"): "auto"
+        # paces alone on a budget, or with Redis.
+        return (self.mode == "auto" and state.engaged
+                and (self.shared is not None or time.monotonic() >= state.others_until))
 
     def _begin(self, key: tuple[str, str], body: Any) -> tuple[_State | None, int, Ticket | None]:
         """(state, cost, None) when the call is to be paced; (None, 0, ticket or None) when not."""
@@ -100,6 +115,11 @@ class Pacer:
         cost = estimate_tokens(body) if isinstance(body, dict) else 0
         with self._lock:
             if not self._active(state):  # learning only: count it in flight, never hold it
+                t = time.monotonic()
+                if state.requests is not None:
+                    state.requests = reserve(state.requests, 1, t)[0]
+                if state.tokens is not None:
+                    state.tokens = reserve(state.tokens, cost, t)[0]
                 state.pending_requests += 1
                 state.pending_tokens += cost
                 state.sent += 1
@@ -220,6 +240,8 @@ class Pacer:
             if obs is None or obs.empty:
                 return
             state.seen, state.seen_at = obs, t
+            if self.shared is None:
+                self._notice_others(state, obs, t)
             # Answers overtake each other: one to an earlier call may miss calls of ours that
             # the server counted since and whose answers were read already. Its budget can only
             # raise our estimate, unless it answers the latest call and none is in flight.
@@ -234,6 +256,18 @@ class Pacer:
             if status == 429 and obs.retry_after_s is not None and obs.retry_after_s <= MAX_HOLD_S:
                 state.hold_until = max(state.hold_until, t + obs.retry_after_s)
 
+    @staticmethod
+    def _notice_others(state: _State, obs: Observation, t: float) -> None:
+        """Whether this answer shows the server counting more than this process's model holds
+        (our reservations since the last answer, and what that answer said), by more than a
+        tenth of the window: another client spends the budget too."""
+        for bucket, seen in ((state.requests, obs.requests), (state.tokens, obs.tokens)):
+            if bucket is None or seen is None or bucket.window_s != seen.window_s:
+                continue
+            if server_debt(seen) > max(0.0, bucket.tat - t) + 0.1 * seen.window_s:
+                state.others_until = t + OTHERS_HOLD_WINDOWS * seen.window_s
+                state.others_seen += 1
+
     def snapshot(self, now: float | None = None) -> dict[str, dict[str, Any]]:
         """What was learned, per ``"base_url scope[:12]"`` (``client.rate_limits``)."""
         t = time.monotonic() if now is None else now
@@ -241,6 +275,7 @@ class Pacer:
         with self._lock:
             for (base_url, scope), state in self._states.items():
                 entry: dict[str, Any] = {"pacing": self._active(state) and self.mode is not False,
+                                         "others_seen": state.others_seen,
                                          "shared": self.shared is not None and self.shared.last_ok,
                                          "refused_429": state.refused, "paced_calls": state.paced,
                                          "paced_wait_s": round(state.waited_s, 3),
