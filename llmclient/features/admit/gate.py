@@ -136,6 +136,13 @@ class _Releasing(httpx.SyncByteStream, httpx.AsyncByteStream):
             self._done = True
             self._on_close()
 
+    def __del__(self) -> None:
+        # A stream dropped without being closed still gives its slot back once collected.
+        try:
+            self._release()
+        except Exception:  # at interpreter exit, or a loop already closed
+            pass
+
     def close(self) -> None:
         try:
             self._inner.close()

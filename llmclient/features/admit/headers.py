@@ -199,7 +199,7 @@ def parse_headers(headers: Mapping[str, str], now: float | None = None) -> Obser
     """The :class:`Observation` in one answer's headers (lower-case names, as httpx gives
     them; any Mapping works). Never raises on a header's value. ``now`` (epoch seconds) only
     matters for an HTTP-date Retry-After."""
-    if not any(name in headers for name in _MARKERS):
+    if _MARKERS.isdisjoint(headers.keys()):  # one pass over the names: most answers say nothing
         return _NOTHING
     ietf, windows = _ietf(headers)
     budgets = {}
@@ -209,6 +209,6 @@ def parse_headers(headers: Mapping[str, str], now: float | None = None) -> Obser
     return Observation(budgets["requests"], budgets["tokens"], _retry_after(headers, now))
 
 
-_MARKERS = ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens", "ratelimit", "ratelimit-policy",
-            "retry-after", "retry-after-ms")
+_MARKERS = frozenset({"x-ratelimit-limit-requests", "x-ratelimit-limit-tokens", "ratelimit", "ratelimit-policy",
+                      "retry-after", "retry-after-ms"})
 _NOTHING = Observation()
