@@ -54,7 +54,10 @@ class AsyncPipeline(_Stages):
             if pacer is not None:  # admit: wait for rate-limit budget (features/admit)
                 ticket = await pacer.aadmit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))  # unasync: sync=ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))
                 if ticket is not None and ticket.wait_s > 0:
-                    await _pipeline.async_sleep(ticket.wait_s)
+                    if call.cancel is not None:  # a hedged copy's wait ends when the other wins
+                        await call.cancel.asleep(ticket.wait_s)
+                    else:
+                        await _pipeline.async_sleep(ticket.wait_s)
             request = tries.request(call.record.on_trace_async)  # unasync: sync=request = tries.request(call.record.on_trace)
             try:
                 response = await self._send_once(request)

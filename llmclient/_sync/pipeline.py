@@ -56,7 +56,10 @@ class Pipeline(_Stages):
             if pacer is not None:  # admit: wait for rate-limit budget (features/admit)
                 ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))
                 if ticket is not None and ticket.wait_s > 0:
-                    _pipeline.sync_sleep(ticket.wait_s)
+                    if call.cancel is not None:  # a hedged copy's wait ends when the other wins
+                        call.cancel.sleep(ticket.wait_s)
+                    else:
+                        _pipeline.sync_sleep(ticket.wait_s)
             request = tries.request(call.record.on_trace)
             try:
                 response = self._send_once(request)

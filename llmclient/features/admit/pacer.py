@@ -253,7 +253,10 @@ class Pacer:
                 state.tokens = learn(state.tokens, obs.tokens, t, state.pending_tokens, not exact)
                 state.shared_debt["tokens"] = server_debt(obs.tokens)
             state.shared_debt["at"] = t
-            if status == 429 and obs.retry_after_s is not None and obs.retry_after_s <= MAX_HOLD_S:
+            # A Retry-After holds the other calls only where the answer also described the budget
+            # it refers to; a bare one (a proxy's, an injected fault's) is for its own call's retry.
+            described = obs.requests is not None or obs.tokens is not None
+            if status == 429 and described and obs.retry_after_s is not None and obs.retry_after_s <= MAX_HOLD_S:
                 state.hold_until = max(state.hold_until, t + obs.retry_after_s)
 
     @staticmethod
