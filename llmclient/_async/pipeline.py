@@ -52,7 +52,8 @@ class AsyncPipeline(_Stages):
         while True:
             ticket = None
             if pacer is not None:  # admit: wait for rate-limit budget (features/admit)
-                ticket = await pacer.aadmit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))  # unasync: sync=ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))
+                low = call.headers.get("x-llm-priority") == "low"  # batch, prefetch: after the others
+                ticket = await pacer.aadmit(call.base_url, call.scope, call.body, admit_timeout(call.timeout), low)  # unasync: sync=ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout), low)
                 if ticket is not None and ticket.wait_s > 0:
                     if call.cancel is not None:  # a hedged copy's wait ends when the other wins
                         await call.cancel.asleep(ticket.wait_s)

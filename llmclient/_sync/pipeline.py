@@ -54,7 +54,8 @@ class Pipeline(_Stages):
         while True:
             ticket = None
             if pacer is not None:  # admit: wait for rate-limit budget (features/admit)
-                ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout))
+                low = call.headers.get("x-llm-priority") == "low"  # batch, prefetch: after the others
+                ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout), low)
                 if ticket is not None and ticket.wait_s > 0:
                     if call.cancel is not None:  # a hedged copy's wait ends when the other wins
                         call.cancel.sleep(ticket.wait_s)

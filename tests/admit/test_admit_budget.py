@@ -127,3 +127,18 @@ def test_token_cost_is_the_prompt_estimate_plus_the_cap_times_n() -> None:
                                                             inner, max_size=4)), max_leaves=20))
 def test_any_body_shape_estimates_without_raising(messages: object) -> None:
     assert estimate_tokens({"messages": messages, "max_tokens": 3}) >= 0
+
+
+def test_interactive_calls_overtake_batch_calls_that_keep_the_budget_spent() -> None:
+    b = Bucket(limit=100, window_s=10.0)
+    for _ in range(10):  # batch calls queue up: they may spend only 70% of the budget at once
+        b, _ = reserve(b, 10, now=0.0, low=True)
+    batch_wait = wait_for(b, 10, now=0.0, low=True)
+    interactive_wait = wait_for(b, 10, now=0.0)
+    assert interactive_wait == pytest.approx(batch_wait - 2.5)  # a quarter of the 10 s window sooner
+
+
+@given(st.integers(1, 10_000), st.floats(0.01, 600.0), st.integers(0, 10_000), st.floats(0.0, 1e4), st.floats(0.0, 1e4))
+def test_a_low_priority_call_never_waits_less(limit: int, window: float, cost: int, tat: float, now: float) -> None:
+    b = Bucket(limit, window, tat)
+    assert wait_for(b, cost, now, low=True) >= wait_for(b, cost, now)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from .headers import Limits
 
-__all__ = ["HEADROOM", "NEVER", "Bucket", "learn", "release", "reserve", "wait_for"]
+__all__ = ["HEADROOM", "LOW_PRIORITY_SHARE", "NEVER", "Bucket", "learn", "release", "reserve", "wait_for"]
 
 NEVER = math.inf  # the wait of a call whose cost exceeds the whole budget
 # The share of the budget a paced client leaves unspent. Slots are exact on the client's
@@ -28,6 +28,10 @@ NEVER = math.inf  # the wait of a call whose cost exceeds the whole budget
 # the slots (threads, processes, the network): spending at most 95% of a whole budget at once
 # absorbs those shifts. It costs only the first burst; the steady rate is the server's.
 HEADROOM = 0.05
+# Low-priority calls (``x-llm-priority: low``: batch jobs, prefetches) leave this share of the
+# budget more for the others: when batch calls keep the budget spent, an interactive call
+# still finds a quarter of it and goes at once.
+LOW_PRIORITY_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,18 +49,20 @@ class Bucket:
         return max(0.0, self.limit - max(0.0, self.tat - now) / self.per_unit_s)
 
 
-def wait_for(bucket: Bucket, cost: float, now: float) -> float:
-    """Seconds until ``cost`` units fit (0: now); :data:`NEVER` when they never can."""
+def wait_for(bucket: Bucket, cost: float, now: float, low: bool = False) -> float:
+    """Seconds until ``cost`` units fit (0: now); :data:`NEVER` when they never can. ``low``:
+    a low-priority call, which leaves :data:`LOW_PRIORITY_SHARE` of the budget to the others."""
     if cost > bucket.limit:
         return NEVER
     after = max(bucket.tat, now) + cost * bucket.per_unit_s
-    return max(0.0, after - bucket.window_s * (1.0 - HEADROOM) - now)
+    spendable = 1.0 - HEADROOM - (LOW_PRIORITY_SHARE if low else 0.0)
+    return max(0.0, after - bucket.window_s * spendable - now)
 
 
-def reserve(bucket: Bucket, cost: float, now: float) -> tuple[Bucket, float]:
+def reserve(bucket: Bucket, cost: float, now: float, low: bool = False) -> tuple[Bucket, float]:
     """Take ``cost`` units: the bucket after, and how long the caller waits for its slot.
     A cost that never fits takes nothing (wait :data:`NEVER`)."""
-    wait = wait_for(bucket, cost, now)
+    wait = wait_for(bucket, cost, now, low)
     if wait == NEVER:
         return bucket, NEVER
     return replace(bucket, tat=max(bucket.tat, now) + cost * bucket.per_unit_s), wait

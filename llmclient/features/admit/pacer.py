@@ -149,21 +149,22 @@ class Pacer:
         self._asked.add(key)
         return True
 
-    def admit(self, base_url: str, scope: str, body: Any, timeout_s: float | None) -> Ticket | None:
+    def admit(self, base_url: str, scope: str, body: Any, timeout_s: float | None, low: bool = False) -> Ticket | None:
         """Reserve one attempt's budget: a Ticket (its ``wait_s`` is the caller's sleep), or
         None when nothing is known of this origin's limits. Raises BudgetTooSmallError when
         the call can never fit, APITimeoutError when its slot is past ``timeout_s`` (then
-        nothing is reserved)."""
+        nothing is reserved). ``low``: a low-priority call (``budget.LOW_PRIORITY_SHARE``)."""
         key = (base_url, scope)
         if self._first_sight(key):
             self._adopt(key, self.shared.learned(key))
         state, cost, early = self._begin(key, body)
         if state is None:
             return early
-        shared_wait = self.shared.reserve(key, state, cost, timeout_s) if self.shared is not None else None
-        return self._book(key, state, cost, shared_wait, timeout_s)
+        shared_wait = self.shared.reserve(key, state, cost, timeout_s, low) if self.shared is not None else None
+        return self._book(key, state, cost, shared_wait, timeout_s, low)
 
-    async def aadmit(self, base_url: str, scope: str, body: Any, timeout_s: float | None) -> Ticket | None:
+    async def aadmit(self, base_url: str, scope: str, body: Any, timeout_s: float | None,
+                     low: bool = False) -> Ticket | None:
         """:meth:`admit` for the async client: the Redis reservation does not block the loop."""
         key = (base_url, scope)
         if self._first_sight(key):
@@ -171,24 +172,24 @@ class Pacer:
         state, cost, early = self._begin(key, body)
         if state is None:
             return early
-        shared_wait = await self.shared.areserve(key, state, cost, timeout_s) if self.shared is not None else None
-        return self._book(key, state, cost, shared_wait, timeout_s)
+        shared_wait = await self.shared.areserve(key, state, cost, timeout_s, low) if self.shared is not None else None
+        return self._book(key, state, cost, shared_wait, timeout_s, low)
 
-    def _wait_locally(self, state: _State, cost: int, now: float) -> float:
+    def _wait_locally(self, state: _State, cost: int, now: float, low: bool) -> float:
         wait = 0.0
         if state.requests is not None:
-            wait = max(wait, wait_for(state.requests, 1, now))
+            wait = max(wait, wait_for(state.requests, 1, now, low))
         if state.tokens is not None:
-            wait = max(wait, wait_for(state.tokens, cost, now))
+            wait = max(wait, wait_for(state.tokens, cost, now, low))
         return wait
 
     def _book(self, key: tuple[str, str], state: _State, cost: int, shared_wait: float | None,
-              timeout_s: float | None) -> Ticket:
+              timeout_s: float | None, low: bool) -> Ticket:
         """The local reservation (the whole of it without Redis; with Redis, the local view the
         fallback and the next header read use), with the wait the budget's keeper decided."""
         t = time.monotonic()
         with self._lock:
-            local_wait = self._wait_locally(state, cost, t)
+            local_wait = self._wait_locally(state, cost, t, low)
             wait = max(state.hold_until - t, local_wait if shared_wait is None else shared_wait, 0.0)
             if wait == NEVER or (timeout_s is not None and wait > timeout_s):
                 if shared_wait is not None and self.shared is not None and shared_wait <= (timeout_s or 0.0):

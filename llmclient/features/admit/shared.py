@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from .budget import HEADROOM
+from .budget import HEADROOM, LOW_PRIORITY_SHARE
 
 __all__ = ["RETRY_AFTER_S", "SharedBudget"]
 
@@ -30,16 +30,18 @@ log = logging.getLogger("llmclient.admit")
 RETRY_AFTER_S = 2.0  # after a Redis failure, pace locally this long before trying it again
 SOCKET_TIMEOUT_S = 0.25  # a reservation is on every call's path: a slow Redis is a down Redis
 
-# KEYS: one tat per budget. ARGV[1]: the longest wait the caller accepts (-1: any); then per
-# key: limit, window_s, cost, debt_s (-1: none seen), released units.
+# KEYS: one tat per budget. ARGV[1]: the longest wait the caller accepts (-1: any); ARGV[2]:
+# the share of a whole budget the call may find spent (budget.wait_for); then per key: limit,
+# window_s, cost, debt_s (-1: none seen), released units.
 _RESERVE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local max_wait = tonumber(ARGV[1])
+local spendable = tonumber(ARGV[2])
 local wait = 0
 local before, after, windows = {}, {}, {}
 for i = 1, #KEYS do
-  local b = 1 + (i - 1) * 5
+  local b = 2 + (i - 1) * 5
   local limit, window = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
   local cost, debt, rel = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
   local per = window / limit
@@ -47,7 +49,7 @@ for i = 1, #KEYS do
   if rel > 0 then tat = math.max(now, tat - rel * per) end
   if debt >= 0 then tat = math.max(tat, now + debt) end
   local nxt = math.max(tat, now) + cost * per
-  local w = nxt - window * (1 - HEADROOM) - now
+  local w = nxt - window * spendable - now
   if w > wait then wait = w end
   before[i], after[i], windows[i] = tat, nxt, window
 end
@@ -58,12 +60,12 @@ for i = 1, #KEYS do
   local ttl = math.ceil((v - now + windows[i]) * 1000)
   if ttl < 1 then ttl = 1 end
   redis.call('SET', KEYS[i], tostring(v), 'PX', ttl)
-  local b = 1 + (i - 1) * 5
+  local b = 2 + (i - 1) * 5
   redis.call('SET', KEYS[i] .. ':policy', ARGV[b + 1] .. ' ' .. ARGV[b + 2], 'EX', POLICY_TTL_S)
 end
 if ok then return {1, tostring(wait)} end
 return {0, tostring(wait)}
-""".replace("POLICY_TTL_S", "86400").replace("HEADROOM", repr(HEADROOM))
+""".replace("POLICY_TTL_S", "86400")
 # Each budget's size and window stay in Redis a day after its last reservation: a process that
 # starts paces its first call from them (:meth:`SharedBudget.learned`) instead of sending it
 # blind into a budget the others have spent.
@@ -139,9 +141,11 @@ class SharedBudget:
             self._failed(exc)
             return {}
 
-    def _args(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None) -> tuple[list[str], list[Any]]:
+    def _args(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None,
+              low: bool) -> tuple[list[str], list[Any]]:
         keys: list[str] = []
-        argv: list[Any] = [-1 if timeout_s is None else timeout_s]
+        spendable = 1.0 - HEADROOM - (LOW_PRIORITY_SHARE if low else 0.0)
+        argv: list[Any] = [-1 if timeout_s is None else timeout_s, spendable]
         now = time.monotonic()
         with self._lock:
             seen_at = state.shared_debt.pop("at", None)
@@ -168,12 +172,13 @@ class SharedBudget:
                         "view for %.0f s", type(exc).__name__, RETRY_AFTER_S)
         self._down_until = time.monotonic() + RETRY_AFTER_S
 
-    def reserve(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None) -> float | None:
+    def reserve(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None,
+                low: bool = False) -> float | None:
         """The wait for this reservation (past ``timeout_s``: refused, nothing reserved), or None
         when Redis cannot answer (the caller paces locally)."""
         if not self.healthy:
             return None
-        keys, argv = self._args(key, state, cost, timeout_s)
+        keys, argv = self._args(key, state, cost, timeout_s, low)
         if not keys:
             return None
         try:
@@ -182,10 +187,11 @@ class SharedBudget:
             self._failed(exc)
             return None
 
-    async def areserve(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None) -> float | None:
+    async def areserve(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None,
+                       low: bool = False) -> float | None:
         if not self.healthy:
             return None
-        keys, argv = self._args(key, state, cost, timeout_s)
+        keys, argv = self._args(key, state, cost, timeout_s, low)
         if not keys:
             return None
         try:
