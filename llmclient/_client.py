@@ -152,6 +152,7 @@ class BaseClient:
         pacing: Any = "auto",
         redis: Any = None,
         concurrency: Any = None,
+        embedding_batch: Any = None,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -196,8 +197,10 @@ class BaseClient:
         # reached only through these hooks (``_features``); they see a Port, never the client.
         self._features = Features(build=self._build_call, request=self._request, defaults=self._options,  # type: ignore[attr-defined]
                                   is_async=self._on_event_loop, cache=cache, speculation=speculation,
-                                  prefetch=prefetch, pacing=pacing, redis=redis, concurrency=concurrency)
+                                  prefetch=prefetch, pacing=pacing, redis=redis, concurrency=concurrency,
+                                  embedding_batch=embedding_batch)
         self._pacing, self._redis, self._concurrency = pacing, redis, concurrency
+        self._embedding_batch = embedding_batch
         self._headers = self._default_headers()
         # httpx's form of each header every call starts with, made once: httpx checks and
         # encodes every header of every Request it builds, ~2 us a header (``_request_headers``).
@@ -254,6 +257,7 @@ class BaseClient:
             "pacing": self._pacing,
             "redis": self._redis,
             "concurrency": self._concurrency,
+            "embedding_batch": self._embedding_batch,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)

@@ -38,6 +38,7 @@ from ..features import otel as _otel
 from ..features.admit import Pacer, pacing_mode
 from ..features.admit.concurrency import adaptive_config
 from ..features.admit.gate import Gates
+from ..features.batch import Batcher, batch_config
 from ..features.hedge import HEDGE_HEADER, CancelToken, HedgeTrack
 from ..features.hedge import eligible as hedge_eligible
 from .shared import Port, has_image_part
@@ -52,7 +53,7 @@ __all__ = ["Features"]
 class Features:
     """The features attached to one client's pipeline, and the client's settings for them."""
 
-    __slots__ = ("_cache", "_speculation", "cache_setting", "gates", "hedge_tracks", "pacer", "port")
+    __slots__ = ("_cache", "_speculation", "batcher", "cache_setting", "gates", "hedge_tracks", "pacer", "port")
 
     def __init__(
         self,
@@ -67,6 +68,7 @@ class Features:
         pacing: Any = "auto",
         redis: Any = None,
         concurrency: Any = None,
+        embedding_batch: Any = None,
     ) -> None:
         self.cache_setting = cache  # the client's ``cache=``: None (off unless a call asks), True, a backend...
         self._cache: Any = None  # the ResponseCache, opened on first use
@@ -99,6 +101,9 @@ class Features:
         # Adaptive concurrency per origin (features/admit/concurrency.py); None unless asked.
         adaptive = adaptive_config(concurrency)
         self.gates: Gates | None = Gates(adaptive) if adaptive is not None else None
+        # Embedding micro-batching (features/batch.py); None unless asked.
+        batching = batch_config(embedding_batch)
+        self.batcher: Batcher | None = Batcher(batching) if batching is not None else None
 
     # -- prepare: images -----------------------------------------------------------------------
 
