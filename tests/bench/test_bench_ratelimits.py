@@ -30,7 +30,7 @@ def test_the_summary_counts_only_calls_inside_the_steady_state() -> None:
     assert s["first_error"] == "RateLimitError"
 
 
-def test_the_scenario_is_discovered() -> None:
+def test_the_scenarios_are_discovered() -> None:
     scenarios, errors = discover()
     assert not errors
-    assert "ratelimits" in [s.name for s in scenarios]
+    assert {"ratelimits", "embedbatch"} <= {s.name for s in scenarios}
