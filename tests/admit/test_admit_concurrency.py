@@ -4,6 +4,7 @@ headers unless asked)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from llmclient.features.admit.concurrency import (
     observe,
 )
 from tests._both import Drive
-from tests.conftest import RefServer
+from tests.conftest import RefServer, start_ref_server, stop_ref_server
 
 CONFIG = AdaptiveConfig(initial=4, minimum=1, maximum=32)
 
@@ -96,3 +97,26 @@ def test_a_plain_call_gives_its_slot_back_when_its_body_is_read(drive: Drive, re
     (stats,) = client.concurrency_limits.values()
     assert stats["in_flight"] == 0
     assert drive.client(base_url=ref_server.base_url, api_key="k").concurrency_limits == {}  # opt-in
+
+
+@pytest.fixture(scope="module")
+def uvicorn_server() -> Iterator[RefServer]:
+    # A self-hosted server's shape: uvicorn, HTTP/1.1, no rate-limit headers (vLLM, SGLang).
+    server = start_ref_server("--server", "uvicorn")
+    yield server
+    stop_ref_server(server)
+
+
+def test_under_uvicorn_nothing_is_learned_and_the_gate_still_holds(drive: Drive, uvicorn_server: RefServer) -> None:
+    client = drive.client(base_url=uvicorn_server.base_url, api_key="k", pacing=True,
+                          concurrency={"initial": 1, "minimum": 1, "maximum": 1})
+    first = _stream(drive, client)
+    with pytest.raises(llmclient.APITimeoutError, match="concurrency slot"):
+        _stream(drive, client, timeout=0.2)
+    assert drive.iterate(first)
+    _close(drive, first)
+    drive(client.chat.completions.create(model="gpt-4o-mini", max_tokens=2,
+                                         messages=[{"role": "user", "content": "hi"}]))
+    assert client.rate_limits == {}  # no headers: nothing to pace on
+    (stats,) = client.concurrency_limits.values()
+    assert stats["in_flight"] == 0 and stats["samples"] >= 1
