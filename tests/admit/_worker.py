@@ -15,7 +15,7 @@ PROMPT = "abcd" * 10
 
 
 def _summary(client: Any, answered: int) -> str:
-    limits = next(iter(client.rate_limits.values()), {})
+    limits: dict[str, Any] = next(iter(client.rate_limits.values()), {})
     return json.dumps({"answered": answered, "refused_429": limits.get("refused_429", 0),
                        "paced_calls": limits.get("paced_calls", 0), "shared": limits.get("shared", False)})
 
