@@ -154,6 +154,10 @@ class BaseClient:
         compress: bool = True,
         hedge: Any = False,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
+        pacing: Any = "auto",
+        redis: Any = None,
+        concurrency: Any = None,
+        embedding_batch: Any = None,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -202,7 +206,10 @@ class BaseClient:
         # reached only through these hooks (``_features``); they see a Port, never the client.
         self._features = Features(build=self._build_call, request=self._request, defaults=self._options,  # type: ignore[attr-defined]
                                   is_async=self._on_event_loop, cache=cache, speculation=speculation,
-                                  prefetch=prefetch)
+                                  prefetch=prefetch, pacing=pacing, redis=redis, concurrency=concurrency,
+                                  embedding_batch=embedding_batch)
+        self._pacing, self._redis, self._concurrency = pacing, redis, concurrency
+        self._embedding_batch = embedding_batch
         self._headers = self._default_headers()
         # httpx's form of each header every call starts with, made once: httpx checks and
         # encodes every header of every Request it builds, ~2 us a header (``_request_headers``).
@@ -256,6 +263,10 @@ class BaseClient:
             "speculation": self._features.speculation_config,
             "compress": self._compress,
             "hedge": self._options.hedge or False,
+            "pacing": self._pacing,
+            "redis": self._redis,
+            "concurrency": self._concurrency,
+            "embedding_batch": self._embedding_batch,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)
@@ -448,7 +459,9 @@ class BaseClient:
     def _status_retry_delay(call: Call, response: httpx.Response, attempt: int) -> float | None:
         if not _retry.is_retryable_status(response.status_code, response.headers):
             return None
-        return _retry.retry_delay(attempt, call.max_retries, response.headers)
+        # a 429 without Retry-After: full jitter, so refused callers do not come back together
+        return _retry.retry_delay(attempt, call.max_retries, response.headers,
+                                  full_jitter=response.status_code == 429)
 
     def _status_error(self, call: Call, response: httpx.Response, raw: bytes) -> APIStatusError:
         ctype = response.headers.get("content-type", "")
@@ -496,6 +509,19 @@ class BaseClient:
             return False
         h2: bool | None = transport.origin_record(_url(call.url)).h2
         return h2
+
+    @property
+    def rate_limits(self) -> dict[str, dict[str, Any]]:
+        """The rate limits learned from answers, per ``"base_url scope"``: each budget's limit,
+        window and remaining now, whether calls are paced, 429s seen, calls held and for how long
+        (``features/admit``)."""
+        return self._features.rate_limits()
+
+    @property
+    def concurrency_limits(self) -> dict[str, dict[str, Any]]:
+        """With ``concurrency="adaptive"``: per base URL, the calls allowed in flight now, in
+        flight, waiting, the latency baseline, cuts and the reason of the last change."""
+        return self._features.concurrency_limits()
 
     def hedge_stats(self) -> dict[str, dict[str, Any]]:
         """Per ``"path model"``: samples, learned delay_ms, hedges sent, wins, budget left."""

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import limits, shutdown, tracing
+from . import limits, ratelimit, shutdown, tracing
 from ._http import configure_logging
 from .app import App, AppConfig
 from .engine import ENGINES, Engine, create_engine
@@ -63,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--otlp-endpoint", metavar="URL",
                    help="export those spans over OTLP/HTTP to URL (e.g. http://127.0.0.1:4318)")
     limits.add_arguments(p)
+    ratelimit.add_arguments(p)
     return p
 
 
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> None:
                                 limits=limits.from_args(args),
                                 api_key=args.api_key, access_log=args.access_log,
                                 compress_responses=not args.no_compress,
-                                tracing=tracing.create(args.trace_spans, args.otlp_endpoint)))
+                                tracing=tracing.create(args.trace_spans, args.otlp_endpoint),
+                                ratelimits=ratelimit.from_args(args)))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None, args.uvicorn_http)
     shutdown.configure(args.shutdown_grace_s)

@@ -131,6 +131,8 @@ class AppConfig:
     # The request spans (benchmarks.server.tracing.ServerTracing; --trace-spans/--otlp-endpoint),
     # or None: no tracing, no cost.
     tracing: Any = None
+    # Rate limits per API key (benchmarks.server.ratelimit.RateLimiter; --rpm/--tpm), or None.
+    ratelimits: Any = None
 
 
 @dataclass
@@ -146,6 +148,7 @@ class _Req:
     # 1 for traffic that may wait (``x-llm-priority: low``: llmclient's prefetch and prefix
     # warm-ups), so the engine serves the app's own calls first.
     priority: int = 0
+    ratelimit_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # on its answer
 
     def add_engine_timing(self, t: RequestTiming | None) -> None:
         if t is None:
@@ -230,7 +233,7 @@ class App:
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode()),
-                                      *wire.ADVERTISED_HEADERS]
+                                      *wire.ADVERTISED_HEADERS, *req.ratelimit_headers]
                 if not any(k == b"server-timing" for k, _ in message["headers"]):
                     message["headers"].append((b"server-timing", req.header_value()))
             await send(message)
@@ -334,6 +337,13 @@ class App:
         except wire.WireDecodeError as exc:
             await self._error(send, req, 400, str(exc))
             return
+        if self.config.ratelimits is not None:  # --rpm/--tpm (ratelimit.py)
+            verdict = self.config.ratelimits.admit(header(scope, b"authorization") or "", body)
+            req.ratelimit_headers = verdict.headers
+            if not verdict.ok:
+                code = "rate_limit_exceeded" if verdict.retry_after_s < self.config.ratelimits.window_s else None
+                await self._error(send, req, 429, verdict.message, code=code or "request_too_large")
+                return
         # A client that goes away (timeout, hedge loser, Ctrl-C) must free its batch slot now,
         # as a real server's abort does, not after generating an answer nobody reads.
         watcher = asyncio.ensure_future(cancel_on_disconnect(receive, asyncio.current_task()))

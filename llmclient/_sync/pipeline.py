@@ -20,6 +20,7 @@ import httpx
 from .._logging import current_trace_id
 from ..api.streaming import Stream
 from ..features import otel as _otel
+from ..features.admit.pacer import admit_timeout
 from ..pipeline import shared as _pipeline
 from ..pipeline.resume import resendable, resumable
 from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding
@@ -49,13 +50,27 @@ class Pipeline(_Stages):
 
     def _send(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         tries = Attempts(self, call, content, codec)
+        pacer = self._features.pacer
         while True:
+            ticket = None
+            if pacer is not None:  # admit: wait for rate-limit budget (features/admit)
+                low = call.headers.get("x-llm-priority") == "low"  # batch, prefetch: after the others
+                ticket = pacer.admit(call.base_url, call.scope, call.body, admit_timeout(call.timeout), low)
+                if ticket is not None and ticket.wait_s > 0:
+                    if call.cancel is not None:  # a hedged copy's wait ends when the other wins
+                        call.cancel.sleep(ticket.wait_s)
+                    else:
+                        _pipeline.sync_sleep(ticket.wait_s)
             request = tries.request(call.record.on_trace)
             try:
                 response = self._send_once(request)
             except Exception as exc:
+                if pacer is not None:
+                    pacer.settle(ticket, call.base_url, call.scope, None, None)
                 delay = tries.after_exception(exc, request)  # raises when there is no retry
             else:
+                if pacer is not None:
+                    pacer.settle(ticket, call.base_url, call.scope, response.status_code, response.headers)
                 verdict = tries.after_headers(response)
                 if verdict == "ok":
                     return response
@@ -141,7 +156,17 @@ class Pipeline(_Stages):
                 return self._finish(call, make(handle.response()), None)
             codec = self._codec_for(call)
             content = self._encode(call, codec)
-            response = self._send_call(call, content, codec)
+            gate = features.gates.gate(call.base_url) if features.gates is not None else None
+            if gate is not None:  # adaptive concurrency: a slot until the response closes
+                gate.acquire(admit_timeout(call.timeout))
+            try:
+                response = self._send_call(call, content, codec)
+            except BaseException:
+                if gate is not None:
+                    gate.release(None)
+                raise
+            if gate is not None:
+                gate.hold(response, call.record, call.stream)
             if call.stream:
                 decoder = self._stream_decoder(call, response, codec)
                 on_complete = features.on_stream_complete(call, handle)

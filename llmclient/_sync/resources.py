@@ -286,6 +286,15 @@ class Embeddings(_Resource):
         decode = _prepare_embedding_params(params)
         call = self._call("POST", "/embeddings", params, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+        batcher = self._client._features.batcher  # embedding_batch= (features/batch.py)
+        key = (batcher.key(call.base_url, call.scope, call.body, not (extra_headers or extra_query or extra_body))
+               if batcher is not None and not _raw else None)
+        if batcher is not None and key is not None and call.body is not None:
+            def send(body: dict[str, Any]) -> Any:  # one request of the batch, its answer as data
+                return self._client._request(self._call("POST", "/embeddings", dict(body), timeout=timeout), dict)
+
+            value = batcher.submit(key, call.body, send)
+            return _make_embeddings(decode)(value)
         return self._client._request(call, _make_embeddings(decode), _raw)
 
 

@@ -10,6 +10,8 @@ stage       hook                                             feature (module, lo
 prepare     ``has_images(call)``, ``prepare(call)``          images (``_images``, Pillow)
 lookup      ``lookup(call)`` / ``alookup(call)``             cache (``cache``), speculation
                                                              around it (``_prefetch``)
+admit       ``pacer.admit`` / ``aadmit``, ``pacer.settle``;    rate limits, adaptive concurrency
+            ``gates.gate(url)``: ``acquire`` / ``hold``        (``features/admit``)
 send        ``hedge_plan(call, h2)``, ``hedge_racers(call)``, hedging (``_hedge``; the race:
             ``race_sync`` / ``race_async``                   ``_hedge_run``)
 store       the lookup's handle (``store_response``)         cache
@@ -33,6 +35,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..features import otel as _otel
+from ..features.admit import Pacer, pacing_mode
+from ..features.admit.concurrency import adaptive_config
+from ..features.admit.gate import Gates
+from ..features.batch import Batcher, batch_config
 from ..features.hedge import HEDGE_HEADER, CancelToken, HedgeTrack
 from ..features.hedge import eligible as hedge_eligible
 from .shared import Port, has_image_part
@@ -47,7 +53,7 @@ __all__ = ["Features"]
 class Features:
     """The features attached to one client's pipeline, and the client's settings for them."""
 
-    __slots__ = ("_cache", "_speculation", "cache_setting", "hedge_tracks", "port")
+    __slots__ = ("_cache", "_speculation", "batcher", "cache_setting", "gates", "hedge_tracks", "pacer", "port")
 
     def __init__(
         self,
@@ -59,6 +65,10 @@ class Features:
         cache: Any,
         speculation: Any,
         prefetch: Any,
+        pacing: Any = "auto",
+        redis: Any = None,
+        concurrency: Any = None,
+        embedding_batch: Any = None,
     ) -> None:
         self.cache_setting = cache  # the client's ``cache=``: None (off unless a call asks), True, a backend...
         self._cache: Any = None  # the ResponseCache, opened on first use
@@ -77,6 +87,23 @@ class Features:
             self._speculation = _prefetch.Speculation(self.port, config)
         # Hedged requests: latencies and budget per (base URL, path, model).
         self.hedge_tracks: dict[tuple[str, str, str], HedgeTrack] = {}
+        # Admit: rate limits learned from answers, pacing before send (features/admit); None
+        # with pacing=False.
+        self.pacer: Pacer | None = None
+        if pacing_mode(pacing) is not False:
+            shared = None
+            if redis is not None:
+                # redis-py: loaded only by a client that shares its budgets (the redis extra)
+                from ..features.admit.shared import SharedBudget
+
+                shared = redis if isinstance(redis, SharedBudget) else SharedBudget(redis)
+            self.pacer = Pacer(pacing, shared)
+        # Adaptive concurrency per origin (features/admit/concurrency.py); None unless asked.
+        adaptive = adaptive_config(concurrency)
+        self.gates: Gates | None = Gates(adaptive) if adaptive is not None else None
+        # Embedding micro-batching (features/batch.py); None unless asked.
+        batching = batch_config(embedding_batch)
+        self.batcher: Batcher | None = Batcher(batching) if batching is not None else None
 
     # -- prepare: images -----------------------------------------------------------------------
 
@@ -249,7 +276,15 @@ class Features:
 
         return SpeculationState(SpeculationConfig()).stats()
 
+    def rate_limits(self) -> dict[str, dict[str, Any]]:
+        return self.pacer.snapshot() if self.pacer is not None else {}
+
+    def concurrency_limits(self) -> dict[str, dict[str, Any]]:
+        return self.gates.stats() if self.gates is not None else {}
+
     def close(self) -> None:
+        if self.pacer is not None and self.pacer.shared is not None:
+            self.pacer.shared.close()
         if self._speculation is not None:
             self._speculation.close()
 

@@ -74,9 +74,13 @@ def _parse_retry_after(raw: str | None, now: float | None) -> float | None:
     return parsed.timestamp() - (time.time() if now is None else now)
 
 
-def backoff_delay(retries_done: int, rng: random.Random | None = None) -> float:
-    """Exponential backoff 0.5, 1, 2, 4, 8 s (capped) with up to 25 % jitter downwards."""
+def backoff_delay(retries_done: int, rng: random.Random | None = None, full_jitter: bool = False) -> float:
+    """Exponential backoff 0.5, 1, 2, 4, 8 s (capped) with up to 25 % jitter downwards; with
+    ``full_jitter``, anywhere between 0 and that (AWS Architecture Blog, "Exponential Backoff
+    And Jitter", 2015: callers refused together spread out instead of returning together)."""
     base = min(INITIAL_BACKOFF_S * (2.0**retries_done), MAX_BACKOFF_S)
+    if full_jitter:
+        return base * (rng or random).random()
     jitter = 1.0 - 0.25 * (rng or random).random()
     return base * jitter
 
@@ -86,15 +90,17 @@ def retry_delay(
     max_retries: int,
     headers: Mapping[str, str] | None = None,
     rng: random.Random | None = None,
+    full_jitter: bool = False,
 ) -> float | None:
-    """Seconds to wait before the next attempt, or None when the call must not be retried."""
+    """Seconds to wait before the next attempt, or None when the call must not be retried.
+    ``full_jitter``: a refusal (429) without Retry-After waits a uniform share of the backoff."""
     if retries_done >= max_retries:
         return None
     if headers is not None:
         after = retry_after_seconds(headers)
         if after is not None:
             return after
-    return backoff_delay(retries_done, rng)
+    return backoff_delay(retries_done, rng, full_jitter)
 
 
 # Re-sends that do not use the caller's retry budget, because the request never ran. Each one

@@ -1,0 +1,191 @@
+"""Rate limits: worker processes sharing one API key against a token budget below their demand.
+
+Each variant runs ``workers`` processes (4 quick, 8 full) of closed-loop chat calls of mixed
+sizes (think time between calls) against the reference server with a tokens-per-window limit
+at about 60% of their combined demand (``--tpm``, a 0.5 s window: a short run sees many, and
+the budget's first burst weighs little against the seconds measured). The
+variants: the official client; llmclient with pacing off (it retries 429s as the official
+client does); llmclient as it comes (``pacing="auto"``); llmclient pacing per process (``pacing=True``); llmclient pacing shared through
+Redis (``redis=``). Each variant gets its own API key, so its own whole budget, and every client
+retries a 429 up to :data:`MAX_RETRIES` times.
+
+Reported per variant, over the steady state (the first window's burst dropped): 429s received
+per call, goodput (tokens the server counted for answered calls, per second) against the limit,
+p50/p99 latency of answered calls (a call's wait for budget and its retries included), calls
+that failed, and Jain's fairness index over the workers' goodput.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from ..fixtures.redis import redis_server
+from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness.serverproc import ServerError
+from ._ratelimits_worker import MAX_TOKENS, PROMPT_WORDS
+
+ORDER = 60
+VARIANTS = ("openai", "llmclient", "llmclient/auto", "llmclient/local", "llmclient/shared")
+WINDOW_S = 0.5
+THINK_S = 0.1
+SHARE_OF_DEMAND = 0.6
+# Every client retries a 429 this many times (the official default, 2, drops ~10% of the
+# calls here; with 8 nearly all are answered, so every variant's latencies cover its calls).
+MAX_RETRIES = 8
+# The mean cost of a call as the server counts it: the prompt's words of ~5.4 characters and a
+# space, 4 characters a token, plus the mean cap.
+MEAN_COST = statistics.mean(PROMPT_WORDS) * 6.4 / 4 + statistics.mean(MAX_TOKENS)
+
+
+def jain(values: list[float]) -> float | None:
+    """Jain's fairness index: 1 when every worker got the same, 1/n when one got everything."""
+    if not values or not any(values):
+        return None
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def _run_variant(variant: str, url: str, verify: Any, redis_url: str | None, workers: int, duration_s: float,
+                 seed: int) -> list[list[dict[str, Any]]]:
+    key = f"ratelimits-{variant.replace('/', '-')}-{uuid.uuid4().hex[:8]}"
+    start_at = time.time() + 2.0 + 0.5 * workers  # every process imported and connected by then
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    procs = []
+    for i in range(workers):
+        spec = {"variant": variant, "base_url": url, "api_key": key, "redis": redis_url, "seed": seed * 100 + i,
+                "verify": verify if isinstance(verify, str) else None,
+                "start_at": start_at, "duration_s": duration_s, "think_s": THINK_S,
+                "max_retries": MAX_RETRIES}
+        procs.append(subprocess.Popen([sys.executable, "-m", "benchmarks.scenarios._ratelimits_worker",
+                                       json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      env=env, text=True))
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=duration_s + 120)
+        if proc.returncode != 0:
+            raise NotAvailable(f"a {variant} worker failed: {stderr.strip()[-500:]}")
+        out.append([json.loads(line) for line in stdout.splitlines() if line.startswith("{")])
+    return out
+
+
+def _summarise(per_worker: list[list[dict[str, Any]]], t_from: float, t_to: float,
+               limit_per_s: float) -> dict[str, Any]:
+    calls = [c for w in per_worker for c in w if t_from <= c["t0"] and c["t1"] <= t_to]
+    ok = [c for c in calls if c["error"] is None]
+    span = t_to - t_from
+    goodput_by_worker = [sum(c["cost"] for c in w if c["error"] is None and t_from <= c["t0"] and c["t1"] <= t_to) / span
+                         for w in per_worker]
+    latencies = [(c["t1"] - c["t0"]) * 1000.0 for c in ok]
+    refused = sum(c["refused"] for c in calls)
+    return {"calls": len(calls), "failed": len(calls) - len(ok), "refused_429": refused,
+            "refused_per_call": refused / len(calls) if calls else None,
+            "goodput_tps": sum(goodput_by_worker), "goodput_share": sum(goodput_by_worker) / limit_per_s,
+            "p50_ms": _percentile(latencies, 50), "p99_ms": _percentile(latencies, 99),
+            "jain": jain(goodput_by_worker),
+            "first_error": next((c["error"] for c in calls if c["error"] is not None), None)}
+
+
+def _records(variant: str, per_worker: list[list[dict[str, Any]]], t_from: float, t_to: float,
+             epoch: float) -> list[RequestRecord]:
+    records = []
+    for worker, calls in enumerate(per_worker):
+        for c in calls:
+            if not (t_from <= c["t0"] and c["t1"] <= t_to):
+                continue
+            records.append(RequestRecord(
+                variant=variant, trace_id="", start_s=c["t0"] - epoch, latency_ms=(c["t1"] - c["t0"]) * 1000.0,
+                status=c["status"] if c["error"] is None else (c["status"] or None),
+                error_kind=None if c["error"] is None else "status",
+                extra={"worker": worker, "cost": c["cost"], "refused_429": c["refused"]}))
+    return records
+
+
+def _fmt(value: float | None, pattern: str) -> str:
+    return "n/a" if value is None else pattern.format(value)
+
+
+class RateLimits:
+    name = "ratelimits"
+    description = ("processes sharing one API key, token budget at ~60% of demand: official client vs "
+                   "llmclient without pacing, pacing per process, pacing shared through Redis")
+    requires = ("llmclient", "openai", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        assert ctx.spawn_server is not None
+        workers, duration_s, warm_s = (4, 8.0, 2.0) if ctx.quick else (8, 40.0, 5.0)
+        demand_per_s = workers * MEAN_COST / THINK_S
+        limit_per_s = SHARE_OF_DEMAND * demand_per_s
+        budget = int(limit_per_s * WINDOW_S)
+        try:
+            server = ctx.spawn_server(profile="zero", extra_args=(
+                "--tpm", str(budget), "--rpm", "1000000", "--ratelimit-window-s", f"{WINDOW_S:g}"))
+            server.wait_healthy()
+        except (ServerError, OSError) as exc:
+            raise NotAvailable(f"could not start the reference server with limits: {exc}") from exc
+        redis_cm: AbstractContextManager[str | None] = redis_server()
+        try:
+            redis_url = redis_cm.__enter__()
+        except RuntimeError:
+            redis_cm, redis_url = nullcontext(None), None
+        variants: dict[str, list[RequestRecord]] = {}
+        summary: dict[str, dict[str, Any]] = {}
+        try:
+            with ctx.routed(server) as url:
+                for n, variant in enumerate(VARIANTS):
+                    if variant == "llmclient/shared" and redis_url is None:
+                        continue
+                    ctx.progress(f"  ratelimits {variant}: {workers} processes x {duration_s:g} s")
+                    per_worker = _run_variant(variant, url, server.ca_path or ctx.verify, redis_url, workers, duration_s, ctx.seed + n)
+                    starts = [c["t0"] for w in per_worker for c in w]
+                    if not starts:
+                        raise NotAvailable(f"{variant}: no call was made")
+                    t0 = min(starts)
+                    t_from, t_to = t0 + warm_s, t0 + duration_s
+                    summary[variant] = _summarise(per_worker, t_from, t_to, limit_per_s)
+                    variants[variant] = _records(variant, per_worker, t_from, t_to, t0)
+        finally:
+            redis_cm.__exit__(None, None, None)
+            server.stop()
+        notes = [f"{workers} processes per variant sharing one key, closed loop ({THINK_S:g} s think), "
+                 f"demand ~{demand_per_s:.0f} tokens/s against a limit of {limit_per_s:.0f} tokens/s "
+                 f"({budget} per {WINDOW_S:g} s window); {duration_s - warm_s:g} s measured per variant; "
+                 f"max_retries={MAX_RETRIES} for every client; goodput can exceed the limit by the "
+                 f"budget's one window over the seconds measured"]
+        if redis_url is None:
+            notes.append("llmclient/shared: not measured (redis-server not found)")
+        for variant, s in summary.items():
+            notes.append(
+                f"{variant}: 429s {s['refused_429']} in {s['calls']} calls "
+                f"({_fmt(s['refused_per_call'], '{:.1%}')}), goodput {s['goodput_share']:.0%} of the limit, "
+                f"p50 {_fmt(s['p50_ms'], '{:.0f}')} ms, p99 {_fmt(s['p99_ms'], '{:.0f}')} ms, "
+                f"failed {s['failed']}, Jain {_fmt(s['jain'], '{:.3f}')}"
+                + (f"; first failure: {s['first_error']}" if s["first_error"] else ""))
+        # Judged at p99, what pacing is for (a refused call's retries are its tail); the p50s are
+        # in the notes: with the budget binding, a paced call waits its turn where an unpaced
+        # one either goes at once or fails, and failed calls have no latency to compare.
+        rows = [Row("rate limits (p99): openai -> llmclient defaults (auto)", "openai", "llmclient/auto",
+                    statistic="p99"),
+                Row("rate limits (p99): openai -> llmclient pacing per process", "openai", "llmclient/local",
+                    statistic="p99")]
+        if "llmclient/shared" in summary:
+            rows = [Row("rate limits (p99): openai -> llmclient pacing shared (Redis)", "openai",
+                        "llmclient/shared", statistic="p99", technique="rate-limit pacing", effort="option"),
+                    *rows]
+        return ScenarioResult.of(self, variants, rows=rows, notes=notes, series={"ratelimits": summary})
+
+
+SCENARIOS = (RateLimits(),)

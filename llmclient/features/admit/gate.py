@@ -1,0 +1,175 @@
+"""The gate that holds calls at an origin's adaptive concurrency limit (``concurrency.py``
+decides the limit; this is its thin I/O).
+
+One :class:`Gate` per origin per client. A call takes a slot before it is sent and gives it back
+when its response closes (a body read, a stream ended or abandoned), with its latency sample.
+Waiters are served in arrival order, each woken by the release that hands it its slot; a call
+whose timeout passes while it waits raises ``APITimeoutError`` and was never sent.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+import httpx
+
+from ..._errors import APITimeoutError
+from .concurrency import AdaptiveConfig, AdaptiveLimit, observe
+
+__all__ = ["Gate", "Gates", "sample_ms"]
+
+
+def sample_ms(record: Any, stream: bool) -> float | None:
+    """A call's congestion sample: the server's queue time (Server-Timing) where it reports
+    one, else a stream's time to first token; None for a plain call without Server-Timing
+    (its latency mixes queueing with however long its answer is)."""
+    timing = getattr(record, "server_timing", None) or {}
+    queue = timing.get("queue") if isinstance(timing, dict) else None
+    if isinstance(queue, (int, float)):
+        return float(queue)
+    first = getattr(record, "first_token_ms", None) if stream else None
+    return float(first) if isinstance(first, (int, float)) else None
+
+
+def _timed_out(base_url: str, timeout: float | None) -> APITimeoutError:
+    return APITimeoutError(f"Request timed out waiting for a concurrency slot at {base_url} "
+                           f"(adaptive limit; timeout {timeout:g} s; nothing was sent)")
+
+
+class Gate:
+    def __init__(self, base_url: str, config: AdaptiveConfig) -> None:
+        self.base_url, self.config = base_url, config
+        self.limit = AdaptiveLimit(float(config.initial))
+        self.in_flight = 0
+        self.waited = 0
+        self._lock = threading.Lock()
+        self._waiters: deque[Any] = deque()  # threading.Event (sync) or asyncio.Future (async)
+
+    def _take(self) -> bool:
+        if not self._waiters and self.in_flight < self.limit.allowed:
+            self.in_flight += 1
+            return True
+        return False
+
+    def acquire(self, timeout: float | None) -> None:
+        with self._lock:
+            if self._take():
+                return
+            event = threading.Event()
+            self._waiters.append(event)
+            self.waited += 1
+        if event.wait(timeout):
+            return
+        with self._lock:
+            if event in self._waiters:
+                self._waiters.remove(event)
+                raise _timed_out(self.base_url, timeout)
+        # handed a slot just as the wait ended: keep it
+
+    async def aacquire(self, timeout: float | None) -> None:
+        import asyncio  # the async client's first gated call loads it, not `import llmclient`
+
+        with self._lock:
+            if self._take():
+                return
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(future)
+            self.waited += 1
+        try:
+            await asyncio.wait_for(asyncio.shield(future), timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            with self._lock:
+                waiting = future in self._waiters
+                if waiting:
+                    self._waiters.remove(future)
+            if not waiting:
+                self.release(None)  # a slot was handed over as we gave up: give it back
+            if waiting and isinstance(exc, asyncio.TimeoutError):
+                raise _timed_out(self.base_url, timeout) from None
+            raise
+
+    def release(self, sample: float | None) -> None:
+        with self._lock:
+            if sample is not None:
+                self.limit = observe(self.config, self.limit, sample, self.in_flight)
+            self.in_flight -= 1
+            while self._waiters and self.in_flight < self.limit.allowed:
+                waiter = self._waiters.popleft()
+                if isinstance(waiter, threading.Event):
+                    waiter.set()
+                elif waiter.done():
+                    continue
+                else:
+                    waiter.set_result(None)
+                self.in_flight += 1
+
+    def hold(self, response: httpx.Response, record: Any, stream: bool) -> None:
+        """Give the slot back when ``response`` closes, with the call's sample then."""
+        response.stream = _Releasing(response.stream, lambda: self.release(sample_ms(record, stream)))
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {"limit": self.limit.allowed, "in_flight": self.in_flight, "waiting": len(self._waiters),
+                    "baseline_ms": self.limit.baseline_ms, "cuts": self.limit.cuts,
+                    "samples": self.limit.samples, "calls_waited": self.waited, "reason": self.limit.reason}
+
+
+class _Releasing(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body stream that calls ``on_close`` once, when it is closed."""
+
+    def __init__(self, inner: Any, on_close: Any) -> None:
+        self._inner, self._on_close, self._done = inner, on_close, False
+
+    def __getattr__(self, name: str) -> Any:  # read_until and the transport's other extras
+        return getattr(self._inner, name)
+
+    def __iter__(self) -> Any:
+        return iter(self._inner)
+
+    def __aiter__(self) -> Any:
+        return self._inner.__aiter__()
+
+    def _release(self) -> None:
+        if not self._done:
+            self._done = True
+            self._on_close()
+
+    def __del__(self) -> None:
+        # A stream dropped without being closed still gives its slot back once collected.
+        try:
+            self._release()
+        except Exception:  # at interpreter exit, or a loop already closed
+            pass
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._release()
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._release()
+
+
+class Gates:
+    """The gates of one client, per base URL."""
+
+    def __init__(self, config: AdaptiveConfig) -> None:
+        self.config = config
+        self._gates: dict[str, Gate] = {}
+        self._lock = threading.Lock()
+
+    def gate(self, base_url: str) -> Gate:
+        gate = self._gates.get(base_url)
+        if gate is None:
+            with self._lock:
+                gate = self._gates.setdefault(base_url, Gate(base_url, self.config))
+        return gate
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        return {url: gate.stats() for url, gate in list(self._gates.items())}

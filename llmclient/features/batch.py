@@ -1,0 +1,249 @@
+"""Embedding micro-batching (opt-in, ``embedding_batch=``): concurrent ``embeddings.create``
+calls that arrive within a few milliseconds go to the server as one request, and each caller
+gets its own answer back. Fewer requests against a requests-per-minute limit, and one forward
+pass where the server batches anyway.
+
+The decisions are pure: which calls may share a request (:func:`batch_key`: same origin,
+credential, model and options, nothing per call), how a combined answer is split back
+(:func:`split_answer`: by each item's ``index``, re-numbered from 0, usage shared in proportion
+to the inputs). The I/O waits ``window_ms`` after the first call of a batch (or until
+``max_inputs`` inputs are in), sends once through the client's pipeline, and hands each caller
+its part. When the server refuses the combined request (4xx: one bad input), each call is sent
+again alone, so that the error is the bad input's caller's only; the server never ran the
+refused request. Sync callers wait on threads, async ones on the loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import APIStatusError
+
+__all__ = ["BatchConfig", "Batcher", "batch_config", "batch_key", "split_answer"]
+
+# OpenAI API reference, "Create embeddings" (2026-12-03): at most 2048 inputs per request.
+MAX_INPUTS = 2048
+_OPTIONS = frozenset({"input", "model", "encoding_format", "dimensions", "user"})
+
+
+@dataclass(frozen=True, slots=True)
+class BatchConfig:
+    window_ms: float = 2.0
+    max_inputs: int = MAX_INPUTS
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.window_ms <= 1000.0 or not 1 <= self.max_inputs <= MAX_INPUTS:
+            raise ValueError(f"embedding_batch needs 0 <= window_ms <= 1000 and 1 <= max_inputs <= "
+                             f"{MAX_INPUTS}, got {self.window_ms}, {self.max_inputs}")
+
+
+def batch_config(value: Any) -> BatchConfig | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BatchConfig()
+    if isinstance(value, BatchConfig):
+        return value
+    if isinstance(value, dict):
+        return BatchConfig(**value)
+    raise ValueError(f"embedding_batch must be None, True, a dict or a BatchConfig, got {value!r}")
+
+
+def _inputs(value: Any) -> list[Any] | None:
+    """A call's inputs as a list (a string is one input; a token list too), or None."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value:
+        if all(isinstance(v, int) for v in value):
+            return [value]  # one pre-tokenized input
+        if all(isinstance(v, str) or (isinstance(v, list) and all(isinstance(t, int) for t in v)) for v in value):
+            return list(value)
+    return None
+
+
+def batch_key(base_url: str, scope: str, body: dict[str, Any] | None, plain: bool) -> tuple[Any, ...] | None:
+    """What a call shares a request with (None: it goes alone): calls to one origin under one
+    credential, for one model with the same options; ``plain``: no per-call headers, query or
+    body of its own."""
+    if not plain or body is None or not _OPTIONS.issuperset(body) or _inputs(body.get("input")) is None:
+        return None
+    return (base_url, scope, body.get("model"), body.get("encoding_format"), body.get("dimensions"),
+            body.get("user"))
+
+
+def split_answer(value: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
+    """The combined answer's part for each caller (``sizes``: inputs per caller, in order)."""
+    items = sorted(value.get("data") or (), key=lambda item: item.get("index", 0))
+    total = sum(sizes)
+    if len(items) != total:
+        raise ValueError(f"the combined embeddings answer has {len(items)} items for {total} inputs")
+    usage = value.get("usage") or {}
+    parts, start = [], 0
+    for size in sizes:
+        data = [{**item, "index": i} for i, item in enumerate(items[start:start + size])]
+        share = {k: round(v * size / total) for k, v in usage.items() if isinstance(v, int)}
+        parts.append({**value, "data": data, "usage": share})
+        start += size
+    return parts
+
+
+@dataclass
+class _Pending:
+    body: dict[str, Any]
+    inputs: list[Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+    future: Any = None  # asyncio.Future for async callers
+
+
+@dataclass
+class _Batch:
+    calls: list[_Pending] = field(default_factory=list)
+    size: int = 0
+
+
+class Batcher:
+    """Batches per key for one client. ``send(body)`` runs one embeddings request through the
+    client's pipeline and returns the decoded answer (a coroutine for the async client);
+    ``alone(pending_body)`` sends one caller's own request (its error is its own)."""
+
+    def __init__(self, config: BatchConfig) -> None:
+        self.config = config
+        self._open: dict[tuple[Any, ...], _Batch] = {}
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.calls = 0
+        self._tasks: set[Any] = set()
+
+    def _join(self, key: tuple[Any, ...], pending: _Pending) -> tuple[_Batch, bool, bool]:
+        """(batch, whether this call leads it, whether it is full now)."""
+        with self._lock:
+            self.calls += 1
+            batch = self._open.get(key)
+            lead = batch is None
+            if batch is None:
+                batch = self._open[key] = _Batch()
+            batch.calls.append(pending)
+            batch.size += len(pending.inputs)
+            full = batch.size >= self.config.max_inputs
+            if full:
+                self._open.pop(key, None)
+            return batch, lead, full
+
+    def _close(self, key: tuple[Any, ...], batch: _Batch) -> None:
+        with self._lock:
+            if self._open.get(key) is batch:
+                del self._open[key]
+            self.requests += 1
+
+    @staticmethod
+    def _combined(batch: _Batch) -> dict[str, Any]:
+        first = batch.calls[0].body
+        return {**first, "input": [x for p in batch.calls for x in p.inputs]}
+
+    # -- sync ------------------------------------------------------------------------------
+
+    def submit(self, key: tuple[Any, ...], body: dict[str, Any], send: Callable[[dict[str, Any]], Any]) -> Any:
+        pending = _Pending(body, _inputs(body.get("input")) or [])
+        batch, lead, full = self._join(key, pending)
+        if not lead:
+            pending.done.wait()
+            if pending.error is not None:
+                raise pending.error
+            return pending.result
+        if not full and self.config.window_ms > 0:
+            time.sleep(self.config.window_ms / 1000.0)
+        self._close(key, batch)
+        self._run_sync(batch, send)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _run_sync(self, batch: _Batch, send: Callable[[dict[str, Any]], Any]) -> None:
+        try:
+            if len(batch.calls) == 1:
+                batch.calls[0].result = send(batch.calls[0].body)
+            else:
+                answer = send(self._combined(batch))
+                for pending, part in zip(batch.calls, split_answer(answer, [len(p.inputs) for p in batch.calls]),
+                                         strict=True):
+                    pending.result = part
+        except APIStatusError as exc:
+            if len(batch.calls) > 1 and 400 <= exc.status_code < 500 and exc.status_code != 429:
+                for pending in batch.calls:  # refused unprocessed: each alone, its error its own
+                    try:
+                        pending.result = send(pending.body)
+                    except BaseException as own:
+                        pending.error = own
+            else:
+                for pending in batch.calls:
+                    pending.error = exc
+        except BaseException as exc:
+            for pending in batch.calls:
+                pending.error = exc
+        finally:
+            for pending in batch.calls:
+                pending.done.set()
+
+    # -- async -----------------------------------------------------------------------------
+
+    async def asubmit(self, key: tuple[Any, ...], body: dict[str, Any], send: Callable[[dict[str, Any]], Any]) -> Any:
+        import asyncio  # the async client's first batched call loads it, not `import llmclient`
+
+        pending = _Pending(body, _inputs(body.get("input")) or [])
+        loop = asyncio.get_running_loop()
+        pending.future = loop.create_future()
+        batch, lead, full = self._join(key, pending)
+        if lead:  # the batch is sent by a task of its own: a caller cancelled leaves it running
+            task = loop.create_task(self._flush(key, batch, send, full))
+            self._tasks.add(task)  # held until done: the loop keeps only a weak reference
+            task.add_done_callback(self._tasks.discard)
+        return await pending.future
+
+    async def _flush(self, key: tuple[Any, ...], batch: _Batch, send: Callable[[dict[str, Any]], Any],
+                     full: bool) -> None:
+        import asyncio  # loaded already: the async client's batched call started this task
+
+        if not full and self.config.window_ms > 0:
+            await asyncio.sleep(self.config.window_ms / 1000.0)
+        self._close(key, batch)
+        await self._run_async(batch, send)
+
+    async def _run_async(self, batch: _Batch, send: Callable[[dict[str, Any]], Any]) -> None:
+        outcomes: list[tuple[Any, BaseException | None]] = []
+        try:
+            if len(batch.calls) == 1:
+                outcomes = [(await send(batch.calls[0].body), None)]
+            else:
+                answer = await send(self._combined(batch))
+                outcomes = [(part, None) for part in split_answer(answer, [len(p.inputs) for p in batch.calls])]
+        except APIStatusError as exc:
+            if len(batch.calls) > 1 and 400 <= exc.status_code < 500 and exc.status_code != 429:
+                for pending in batch.calls:  # refused unprocessed: each alone, its error its own
+                    try:
+                        outcomes.append((await send(pending.body), None))
+                    except Exception as own:
+                        outcomes.append((None, own))
+            else:
+                outcomes = [(None, exc)] * len(batch.calls)
+        except Exception as exc:
+            outcomes = [(None, exc)] * len(batch.calls)
+        for pending, (result, error) in zip(batch.calls, outcomes, strict=True):
+            if pending.future.done():
+                continue
+            if error is not None:
+                pending.future.set_exception(error)
+            else:
+                pending.future.set_result(result)
+
+    @staticmethod
+    def key(base_url: str, scope: str, body: dict[str, Any] | None, plain: bool) -> tuple[Any, ...] | None:
+        return batch_key(base_url, scope, body, plain)
+
+    def stats(self) -> dict[str, int]:
+        return {"calls": self.calls, "requests": self.requests}

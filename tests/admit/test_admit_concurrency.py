@@ -1,0 +1,122 @@
+"""Adaptive concurrency (opt-in): the AIMD decision (pure, hypothesis) and the gate that holds
+calls at the limit, on both clients against the reference server (which sends no rate-limit
+headers unless asked)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import llmclient
+from llmclient.features.admit.concurrency import (
+    AdaptiveConfig,
+    AdaptiveLimit,
+    adaptive_config,
+    observe,
+)
+from tests._both import Drive
+from tests.conftest import RefServer, start_ref_server, stop_ref_server
+
+CONFIG = AdaptiveConfig(initial=4, minimum=1, maximum=32)
+
+
+def test_latency_at_the_baseline_grows_the_limit_by_one_per_round_while_it_is_used() -> None:
+    lim = AdaptiveLimit(4.0)
+    for _ in range(5):  # 1/limit a call: about one a round of 4 to 5 calls
+        lim = observe(CONFIG, lim, 10.0, in_flight=4)
+    assert lim.allowed == 5 and lim.cuts == 0
+    idle = observe(CONFIG, lim, 10.0, in_flight=1)
+    assert idle.value == lim.value  # an unused limit is not evidence that a bigger one is safe
+
+
+def test_queueing_past_the_tolerance_cuts_once_per_round() -> None:
+    lim = AdaptiveLimit(8.0)
+    for _ in range(8):
+        lim = observe(CONFIG, lim, 10.0, in_flight=2)
+    lim = observe(CONFIG, lim, 50.0, in_flight=8)
+    assert lim.allowed == 6 and lim.cuts == 1 and "cut" in lim.reason
+    lim = observe(CONFIG, lim, 50.0, in_flight=8)  # the same congestion event: no second cut
+    assert lim.cuts == 1
+
+
+def test_the_setting_is_checked_at_once() -> None:
+    assert adaptive_config(None) is None and adaptive_config(False) is None
+    assert adaptive_config("adaptive") == AdaptiveConfig()
+    assert adaptive_config({"initial": 2, "maximum": 8}) == AdaptiveConfig(initial=2, maximum=8)
+    with pytest.raises(ValueError, match="minimum <= initial <= maximum"):
+        adaptive_config({"initial": 0})
+    with pytest.raises(ValueError, match="concurrency must be"):
+        adaptive_config("fast")
+
+
+@given(st.lists(st.tuples(st.floats(0.0, 1e5), st.integers(0, 300)), max_size=200))
+def test_any_samples_keep_the_limit_within_its_bounds(samples: list[tuple[float, int]]) -> None:
+    lim = AdaptiveLimit(float(CONFIG.initial))
+    for ms, in_flight in samples:
+        lim = observe(CONFIG, lim, ms, in_flight)
+        assert CONFIG.minimum <= lim.value <= CONFIG.maximum
+        assert lim.baseline_ms is None or lim.baseline_ms >= 0.0
+
+
+def _stream(drive: Drive, client: Any, **kw: Any) -> Any:
+    return drive(client.chat.completions.create(model="gpt-4o-mini", max_tokens=4, stream=True,
+                                                messages=[{"role": "user", "content": "hi"}], **kw))
+
+
+def _close(drive: Drive, stream: Any) -> None:
+    result = stream.close()
+    if drive.is_async:
+        drive(result)
+
+
+def test_the_gate_holds_a_call_past_the_limit_until_a_slot_frees(drive: Drive, ref_server: RefServer) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k",
+                          concurrency={"initial": 2, "minimum": 1, "maximum": 2})
+    first, second = _stream(drive, client), _stream(drive, client)  # two slots, held until closed
+    (stats,) = client.concurrency_limits.values()
+    assert stats["in_flight"] == 2 and stats["limit"] == 2
+    with pytest.raises(llmclient.APITimeoutError, match="concurrency slot"):
+        _stream(drive, client, timeout=0.2)
+    _close(drive, first)
+    third = _stream(drive, client)  # the freed slot
+    assert drive.iterate(third)
+    _close(drive, second)
+    (stats,) = client.concurrency_limits.values()
+    assert stats["in_flight"] == 0 and stats["calls_waited"] == 1 and stats["samples"] >= 1
+
+
+def test_a_plain_call_gives_its_slot_back_when_its_body_is_read(drive: Drive, ref_server: RefServer) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k", concurrency="adaptive")
+    for _ in range(3):
+        drive(client.chat.completions.create(model="gpt-4o-mini", max_tokens=2,
+                                             messages=[{"role": "user", "content": "hi"}]))
+    (stats,) = client.concurrency_limits.values()
+    assert stats["in_flight"] == 0
+    assert drive.client(base_url=ref_server.base_url, api_key="k").concurrency_limits == {}  # opt-in
+
+
+@pytest.fixture(scope="module")
+def uvicorn_server() -> Iterator[RefServer]:
+    # A self-hosted server's shape: uvicorn, HTTP/1.1, no rate-limit headers (vLLM, SGLang).
+    server = start_ref_server("--server", "uvicorn")
+    yield server
+    stop_ref_server(server)
+
+
+def test_under_uvicorn_nothing_is_learned_and_the_gate_still_holds(drive: Drive, uvicorn_server: RefServer) -> None:
+    client = drive.client(base_url=uvicorn_server.base_url, api_key="k", pacing=True,
+                          concurrency={"initial": 1, "minimum": 1, "maximum": 1})
+    first = _stream(drive, client)
+    with pytest.raises(llmclient.APITimeoutError, match="concurrency slot"):
+        _stream(drive, client, timeout=0.2)
+    assert drive.iterate(first)
+    _close(drive, first)
+    drive(client.chat.completions.create(model="gpt-4o-mini", max_tokens=2,
+                                         messages=[{"role": "user", "content": "hi"}]))
+    assert client.rate_limits == {}  # no headers: nothing to pace on
+    (stats,) = client.concurrency_limits.values()
+    assert stats["in_flight"] == 0 and stats["samples"] >= 1

@@ -1,0 +1,36 @@
+"""The ``ratelimits`` scenario's arithmetic (fairness, the steady-state summary) and its place
+in the suite; the scenario itself runs in ``make bench``."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.scenarios import discover
+from benchmarks.scenarios.ratelimits import _summarise, jain
+
+
+def test_jains_index_is_one_when_fair_and_one_over_n_when_one_takes_all() -> None:
+    assert jain([5.0, 5.0, 5.0, 5.0]) == pytest.approx(1.0)
+    assert jain([8.0, 0.0, 0.0, 0.0]) == pytest.approx(0.25)
+    assert jain([]) is None and jain([0.0, 0.0]) is None
+
+
+def _call(t0: float, t1: float, cost: int, refused: int = 0, error: str | None = None) -> dict[str, object]:
+    return {"t0": t0, "t1": t1, "status": 200 if error is None else 429, "error": error,
+            "refused": refused, "cost": cost}
+
+
+def test_the_summary_counts_only_calls_inside_the_steady_state() -> None:
+    workers = [[_call(0.0, 0.5, 100), _call(1.0, 1.2, 100, refused=2), _call(2.0, 2.1, 100)],
+               [_call(1.5, 1.6, 50, error="RateLimitError"), _call(1.7, 2.5, 100)]]
+    s = _summarise(workers, t_from=1.0, t_to=2.5, limit_per_s=200.0)
+    assert s["calls"] == 4 and s["failed"] == 1 and s["refused_429"] == 2
+    assert s["goodput_tps"] == pytest.approx(300 / 1.5)
+    assert s["goodput_share"] == pytest.approx(300 / 1.5 / 200.0)
+    assert s["first_error"] == "RateLimitError"
+
+
+def test_the_scenarios_are_discovered() -> None:
+    scenarios, errors = discover()
+    assert not errors
+    assert {"ratelimits", "embedbatch"} <= {s.name for s in scenarios}
