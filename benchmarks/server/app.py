@@ -131,6 +131,9 @@ class AppConfig:
     # The request spans (benchmarks.server.tracing.ServerTracing; --trace-spans/--otlp-endpoint),
     # or None: no tracing, no cost.
     tracing: Any = None
+    # Request fields answered with 400 naming them (--reject-fields), as a strict gateway
+    # does for a field it does not know (Azure's "Unrecognized request argument supplied").
+    reject_fields: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -333,6 +336,10 @@ class App:
             return
         except wire.WireDecodeError as exc:
             await self._error(send, req, 400, str(exc))
+            return
+        rejected = next((f for f in self.config.reject_fields if isinstance(body, dict) and f in body), None)
+        if rejected is not None:
+            await self._error(send, req, 400, f"Unrecognized request argument supplied: {rejected}", param=rejected)
             return
         # A client that goes away (timeout, hedge loser, Ctrl-C) must free its batch slot now,
         # as a real server's abort does, not after generating an answer nobody reads.
