@@ -135,9 +135,12 @@ def _speeds(health: Sequence[Health], eligible: Sequence[int]) -> dict[int, floa
 
 
 def plan(policy: Policy, key: RouteKey, health: Sequence[Health], weights: Sequence[float],
-         ring: Ring, index: PrefixIndex, turn: int, balance: float, now: float) -> list[int]:
-    """The order in which a call tries the replicas (pure)."""
+         ring: Ring, index: PrefixIndex, turn: int, balance: float, now: float,
+         others: Sequence[int] | None = None) -> list[int]:
+    """The order in which a call tries the replicas (pure). ``others``: the in-flight calls
+    other processes have on each replica (shared through Redis), added to this one's."""
     n = len(health)
+    loads = [h.in_flight + (others[i] if others else 0) for i, h in enumerate(health)]
     states = [state(h, now) for h in health]
     eligible = [i for i in range(n) if states[i] == "up"]
     probes = [i for i in range(n) if states[i] == "probe"]
@@ -145,14 +148,14 @@ def plan(policy: Policy, key: RouteKey, health: Sequence[Health], weights: Seque
     if policy == "round_robin":
         ordered = sorted(eligible, key=lambda i: (i - turn) % n)
     elif policy == "least_loaded" or key.ring is None:
-        ordered = sorted(eligible, key=lambda i: (health[i].in_flight / weights[i],
+        ordered = sorted(eligible, key=lambda i: (loads[i] / weights[i],
                                                   health[i].ttft_ms or 0.0, (i - turn) % n))
     else:
         walk = [i for i in ring.walk(key.ring) if states[i] == "up"]
         speed = _speeds(health, walk)
         ordered = walk
         if walk:
-            load = lambda i: health[i].in_flight  # noqa: E731
+            load = lambda i: loads[i]  # noqa: E731
             weight = lambda i: weights[i] * speed.get(i, 1.0)  # noqa: E731
             holder, depth = index.best(key.blocks, walk)
             if holder is not None and depth >= MATCH_RATIO * len(key.blocks):
@@ -175,9 +178,15 @@ class Router:
         self.ring = Ring([r.url for r in spec.replicas], self.weights)
         self.index = PrefixIndex(len(spec.replicas))
         self._positions = {r.url: i for i, r in enumerate(spec.replicas)}
-        self.shared = SharedEjections(spec.redis, [r.url for r in spec.replicas]) if spec.redis else None
+        self.shared = (SharedEjections(spec.redis, [r.url for r in spec.replicas], loads=self._own_loads)
+                       if spec.redis else None)
         self._turn = 0
         self._lock = threading.Lock()
+
+    def _own_loads(self) -> list[int]:
+        """This process's in-flight calls per replica (what it shares through Redis)."""
+        with self._lock:
+            return [h.in_flight for h in self.health]
 
     def position(self, url: str) -> int | None:
         """The index of the replica at ``url`` (None: not one of this fleet's)."""
@@ -191,8 +200,9 @@ class Router:
                 now, wall = time.monotonic(), time.time()
                 for h, until in zip(self.health, self.shared.view, strict=True):
                     h.ejected_until = merge(h.ejected_until, until, now, wall)
+            others = self.shared.others if self.shared is not None else None  # LOAD_REFRESH_S old at most
             order = plan(self.spec.policy, key, self.health, self.weights, self.ring, self.index,
-                         self._turn, self.spec.balance, time.monotonic())
+                         self._turn, self.spec.balance, time.monotonic(), others)
         if second and len(order) > 1:
             order = order[1:] + order[:1]
         return order
@@ -238,10 +248,12 @@ class Router:
             h.probing = False
 
     def stats(self) -> list[dict[str, object]]:
-        """Per replica: url, state, in-flight, TTFT and queue EWMAs, error rate, counts."""
+        """Per replica: url, state, in-flight (this process's; ``fleet_in_flight``: with the
+        other processes' shared through Redis), TTFT and queue EWMAs, error rate, counts."""
         now = time.monotonic()
+        others = self.shared.others if self.shared is not None else [0] * len(self.health)
         with self._lock:
-            return [{"url": r.url, "state": state(h, now), "in_flight": h.in_flight,
+            return [{"url": r.url, "state": state(h, now), "in_flight": h.in_flight, "fleet_in_flight": h.in_flight + o,
                      "ttft_ms": h.ttft_ms, "queue_ms": h.queue_ms, "error_rate": round(h.error_rate, 4),
                      "served": h.served, "failed": h.failed, "last_error": h.last_error}
-                    for r, h in zip(self.replicas, self.health, strict=True)]
+                    for r, h, o in zip(self.replicas, self.health, others, strict=True)]
