@@ -210,6 +210,7 @@ class BaseClient:
         self._features = Features(build=self._build_call, request=self._request, defaults=self._options,  # type: ignore[attr-defined]
                                   is_async=self._on_event_loop, cache=cache, speculation=speculation,
                                   prefetch=prefetch)
+        self._features.router = self._router  # several replicas: a hedge deadline per replica
         self._headers = self._default_headers()
         # httpx's form of each header every call starts with, made once: httpx checks and
         # encodes every header of every Request it builds, ~2 us a header (``_request_headers``).
@@ -263,6 +264,7 @@ class BaseClient:
             "speculation": self._features.speculation_config,
             "compress": self._compress,
             "hedge": self._options.hedge or False,
+            "auto_cache_key": self._options.auto_cache_key,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)

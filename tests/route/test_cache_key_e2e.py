@@ -88,6 +88,7 @@ def test_opt_out_per_client_and_per_call(drive: Drive, ref_server: RefServer) ->
     _ask(drive, default, "s1", ["hello"])
     assert sent.keys[0] is None and sent.keys[1] is not None and sent.keys[2] is None and sent.keys[3] is None
     assert all("auto_cache_key" not in b for b in sent.bodies)
+    assert client.with_options(timeout=5)._options.auto_cache_key is False  # a copy keeps it
     with pytest.raises(ValueError, match="auto_cache_key"):
         drive.client(api_key="k", base_url=ref_server.base_url, auto_cache_key="yes")
 

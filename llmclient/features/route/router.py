@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from .affinity import PrefixIndex
 from .health import Ejection, Health, on_failure, on_success, state
-from .key import RouteKey
+from .key import RouteKey, route_key
 from .ring import Ring, pick_bounded
 from .shared import SharedEjections, merge
 
@@ -47,10 +47,15 @@ class Replica:
     url: str
     weight: float = 1.0
     api_key: str | None = None
+    # With hedge=...: how long a call whose first choice is this replica waits for its first
+    # token before a copy starts on the next replica; None: learned from this replica's own
+    # calls (the hedge's quantile of them), or the HedgeConfig's after_ms when that is set.
+    hedge_after_ms: float | None = None
 
     def __repr__(self) -> str:  # never the key
         key = ", api_key=..." if self.api_key else ""
-        return f"Replica({self.url!r}, weight={self.weight}{key})"
+        after = f", hedge_after_ms={self.hedge_after_ms}" if self.hedge_after_ms is not None else ""
+        return f"Replica({self.url!r}, weight={self.weight}{key}{after})"
 
 
 def _normal(url: str) -> str:
@@ -82,6 +87,8 @@ class Replicas:
                 raise ValueError(f"replica {n} must be an http:// or https:// URL, got {item.url!r}")
             if not item.weight > 0:
                 raise ValueError(f"replica {url}: weight must be positive, got {item.weight!r}")
+            if item.hedge_after_ms is not None and not item.hedge_after_ms >= 0:
+                raise ValueError(f"replica {url}: hedge_after_ms must be >= 0, got {item.hedge_after_ms!r}")
             if url in seen:
                 raise ValueError(f"replica {url} is listed twice (entries {seen[url]} and {n})")
             seen[url] = n
@@ -89,7 +96,7 @@ class Replicas:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
         if not balance >= 1.0:
             raise ValueError(f"balance must be >= 1 (a replica's share of the load), got {balance!r}")
-        self.replicas = tuple(Replica(_normal(r.url), float(r.weight), r.api_key) for r in items)
+        self.replicas = tuple(Replica(_normal(r.url), float(r.weight), r.api_key, r.hedge_after_ms) for r in items)
         self.policy: Policy = policy
         self.balance = float(balance)
         self.ejection = ejection or Ejection()
@@ -206,6 +213,19 @@ class Router:
         if second and len(order) > 1:
             order = order[1:] + order[:1]
         return order
+
+    def first_choice(self, path: str, body: dict[str, Any] | None, pin: str | None = None) -> Replica:
+        """The replica a call's first attempt will go to, as things stand (a peek: nothing is
+        taken): what its hedge deadline is learned for (failover before the first token)."""
+        pinned = self.position(pin) if pin else None
+        if pinned is not None:
+            return self.replicas[pinned]
+        key = route_key(path, body)
+        with self._lock:
+            others = self.shared.others if self.shared is not None else None
+            order = plan(self.spec.policy, key, self.health, self.weights, self.ring, self.index,
+                         self._turn + 1, self.spec.balance, time.monotonic(), others)
+        return self.replicas[order[0]]
 
     def take(self, i: int, blocks: Sequence[int] = ()) -> None:
         """An attempt starts on replica ``i``. Its prompt's blocks are taken as cached there
