@@ -30,6 +30,14 @@ def test_conversations_sharing_a_system_prompt_get_different_keys() -> None:
     assert len(keys) == 50
 
 
+def test_a_system_prompt_longer_than_the_hashed_text_still_tells_conversations_apart() -> None:
+    long_system = "You are a careful assistant. " * 2000  # ~58 KiB
+    keys = {derive(CHAT, {"model": MODEL, "messages": [{"role": "system", "content": long_system},
+                                                       {"role": "user", "content": f"question {i}"}]}, SECRET)
+            for i in range(5)}
+    assert len(keys) == 5
+
+
 def test_the_key_is_keyed_by_the_secret_and_never_holds_the_text() -> None:
     body = _body("s1", ["hello"])
     a, b = derive(CHAT, body, SECRET), derive(CHAT, body, "cd" * 32)

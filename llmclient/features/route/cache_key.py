@@ -85,7 +85,13 @@ def derive(path: str, body: dict[str, Any] | None, secret: str) -> str | None:
     head = opening(body)
     if head is None or not (head.get("messages") or head.get("input") or head.get("instructions")):
         return None
-    text = prompt_text(head).encode("utf-8", "surrogatepass")
+    # each part's leading 16 KiB (prompt_text's limit): a system prompt longer than that still
+    # leaves the first user message in the key, and a photo's megabytes are not all hashed
+    parts = [prompt_text({k: head[k] for k in ("model", "tools", "instructions") if k in head})]
+    items = head.get("messages", head.get("input"))
+    for item in items if isinstance(items, list) else ([] if items is None else [items]):
+        parts.append(prompt_text({"messages": [item]} if isinstance(item, dict) else {"input": item}))
+    text = "\x1d".join(parts).encode("utf-8", "surrogatepass")
     key = hashlib.sha256(secret.encode()).digest()  # any secret length -> BLAKE2b's 32-byte key
     return "llmc-" + hashlib.blake2b(text, key=key, person=_PERSON, digest_size=16).hexdigest()
 
