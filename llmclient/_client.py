@@ -373,7 +373,7 @@ class BaseClient:
 
     @staticmethod
     def _cache_key_refused(call: Call) -> None:
-        """The origin answered 400 naming the derived prompt_cache_key: never send it one again."""
+        """The origin answered 400 or 422 naming the derived prompt_cache_key: never send it one again."""
         record_for(call.base_url).cache_key = False
 
     @staticmethod

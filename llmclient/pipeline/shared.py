@@ -224,7 +224,7 @@ class Attempts:
         call.record.bytes_received += response.num_bytes_downloaded
         if call.record.cache_key is not None and refused_cache_key(response.status_code, raw):
             # the origin does not take a derived prompt_cache_key: remembered, and the call
-            # sent once more without it (a 400 proves the request was not run)
+            # sent once more without it (a 400 or 422 proves the request was not run)
             client._cache_key_refused(call)
             client._log_attempt(call, self.attempt, "prompt_cache_key refused, sent without it", 0.0)
             self.content = client._encode(call, self.codec)
