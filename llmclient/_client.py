@@ -46,6 +46,9 @@ from .api.passthrough import AsyncPassthrough, SyncPassthrough
 from .api.resources import Beta
 from .features.hedge import hedge_config
 from .features.route import Replica, Replicas
+from .features.route.cache_key import FIELD as CACHE_KEY_FIELD
+from .features.route.cache_key import derive as derive_cache_key
+from .features.route.cache_key import wanted as wants_cache_key
 from .features.route.router import model_mismatch
 from .pipeline import retry as _retry
 from .pipeline.call import (
@@ -158,6 +161,7 @@ class BaseClient:
         redis: Any = None,
         concurrency: Any = None,
         embedding_batch: Any = None,
+        auto_cache_key: bool | None = None,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -198,6 +202,9 @@ class BaseClient:
         self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
                                     hedge=hedge_config(hedge),
                                     stream_idle_timeout=check_idle_timeout(stream_idle_timeout))
+        if auto_cache_key is not None and not isinstance(auto_cache_key, bool):
+            raise ValueError(f"auto_cache_key must be True, False or None, got {auto_cache_key!r}")
+        self._options.auto_cache_key = auto_cache_key
         self._warm = warm
         # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
         # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
@@ -210,6 +217,7 @@ class BaseClient:
                                   embedding_batch=embedding_batch)
         self._pacing, self._redis, self._concurrency = pacing, redis, concurrency
         self._embedding_batch = embedding_batch
+        self._features.router = self._router  # several replicas: a hedge deadline per replica
         self._headers = self._default_headers()
         # httpx's form of each header every call starts with, made once: httpx checks and
         # encodes every header of every Request it builds, ~2 us a header (``_request_headers``).
@@ -267,6 +275,7 @@ class BaseClient:
             "redis": self._redis,
             "concurrency": self._concurrency,
             "embedding_batch": self._embedding_batch,
+            "auto_cache_key": self._options.auto_cache_key,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)
@@ -354,7 +363,15 @@ class BaseClient:
         coding and the body is big enough to pay (``wire.compression.choose_request_encoding``)."""
         if call.body is None:
             return None
-        content = codec.encode(call.path, call.body)
+        body = call.body
+        call.record.cache_key = None
+        # One origin that routes by a key: a derived prompt_cache_key (features/route/cache_key)
+        if codec is JSON_CODEC and self._router is None and wants_cache_key(call.options.auto_cache_key, call.base_url):
+            key = derive_cache_key(call.path, body, call.scope) if record_for(call.base_url).cache_key else None
+            if key is not None:
+                body = {**body, CACHE_KEY_FIELD: key}
+                call.record.cache_key = key
+        content = codec.encode(call.path, body)
         call.record.request_encoding = None
         if self._compress and len(content) >= MIN_COMPRESS_BYTES:
             caps = record_for(call.base_url).codings
@@ -364,6 +381,11 @@ class BaseClient:
                     content = compress(content, coding)
                     call.record.request_encoding = coding
         return content
+
+    @staticmethod
+    def _cache_key_refused(call: Call) -> None:
+        """The origin answered 400 or 422 naming the derived prompt_cache_key: never send it one again."""
+        record_for(call.base_url).cache_key = False
 
     @staticmethod
     def _observe_wire(call: Call, response: httpx.Response) -> bool:

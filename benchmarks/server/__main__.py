@@ -62,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
                         "decode, image-decode children) to PATH as JSON lines; needs opentelemetry-sdk")
     p.add_argument("--otlp-endpoint", metavar="URL",
                    help="export those spans over OTLP/HTTP to URL (e.g. http://127.0.0.1:4318)")
+    p.add_argument("--reject-fields", default="", metavar="NAME[,NAME]",
+                   help="answer 400 naming the field to requests that carry it (a strict gateway)")
     limits.add_arguments(p)
     ratelimit.add_arguments(p)
     return p
@@ -107,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
                                 api_key=args.api_key, access_log=args.access_log,
                                 compress_responses=not args.no_compress,
                                 tracing=tracing.create(args.trace_spans, args.otlp_endpoint),
-                                ratelimits=ratelimit.from_args(args)))
+                                ratelimits=ratelimit.from_args(args),
+                                reject_fields=frozenset(f for f in args.reject_fields.split(",") if f)))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None, args.uvicorn_http)
     shutdown.configure(args.shutdown_grace_s)

@@ -23,6 +23,7 @@ __all__ = [
     "parse_chat",
     "parse_completion",
     "parse_embedding",
+    "prompt_cache_key",
 ]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -304,8 +305,18 @@ def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str]:
     return ToolChoice(name, by_name[name]), False, text
 
 
+def prompt_cache_key(body: dict[str, Any]) -> str | None:
+    """OpenAI's routing hint: a string (this single process has one prefix cache, so it only
+    validates it; the responses object echoes it)."""
+    key = body.get("prompt_cache_key")
+    if key is not None and not isinstance(key, str):
+        raise InvalidRequest("'prompt_cache_key' must be a string", "prompt_cache_key")
+    return key
+
+
 def parse_chat(body: dict[str, Any], context_window: int) -> ChatParams:
     model = _model(body)
+    prompt_cache_key(body)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest("'messages' must be a non-empty list", "messages")

@@ -133,6 +133,9 @@ class AppConfig:
     tracing: Any = None
     # Rate limits per API key (benchmarks.server.ratelimit.RateLimiter; --rpm/--tpm), or None.
     ratelimits: Any = None
+    # Request fields answered with 400 naming them (--reject-fields), as a strict gateway
+    # does for a field it does not know (Azure's "Unrecognized request argument supplied").
+    reject_fields: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -344,6 +347,10 @@ class App:
                 code = "rate_limit_exceeded" if verdict.retry_after_s < self.config.ratelimits.window_s else None
                 await self._error(send, req, 429, verdict.message, code=code or "request_too_large")
                 return
+        rejected = next((f for f in self.config.reject_fields if isinstance(body, dict) and f in body), None)
+        if rejected is not None:
+            await self._error(send, req, 400, f"Unrecognized request argument supplied: {rejected}", param=rejected)
+            return
         # A client that goes away (timeout, hedge loser, Ctrl-C) must free its batch slot now,
         # as a real server's abort does, not after generating an answer nobody reads.
         watcher = asyncio.ensure_future(cancel_on_disconnect(receive, asyncio.current_task()))

@@ -27,7 +27,15 @@ from typing import Any
 import orjson
 
 from ._http import Abort, Cut, Delivery, Receive, Send, cancel_on_disconnect, close_quietly
-from ._validate import ChatParams, InvalidRequest, _int_field, _is_int, _model, _temperature
+from ._validate import (
+    ChatParams,
+    InvalidRequest,
+    _int_field,
+    _is_int,
+    _model,
+    _temperature,
+    prompt_cache_key,
+)
 from .background import BackgroundRun, BackgroundRuns, admit, resume_start
 from .engine.base import EngineError
 
@@ -57,6 +65,7 @@ class ResponseParams:
     top_p: float | None
     seed: int | None = None
     background: bool = False
+    prompt_cache_key: str | None = None  # OpenAI's routing hint, echoed
 
 
 @dataclass
@@ -177,7 +186,7 @@ def parse_response_request(body: dict[str, Any], context_window: int) -> Respons
                           previous_response_id=previous, store=True if store is None else store,
                           stream=bool(stream), metadata=metadata,
                           top_p=None if top_p is None else float(top_p), seed=seed,
-                          background=bool(background))
+                          background=bool(background), prompt_cache_key=prompt_cache_key(body))
 
 
 # -- objects ---------------------------------------------------------------------------------
@@ -218,6 +227,7 @@ def _response(rid: str, created: int, p: ResponseParams, status: str,
         "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tool_choice": "auto",
         "tools": [], "top_logprobs": 0, "top_p": 1.0 if p.top_p is None else p.top_p,
         "truncation": "disabled", "usage": usage, "user": None, "metadata": p.metadata or {},
+        "prompt_cache_key": p.prompt_cache_key,
     }
 
 

@@ -96,9 +96,12 @@ class CallOptions:
     hedge: Any = None  # None (no second copy) | llmclient.HedgeConfig
     # A stream without an event this long ends (APITimeoutError); None: no watchdog.
     stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT
+    # Derive a prompt_cache_key when the app sets none (features/route/cache_key): True: for any
+    # origin; False: never; None: only where the field is documented (api.openai.com).
+    auto_cache_key: bool | None = None
 
 
-OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout"})
+OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout", "auto_cache_key"})
 
 
 @dataclass(slots=True, repr=False)
@@ -200,7 +203,7 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
     if not OPTION_KEYS.intersection(params):
         return body, defaults
     opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
-                       defaults.hedge, defaults.stream_idle_timeout)
+                       defaults.hedge, defaults.stream_idle_timeout, defaults.auto_cache_key)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
         if is_given(value):
@@ -209,6 +212,8 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         opts.hedge = hedge_config(opts.hedge)
     if "stream_idle_timeout" in params and is_given(params["stream_idle_timeout"]):
         opts.stream_idle_timeout = check_idle_timeout(opts.stream_idle_timeout)
+    if opts.auto_cache_key is not None and not isinstance(opts.auto_cache_key, bool):
+        raise ValueError(f"auto_cache_key must be True, False or None, got {opts.auto_cache_key!r}")
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
     return body, opts

@@ -30,6 +30,7 @@ pool or event loop.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ from .shared import Port, has_image_part
 
 if TYPE_CHECKING:
     from ..features.prefetch import Speculation
+    from ..features.route.router import Router
     from .call import Call, CallOptions
 
 __all__ = ["Features"]
@@ -53,7 +55,8 @@ __all__ = ["Features"]
 class Features:
     """The features attached to one client's pipeline, and the client's settings for them."""
 
-    __slots__ = ("_cache", "_speculation", "batcher", "cache_setting", "gates", "hedge_tracks", "pacer", "port")
+    __slots__ = ("_cache", "_speculation", "batcher", "cache_setting", "gates", "hedge_tracks", "pacer", "port",
+                 "router")
 
     def __init__(
         self,
@@ -104,6 +107,7 @@ class Features:
         # Embedding micro-batching (features/batch.py); None unless asked.
         batching = batch_config(embedding_batch)
         self.batcher: Batcher | None = Batcher(batching) if batching is not None else None
+        self.router: Router | None = None  # several replicas: set by the client (features/route)
 
     # -- prepare: images -----------------------------------------------------------------------
 
@@ -205,8 +209,13 @@ class Features:
         config = call.options.hedge
         if config is None or not hedge_eligible(call.method, call.path, call.body) or h2(call) is False:
             return None
-        key = (call.base_url, call.path + (" stream" if call.stream else ""),
-               str((call.body or {}).get("model")))
+        site = call.base_url
+        if self.router is not None:  # several replicas: the deadline of the call's first choice
+            replica = self.router.first_choice(call.path, call.body, call.route_pin)
+            site = replica.url
+            if replica.hedge_after_ms is not None:
+                config = dataclasses.replace(config, after_ms=replica.hedge_after_ms)
+        key = (site, call.path + (" stream" if call.stream else ""), str((call.body or {}).get("model")))
         track = self.hedge_tracks.get(key)
         if track is None or track.config != config:  # a per-call hedge=True is a new, equal config
             track = self.hedge_tracks[key] = HedgeTrack(config)
@@ -254,7 +263,9 @@ class Features:
         return await race_async(*args)
 
     def hedge_stats(self) -> dict[str, dict[str, Any]]:
-        return {f"{path} {model}": track.stats() for (_, path, model), track in self.hedge_tracks.items()}
+        per_replica = self.router is not None  # one track per replica: its URL ends the name
+        return {f"{path} {model}" + (f" {site}" if per_replica else ""): track.stats()
+                for (site, path, model), track in self.hedge_tracks.items()}
 
     # -- the client's own methods: warm, stats, close -------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from ..features.route.attempt import Routed
+from ..features.route.cache_key import refused as refused_cache_key
 from ..wire.codec import JSON_CODEC, Codec, has_token
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class Attempts:
     only do the I/O (send, read, close, sleep)."""
 
     __slots__ = ("attempt", "call", "client", "codec", "content", "failover", "free", "free_used", "resent",
-                 "route")
+                 "route")  # failover: the next attempt counts as none (another replica; a key refused)
 
     def __init__(self, client: BaseClient, call: Call, content: bytes | None, codec: Codec) -> None:
         self.client, self.call, self.content, self.codec = client, call, content, codec
@@ -221,6 +222,14 @@ class Attempts:
         """The delay before retrying an error status, or raises its public error."""
         call, client = self.call, self.client
         call.record.bytes_received += response.num_bytes_downloaded
+        if call.record.cache_key is not None and refused_cache_key(response.status_code, raw):
+            # the origin does not take a derived prompt_cache_key: remembered, and the call
+            # sent once more without it (a 400 or 422 proves the request was not run)
+            client._cache_key_refused(call)
+            client._log_attempt(call, self.attempt, "prompt_cache_key refused, sent without it", 0.0)
+            self.content = client._encode(call, self.codec)
+            self.failover = True
+            return 0.0
         if self.route is not None:
             self.route.status(response.status_code)
         delay = client._status_retry_delay(call, response, self.attempt)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from .affinity import PrefixIndex
 from .health import Ejection, Health, on_failure, on_success, state
-from .key import RouteKey
+from .key import RouteKey, route_key
 from .ring import Ring, pick_bounded
 from .shared import SharedEjections, merge
 
@@ -47,10 +47,15 @@ class Replica:
     url: str
     weight: float = 1.0
     api_key: str | None = None
+    # With hedge=...: how long a call whose first choice is this replica waits for its first
+    # token before a copy starts on the next replica; None: learned from this replica's own
+    # calls (the hedge's quantile of them), or the HedgeConfig's after_ms when that is set.
+    hedge_after_ms: float | None = None
 
     def __repr__(self) -> str:  # never the key
         key = ", api_key=..." if self.api_key else ""
-        return f"Replica({self.url!r}, weight={self.weight}{key})"
+        after = f", hedge_after_ms={self.hedge_after_ms}" if self.hedge_after_ms is not None else ""
+        return f"Replica({self.url!r}, weight={self.weight}{key}{after})"
 
 
 def _normal(url: str) -> str:
@@ -82,6 +87,8 @@ class Replicas:
                 raise ValueError(f"replica {n} must be an http:// or https:// URL, got {item.url!r}")
             if not item.weight > 0:
                 raise ValueError(f"replica {url}: weight must be positive, got {item.weight!r}")
+            if item.hedge_after_ms is not None and not item.hedge_after_ms >= 0:
+                raise ValueError(f"replica {url}: hedge_after_ms must be >= 0, got {item.hedge_after_ms!r}")
             if url in seen:
                 raise ValueError(f"replica {url} is listed twice (entries {seen[url]} and {n})")
             seen[url] = n
@@ -89,7 +96,7 @@ class Replicas:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
         if not balance >= 1.0:
             raise ValueError(f"balance must be >= 1 (a replica's share of the load), got {balance!r}")
-        self.replicas = tuple(Replica(_normal(r.url), float(r.weight), r.api_key) for r in items)
+        self.replicas = tuple(Replica(_normal(r.url), float(r.weight), r.api_key, r.hedge_after_ms) for r in items)
         self.policy: Policy = policy
         self.balance = float(balance)
         self.ejection = ejection or Ejection()
@@ -135,9 +142,12 @@ def _speeds(health: Sequence[Health], eligible: Sequence[int]) -> dict[int, floa
 
 
 def plan(policy: Policy, key: RouteKey, health: Sequence[Health], weights: Sequence[float],
-         ring: Ring, index: PrefixIndex, turn: int, balance: float, now: float) -> list[int]:
-    """The order in which a call tries the replicas (pure)."""
+         ring: Ring, index: PrefixIndex, turn: int, balance: float, now: float,
+         others: Sequence[int] | None = None) -> list[int]:
+    """The order in which a call tries the replicas (pure). ``others``: the in-flight calls
+    other processes have on each replica (shared through Redis), added to this one's."""
     n = len(health)
+    loads = [h.in_flight + (others[i] if others else 0) for i, h in enumerate(health)]
     states = [state(h, now) for h in health]
     eligible = [i for i in range(n) if states[i] == "up"]
     probes = [i for i in range(n) if states[i] == "probe"]
@@ -145,14 +155,14 @@ def plan(policy: Policy, key: RouteKey, health: Sequence[Health], weights: Seque
     if policy == "round_robin":
         ordered = sorted(eligible, key=lambda i: (i - turn) % n)
     elif policy == "least_loaded" or key.ring is None:
-        ordered = sorted(eligible, key=lambda i: (health[i].in_flight / weights[i],
+        ordered = sorted(eligible, key=lambda i: (loads[i] / weights[i],
                                                   health[i].ttft_ms or 0.0, (i - turn) % n))
     else:
         walk = [i for i in ring.walk(key.ring) if states[i] == "up"]
         speed = _speeds(health, walk)
         ordered = walk
         if walk:
-            load = lambda i: health[i].in_flight  # noqa: E731
+            load = lambda i: loads[i]  # noqa: E731
             weight = lambda i: weights[i] * speed.get(i, 1.0)  # noqa: E731
             holder, depth = index.best(key.blocks, walk)
             if holder is not None and depth >= MATCH_RATIO * len(key.blocks):
@@ -175,9 +185,15 @@ class Router:
         self.ring = Ring([r.url for r in spec.replicas], self.weights)
         self.index = PrefixIndex(len(spec.replicas))
         self._positions = {r.url: i for i, r in enumerate(spec.replicas)}
-        self.shared = SharedEjections(spec.redis, [r.url for r in spec.replicas]) if spec.redis else None
+        self.shared = (SharedEjections(spec.redis, [r.url for r in spec.replicas], loads=self._own_loads)
+                       if spec.redis else None)
         self._turn = 0
         self._lock = threading.Lock()
+
+    def _own_loads(self) -> list[int]:
+        """This process's in-flight calls per replica (what it shares through Redis)."""
+        with self._lock:
+            return [h.in_flight for h in self.health]
 
     def position(self, url: str) -> int | None:
         """The index of the replica at ``url`` (None: not one of this fleet's)."""
@@ -191,11 +207,25 @@ class Router:
                 now, wall = time.monotonic(), time.time()
                 for h, until in zip(self.health, self.shared.view, strict=True):
                     h.ejected_until = merge(h.ejected_until, until, now, wall)
+            others = self.shared.others if self.shared is not None else None  # LOAD_REFRESH_S old at most
             order = plan(self.spec.policy, key, self.health, self.weights, self.ring, self.index,
-                         self._turn, self.spec.balance, time.monotonic())
+                         self._turn, self.spec.balance, time.monotonic(), others)
         if second and len(order) > 1:
             order = order[1:] + order[:1]
         return order
+
+    def first_choice(self, path: str, body: dict[str, Any] | None, pin: str | None = None) -> Replica:
+        """The replica a call's first attempt will go to, as things stand (a peek: nothing is
+        taken): what its hedge deadline is learned for (failover before the first token)."""
+        pinned = self.position(pin) if pin else None
+        if pinned is not None:
+            return self.replicas[pinned]
+        key = route_key(path, body)
+        with self._lock:
+            others = self.shared.others if self.shared is not None else None
+            order = plan(self.spec.policy, key, self.health, self.weights, self.ring, self.index,
+                         self._turn + 1, self.spec.balance, time.monotonic(), others)
+        return self.replicas[order[0]]
 
     def take(self, i: int, blocks: Sequence[int] = ()) -> None:
         """An attempt starts on replica ``i``. Its prompt's blocks are taken as cached there
@@ -238,10 +268,12 @@ class Router:
             h.probing = False
 
     def stats(self) -> list[dict[str, object]]:
-        """Per replica: url, state, in-flight, TTFT and queue EWMAs, error rate, counts."""
+        """Per replica: url, state, in-flight (this process's; ``fleet_in_flight``: with the
+        other processes' shared through Redis), TTFT and queue EWMAs, error rate, counts."""
         now = time.monotonic()
+        others = self.shared.others if self.shared is not None else [0] * len(self.health)
         with self._lock:
-            return [{"url": r.url, "state": state(h, now), "in_flight": h.in_flight,
+            return [{"url": r.url, "state": state(h, now), "in_flight": h.in_flight, "fleet_in_flight": h.in_flight + o,
                      "ttft_ms": h.ttft_ms, "queue_ms": h.queue_ms, "error_rate": round(h.error_rate, 4),
                      "served": h.served, "failed": h.failed, "last_error": h.last_error}
-                    for r, h in zip(self.replicas, self.health, strict=True)]
+                    for r, h, o in zip(self.replicas, self.health, others, strict=True)]
