@@ -57,6 +57,7 @@ from .pipeline.call import (
     to_timeout,
 )
 from .pipeline.hooks import Features
+from .pipeline.resume import check_stream_resume
 from .pipeline.shared import RawResponse, response_coding, start_task
 from .pipeline.watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, body_read_timeout, check_idle_timeout
 from .transport.http_clients import client_headers
@@ -149,6 +150,7 @@ class BaseClient:
         compress: bool = True,
         hedge: Any = False,
         stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
+        stream_resume: str = "auto",
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -184,7 +186,8 @@ class BaseClient:
         # The client-wide cache is self.cache; CallOptions.cache is the per-call override only.
         self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
                                     hedge=hedge_config(hedge),
-                                    stream_idle_timeout=check_idle_timeout(stream_idle_timeout))
+                                    stream_idle_timeout=check_idle_timeout(stream_idle_timeout),
+                                    stream_resume=check_stream_resume(stream_resume))
         self._warm = warm
         # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
         # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
@@ -240,6 +243,7 @@ class BaseClient:
             "verify": self._transport_settings.verify,
             "proxy": self._proxy,
             "stream_idle_timeout": self._options.stream_idle_timeout,
+            "stream_resume": self._options.stream_resume,
             "cache": self.cache,
             "wire": self._options.wire,
             "images": self._options.images,

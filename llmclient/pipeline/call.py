@@ -17,6 +17,7 @@ import httpx
 from .._redact import SECRET_HEADERS, redact_headers, redact_url
 from ..features.hedge import hedge_config
 from ..wire.codec import Wire
+from .resume import check_stream_resume
 from .timings import CallRecord
 from .tracing import TraceContext, new_trace_context
 from .watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, check_idle_timeout
@@ -96,9 +97,13 @@ class CallOptions:
     hedge: Any = None  # None (no second copy) | llmclient.HedgeConfig
     # A stream without an event this long ends (APITimeoutError); None: no watchdog.
     stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT
+    # "continue": a chat stream cut after content is continued from its partial answer
+    # (pipeline.resume); "auto": only what needs no opt-in (background resume, re-send).
+    stream_resume: str = "auto"
 
 
-OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout"})
+OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout",
+                         "stream_resume"})
 
 
 @dataclass(slots=True, repr=False)
@@ -198,7 +203,7 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
     if not OPTION_KEYS.intersection(params):
         return body, defaults
     opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
-                       defaults.hedge, defaults.stream_idle_timeout)
+                       defaults.hedge, defaults.stream_idle_timeout, defaults.stream_resume)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
         if is_given(value):
@@ -207,6 +212,8 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         opts.hedge = hedge_config(opts.hedge)
     if "stream_idle_timeout" in params and is_given(params["stream_idle_timeout"]):
         opts.stream_idle_timeout = check_idle_timeout(opts.stream_idle_timeout)
+    if "stream_resume" in params and is_given(params["stream_resume"]):
+        opts.stream_resume = check_stream_resume(opts.stream_resume)
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
     return body, opts
