@@ -232,6 +232,13 @@ class _StreamBase(Generic[_T]):
         self._last_event = time.monotonic()
         self._keepalives = False
 
+    def _resume_span(self, again: Callable[..., Any]) -> Any:
+        """The resume's own span (``features.otel``), when the call has one."""
+        if not _otel._live:
+            return None
+        step = "resume" if again is self._resume else "resend" if again is self._resend else "continue"
+        return _otel.resume_start(self._call, step, self._resumes + 1)
+
     def _watchdog_read(self) -> bool:
         """Whether the read that timed out waited the idle limit (not a shorter read timeout)."""
         read = self._call.timeout.read
@@ -289,10 +296,13 @@ class Stream(_StreamBase[_T]):
         except Exception:
             pass
         time.sleep(resume_delay(self._resumes))
+        span = self._resume_span(again)
         try:
             response, decoder = again(*args)
         except APIError as exc:
+            _otel.resume_end(span, exc)
             raise self._resume_failed(err, what, exc) from exc
+        _otel.resume_end(span, None)
         self._resumed(response, decoder, again, args)
 
     def __next__(self) -> _T:
@@ -361,10 +371,13 @@ class AsyncStream(_StreamBase[_T]):
         except Exception:
             pass
         await asyncio.sleep(resume_delay(self._resumes))
+        span = self._resume_span(again)
         try:
             response, decoder = await again(*args)
         except APIError as exc:
+            _otel.resume_end(span, exc)
             raise self._resume_failed(err, what, exc) from exc
+        _otel.resume_end(span, None)
         self._resumed(response, decoder, again, args)
 
     async def __anext__(self) -> _T:

@@ -183,3 +183,24 @@ def test_the_reference_server_refuses_a_malformed_continuation_naming_the_field(
     r = _post(ref_server, body)
     assert r.status_code == 400
     assert r.json()["error"]["param"] == param
+
+
+# ---- with the cache --------------------------------------------------------------------------------
+def test_a_continued_stream_is_cached_whole_and_a_cut_one_not_at_all(drive: Drive, ref_server: RefServer) -> None:
+    ask = {**CHAT, "messages": [{"role": "user", "content": f"A story {secrets.token_hex(4)}."}]}
+    cont = drive.client(base_url=ref_server.base_url, api_key="k", max_retries=2, cache="memory",
+                        stream_resume="continue")
+    first = drive.iterate(drive(cont.chat.completions.create(**ask, stream=True,
+                                                             extra_headers=_fault("reset_after=6"))))
+    again = drive(cont.chat.completions.create(**ask, stream=True))
+    replay = drive.iterate(again)
+    assert again.timings.cache == "hit" and _text(replay) == _text(first)  # the whole answer
+
+    other = {**ask, "messages": [{"role": "user", "content": f"Another {secrets.token_hex(4)}."}]}
+    plain = drive.client(base_url=ref_server.base_url, api_key="k", max_retries=2, cache="memory")
+    with pytest.raises(llmclient.IncompleteStreamError):
+        drive.iterate(drive(plain.chat.completions.create(**other, stream=True,
+                                                          extra_headers=_fault("reset_after=6"))))
+    fresh = drive(plain.chat.completions.create(**other, stream=True))
+    drive.iterate(fresh)
+    assert fresh.timings.cache == "miss"  # the cut answer was not kept
