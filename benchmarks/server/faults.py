@@ -7,7 +7,7 @@ Spec grammar (one fault)::
     fault  := item (";" item)*
     item   := "status=" CODE | "retry_after=" SECONDS | "oom" | "stall_ms=" N | "cut_after=" N
             | "malformed_sse" | "slow_ms=" N | "straggler=" K | "reset" | "prob=" P
-            | "times=" N | "stall_after=" N | "reset_after=" N | "once=" TOKEN
+            | "times=" N | "stall_after=" N | "reset_after=" N | "once=" TOKEN | "resume_ms=" N
 
 A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
 in order with a seeded RNG (reproducible); the first that fires applies. A request's
@@ -25,6 +25,8 @@ Meaning:
                               body cut short
   stall_after=N               streams: go silent after N chunks, the connection held open
                               (no byte, no end) until the client leaves: a stalled stream
+  resume_ms=N                 with stall_after: the stream goes on after N ms of silence instead
+                              (a long pause mid-answer, as a model thinking; a NAT's idle timeout)
   slow_ms=N                   wait N ms before every chunk (non-streamed: every engine step)
   straggler=K                 the request takes K times its engine time (K >= 1)
   reset                       abort the stream/connection after the response headers
@@ -47,7 +49,8 @@ from dataclasses import dataclass
 __all__ = ["FaultInjector", "FaultSpec", "FaultSpecError", "parse_fault", "parse_fault_list"]
 
 FAULT_STATUSES = frozenset({429, 500, 502, 503, 504})
-_INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times", "stall_after", "reset_after")
+_INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times", "stall_after", "reset_after",
+             "resume_ms")
 # Tokens of ``once`` faults that fired, kept at most this many (oldest forgotten first).
 MAX_ONCE_TOKENS = 100_000
 _FLAGS = ("oom", "malformed_sse", "reset")
@@ -66,6 +69,7 @@ class FaultSpec:
     cut_after: int | None = None
     stall_after: int | None = None
     reset_after: int | None = None
+    resume_ms: int | None = None
     malformed_sse: bool = False
     slow_ms: int = 0
     straggler: float = 1.0

@@ -25,10 +25,11 @@ SILENT, ANSWER = 0.3, 0.5
 
 
 def test_a_silent_stream_waits_a_stretch_then_pings_then_waits_for_the_answer() -> None:
-    assert wait_slice(0.0, None, None, 10.0, 5.0) == 10.0
-    assert wait_slice(0.0, 4.0, None, 10.0, 5.0) == 4.0          # the read deadline comes first
-    assert wait_slice(12.0, None, 10.0, 10.0, 5.0) == 3.0        # the PING's answer is due at 15
-    assert wait_slice(16.0, None, 10.0, 10.0, 5.0) == 0.0
+    assert wait_slice(0.0, 0.0, None, None, 10.0, 5.0) == 10.0
+    assert wait_slice(0.0, 0.0, 4.0, None, 10.0, 5.0) == 4.0      # the read deadline comes first
+    assert wait_slice(12.0, 0.0, None, 10.0, 10.0, 5.0) == 3.0    # the PING's answer is due at 15
+    assert wait_slice(16.0, 0.0, None, 10.0, 10.0, 5.0) == 0.0
+    assert wait_slice(15.0, 10.0, None, None, 10.0, 5.0) == 5.0   # answered: PINGs every 10 s
 
 
 def test_what_a_silent_stretch_means() -> None:

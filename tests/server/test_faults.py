@@ -26,6 +26,7 @@ def test_parse_every_item():
     assert parse_fault("oom; reset ;malformed_sse") == FaultSpec(oom=True, reset=True, malformed_sse=True)
     assert parse_fault("stall_after=4") == FaultSpec(stall_after=4)
     assert parse_fault("reset_after=7;once=ab-1") == FaultSpec(reset_after=7, once="ab-1")
+    assert parse_fault("stall_after=2;resume_ms=300") == FaultSpec(stall_after=2, resume_ms=300)
 
 
 @pytest.mark.parametrize("spec,needle", [
@@ -141,6 +142,16 @@ def test_stall_after_goes_silent_mid_stream_until_the_client_leaves(ref_server, 
     events = _events(raw)
     assert len(events) == 2
     assert b"[DONE]" not in raw
+
+
+def test_stall_after_with_resume_ms_pauses_then_goes_on_to_the_end(ref_server):
+    with httpx.Client() as c, c.stream("POST", ref_server.base_url + "/chat/completions", json=STREAM,
+                                       headers={"x-fault": "stall_after=2;resume_ms=300"}) as r:
+        raw = r.read()
+    assert b"[DONE]" in raw
+    finishes = [orjson.loads(e[6:])["choices"][0]["finish_reason"] for e in _events(raw)
+                if e != b"data: [DONE]" and orjson.loads(e[6:])["choices"]]
+    assert finishes[-1] is not None
 
 
 def test_cut_after_truncates_non_stream_body(ref_server):

@@ -260,9 +260,9 @@ class AsyncConnection(ConnectionFacts):
         now = time.monotonic()
         deadline = None if timeout is None else now + timeout
         pinged_at: float | None = None
-        acked = 0
+        since, acked = now, 0
         while True:
-            wait = liveness.wait_slice(now, deadline, pinged_at, liveness.SILENT_PING_S,
+            wait = liveness.wait_slice(now, since, deadline, pinged_at, liveness.SILENT_PING_S,
                                        liveness.PING_ANSWER_S)
             try:
                 await self._wait(stream, wait, stale=False)
@@ -278,8 +278,8 @@ class AsyncConnection(ConnectionFacts):
                 pinged_at, acked = now, self.state.pings_acked
                 self.state.ping()
                 self._flush()
-            elif verdict == "rest":
-                pinged_at = None
+            elif verdict == "rest":  # answered: the next PING a silent stretch after this one
+                since, pinged_at = pinged_at or now, None
             elif verdict == "dead":
                 self._dead()
                 if stream.error is not None:

@@ -30,11 +30,13 @@ PING_ANSWER_S: Final = 5.0
 Verdict = Literal["timeout", "ping", "rest", "dead", "wait"]
 
 
-def wait_slice(now: float, deadline: float | None, pinged_at: float | None,
+def wait_slice(now: float, since: float, deadline: float | None, pinged_at: float | None,
                silent_s: float = SILENT_PING_S, answer_s: float = PING_ANSWER_S) -> float:
-    """How long the next wait for the stream's data may be: until a PING is due (none out),
-    until its answer is overdue (one out), or until the read deadline, whichever is first."""
-    end = now + silent_s if pinged_at is None else pinged_at + answer_s
+    """How long the next wait for the stream's data may be: until a PING is due (none out:
+    ``silent_s`` after ``since``, when the silence began or the last answered PING went out, so
+    PINGs keep a steady pace), until its answer is overdue (one out), or until the read
+    deadline, whichever is first."""
+    end = since + silent_s if pinged_at is None else pinged_at + answer_s
     if deadline is not None:
         end = min(end, deadline)
     return max(0.0, end - now)

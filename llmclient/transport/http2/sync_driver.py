@@ -340,9 +340,9 @@ class SyncConnection(ConnectionFacts):
         now = time.monotonic()
         deadline = None if timeout is None else now + timeout
         pinged_at: float | None = None
-        acked = 0
+        since, acked = now, 0
         while True:
-            wait = liveness.wait_slice(now, deadline, pinged_at, liveness.SILENT_PING_S,
+            wait = liveness.wait_slice(now, since, deadline, pinged_at, liveness.SILENT_PING_S,
                                        liveness.PING_ANSWER_S)
             try:
                 if self._read_once(stream, _has_data_or_end, wait, stale=False):
@@ -359,8 +359,8 @@ class SyncConnection(ConnectionFacts):
                 elif verdict == "ping":
                     pinged_at, acked = now, self.state.pings_acked
                     self.state.ping()
-                elif verdict == "rest":
-                    pinged_at = None
+                elif verdict == "rest":  # answered: the next PING a silent stretch after this one
+                    since, pinged_at = pinged_at or now, None
             if verdict == "timeout":
                 raise httpx.ReadTimeout("read timed out")
             if verdict == "ping":
