@@ -78,6 +78,12 @@ def test_a_bad_stream_resume_is_refused_at_once_naming_it() -> None:
         llmclient.OpenAI(api_key="k", stream_resume="always")
 
 
+def test_a_copy_of_the_client_keeps_its_stream_resume() -> None:
+    client = llmclient.OpenAI(api_key="k", stream_resume="continue")
+    assert client.with_options(timeout=3)._options.stream_resume == "continue"
+    assert client.copy(stream_resume="auto")._options.stream_resume == "auto"
+
+
 # ---- live --------------------------------------------------------------------------------------
 def _fault(spec: str) -> dict[str, str]:
     return {"x-fault": f"{spec};once={secrets.token_hex(8)}"}
