@@ -210,3 +210,26 @@ def test_a_continued_stream_is_cached_whole_and_a_cut_one_not_at_all(drive: Driv
     fresh = drive(plain.chat.completions.create(**other, stream=True))
     drive.iterate(fresh)
     assert fresh.timings.cache == "miss"  # the cut answer was not kept
+
+
+# ---- with hedging ------------------------------------------------------------------------------------
+@pytest.fixture
+def copy_is_cut() -> Iterator[RefServer]:
+    """The first request (a hedged call's primary) waits 3 s before answering; the second (its
+    copy, which wins the race to the first token) is cut after content; later ones run clean."""
+    server = start_ref_server(FAULT_HEADERS, "--faults", "stall_ms=3000;times=1,reset_after=6;times=1")
+    try:
+        yield server
+    finally:
+        stop_ref_server(server)
+
+
+def test_a_hedged_stream_whose_winning_copy_is_cut_is_continued_once(
+        drive: Drive, copy_is_cut: RefServer) -> None:
+    client = drive.client(base_url=copy_is_cut.base_url, api_key="k", max_retries=2,
+                          stream_resume="continue", hedge=llmclient.HedgeConfig(after_ms=100))
+    stream = drive(client.chat.completions.create(**CHAT, stream=True))
+    chunks = drive.iterate(stream)
+    assert stream.timings.hedge_won  # the copy answered first, then was cut
+    assert stream.timings.resumes == 1  # continued once: the continuation is not hedged again
+    assert _text(chunks) == _clean(drive, client)
