@@ -12,6 +12,8 @@
 #   under callgrind (tests/bench/test_client_overhead.py runs it).
 # - chromium: tests/bench/test_report_browser.py opens the benchmark's HTML report in headless
 #   Chromium and checks what a person sees there (headline, intervals).
+# - nftables (Linux): tests/client/test_nat.py drops the packets of flows a forgetful NAT lost,
+#   inside a network namespace of its own (skipped without root).
 # No package's system service is used.
 set -euo pipefail
 missing=()
@@ -21,6 +23,9 @@ command -v tinyproxy >/dev/null 2>&1 || missing+=(tinyproxy)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
+if [ "$(uname -s)" = "Linux" ]; then
+  command -v nft >/dev/null 2>&1 || missing+=(nftables)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -54,8 +54,8 @@ class Cut(Exception):
 class Delivery:
     """Sends a stream's chunks (encoded bytes), applying the stream faults of ``fault``
     (a :class:`~benchmarks.server.faults.FaultSpec` or None) as it goes: ``cut_after`` raises
-    :class:`Cut` before chunk N, ``stall_after`` goes silent before chunk N until the request
-    is cancelled (the client left), ``malformed_sse`` cuts the second chunk's JSON short."""
+    :class:`Cut` before chunk N, ``reset_after`` raises :class:`Abort` before chunk N, ``stall_after`` goes silent before chunk N until the request
+    is cancelled (the client left), or for ``resume_ms``, ``malformed_sse`` cuts the second chunk's JSON short."""
 
     def __init__(self, send: Send, fault: Any) -> None:
         self._send = send
@@ -67,9 +67,14 @@ class Delivery:
         if fault is not None:
             if fault.cut_after is not None and self.sent >= fault.cut_after:
                 raise Cut
-            if fault.stall_after is not None and self.sent >= fault.stall_after:
+            if fault.reset_after is not None and self.sent >= fault.reset_after:
+                raise Abort(f"injected reset after {self.sent} chunks")
+            if fault.stall_after is not None and self.sent == fault.stall_after:
                 logging.getLogger("benchmarks.server.app").info("fault: stall after %d chunks", self.sent)
-                await asyncio.Event().wait()  # until cancelled: the client went away
+                if fault.resume_ms is not None:
+                    await asyncio.sleep(fault.resume_ms / 1000)  # a pause: then the stream goes on
+                else:
+                    await asyncio.Event().wait()  # until cancelled: the client went away
             if fault.malformed_sse and self.sent == 1:
                 data = data[: len(data) // 2] + b"\n\n"
         await self._send({"type": "http.response.body", "body": data, "more_body": True})

@@ -16,7 +16,10 @@ __all__ = ["TextStream", "tool_arguments"]
 
 
 class TextStream:
-    def __init__(self, stops: tuple[str, ...]) -> None:
+    def __init__(self, stops: tuple[str, ...], skip: str = "") -> None:
+        """``skip``: text the client has already (a continued answer's prefix): as much of the
+        output is held back, and never sent."""
+        self._skip = len(skip)
         self._detok = Detokenizer()
         self._stops = stops
         self._hold = max((len(s) for s in stops), default=1) - 1
@@ -25,6 +28,16 @@ class TextStream:
 
     def feed(self, ids: Iterable[int]) -> str:
         """Text safe to emit now; sets ``stopped`` once a stop sequence appears."""
+        return self._skipped(self._feed(ids))
+
+    def _skipped(self, out: str) -> str:
+        if self._skip and out:
+            cut = min(self._skip, len(out))
+            self._skip -= cut
+            return out[cut:]
+        return out
+
+    def _feed(self, ids: Iterable[int]) -> str:
         if self.stopped:
             return ""
         self._pending += self._detok.feed(ids)
@@ -42,7 +55,7 @@ class TextStream:
 
     def flush(self) -> str:
         out, self._pending = ("" if self.stopped else self._pending), ""
-        return out
+        return self._skipped(out)
 
 
 def tool_arguments(schema: dict[str, Any], words: list[str]) -> Any:

@@ -76,6 +76,9 @@ class ChatParams:
     json_schema: dict[str, Any] | None = None
     logprobs: bool = False
     top_logprobs: int = 0  # alternatives per token (with logprobs)
+    # continue_final_message (vLLM): the last, assistant message is the answer's beginning; the
+    # answer goes on from it (the prompt is the messages before it)
+    continue_prefix: str = ""
 
 
 # What a json_object answer looks like (any JSON object is allowed; this one is small).
@@ -321,17 +324,48 @@ def parse_chat(body: dict[str, Any], context_window: int) -> ChatParams:
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest("'messages' must be a non-empty list", "messages")
     images: list[ImagePart] = []
+    prefix = _continue_prefix(body, messages)
+    if prefix:
+        messages = messages[:-1]
     text = "".join(_message_text(m, i, images) for i, m in enumerate(messages))
     tool, required, tool_text = _tools(body)
     stream, include_usage = _stream(body)
     logprobs, top_logprobs = _chat_logprobs(body)
+    if prefix and (tool is not None or logprobs or _response_format(body) is not None):
+        raise InvalidRequest("'continue_final_message' continues plain text: not with a forced "
+                             "tool, 'response_format' or 'logprobs'", "continue_final_message")
     return ChatParams(
         model=model, prompt_text=tool_text + text, images=tuple(images),
         max_tokens=_max_tokens(body, context_window), n=_int_field(body, "n", 1, 1, MAX_N) or 1,
         temperature=_temperature(body), seed=_seed(body), stop=_stop(body), stream=stream,
         include_usage=include_usage, tool=tool, tool_required=required,
         json_schema=_response_format(body), logprobs=logprobs, top_logprobs=top_logprobs,
+        continue_prefix=prefix,
     )
+
+
+def _continue_prefix(body: dict[str, Any], messages: list[Any]) -> str:
+    """The assistant prefix a ``continue_final_message`` request goes on from ("" without one).
+    As vLLM checks (its chat-template options): not with ``add_generation_prompt`` (its default
+    is true, so it must be set false), the last message must be the assistant's, with text."""
+    cont = body.get("continue_final_message", False)
+    gen = body.get("add_generation_prompt", True)
+    for name, value in (("continue_final_message", cont), ("add_generation_prompt", gen)):
+        if not isinstance(value, bool):
+            raise InvalidRequest(f"'{name}' must be a boolean, got {value!r}", name)
+    if not cont:
+        return ""
+    if gen:
+        raise InvalidRequest("'continue_final_message' and 'add_generation_prompt' cannot both be "
+                             "true: set add_generation_prompt to false", "add_generation_prompt")
+    last = messages[-1]
+    if not isinstance(last, dict) or last.get("role") != "assistant" or not isinstance(
+            last.get("content"), str) or not last["content"]:
+        raise InvalidRequest("'continue_final_message' needs the last message to be the "
+                             "assistant's, with its text as a string", f"messages[{len(messages) - 1}]")
+    if body.get("n") not in (None, 1):
+        raise InvalidRequest("'continue_final_message' continues one answer: 'n' must be 1", "n")
+    return str(last["content"])
 
 
 def _inputs(value: Any, name: str) -> tuple[str | tuple[int, ...], ...]:

@@ -83,7 +83,7 @@ from .logprobs import (
 )
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import HttpCounters, render_metrics, sample_gpu
-from .tokenizer import encode_capped, tokenize
+from .tokenizer import count_tokens, encode_capped, tokenize
 from .vision import ImageError, decode_data_url, process_image
 
 __all__ = ["App", "AppConfig"]
@@ -525,7 +525,12 @@ class App:
         prompt_ids = await self._prompt_ids(p.prompt_text, self.config.limits.max_request_tokens,
                                             "messages")
         image_tokens, digest = await self._images(req, p.images)
-        ereqs = self._engine_requests(req, prompt_ids, image_tokens, digest, p.max_tokens, p.n,
+        # A continued answer (continue_final_message): the engine writes it from its start, as it
+        # would have (same prompt, same sampling), and the prefix the client has is not sent.
+        max_tokens = p.max_tokens
+        if p.continue_prefix and max_tokens is not None:
+            max_tokens += count_tokens(p.continue_prefix)
+        ereqs = self._engine_requests(req, prompt_ids, image_tokens, digest, max_tokens, p.n,
                                       p.temperature, p.seed)
         head = {"id": f"chatcmpl-{req.request_id}", "object": "chat.completion",
                 "created": int(time.time()), "model": p.model,
@@ -535,6 +540,8 @@ class App:
             return
         tracks = [LogprobTrack() for _ in ereqs] if p.logprobs else None
         results = await self._run_all(req, ereqs, p.stop, tracks)
+        if p.continue_prefix:
+            results = [(text[len(p.continue_prefix):], finish, t) for text, finish, t in results]
         choices = [_chat_choice(i, text, finish, p, req.request_id)
                    for i, (text, finish, _) in enumerate(results)]
         if tracks is not None:
@@ -679,7 +686,7 @@ class App:
                               ereqs: list[EngineRequest] | None = None) -> list[tuple[str, str, RequestTiming | None]]:
         """Relay the choices' tokens as chunks; ``ereqs`` (the choices' requests) give the keys
         of their logprobs when ``p`` asks for them."""
-        texts = [TextStream(p.stop) for _ in iters]
+        texts = [TextStream(p.stop, getattr(p, "continue_prefix", "")) for _ in iters]
         top = _logprobs_top(p)
         logprobs = (_StreamLogprobs([choice_key(e) for e in ereqs], top, chat)
                     if top is not None and ereqs is not None else None)

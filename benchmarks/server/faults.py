@@ -7,7 +7,7 @@ Spec grammar (one fault)::
     fault  := item (";" item)*
     item   := "status=" CODE | "retry_after=" SECONDS | "oom" | "stall_ms=" N | "cut_after=" N
             | "malformed_sse" | "slow_ms=" N | "straggler=" K | "reset" | "prob=" P
-            | "times=" N | "stall_after=" N
+            | "times=" N | "stall_after=" N | "reset_after=" N | "once=" TOKEN | "resume_ms=" N
 
 A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
 in order with a seeded RNG (reproducible); the first that fires applies. A request's
@@ -25,13 +25,20 @@ Meaning:
                               body cut short
   stall_after=N               streams: go silent after N chunks, the connection held open
                               (no byte, no end) until the client leaves: a stalled stream
+  resume_ms=N                 with stall_after: the stream goes on after N ms of silence instead
+                              (a long pause mid-answer, as a model thinking; a NAT's idle timeout)
   slow_ms=N                   wait N ms before every chunk (non-streamed: every engine step)
   straggler=K                 the request takes K times its engine time (K >= 1)
   reset                       abort the stream/connection after the response headers
+  reset_after=N               streams: abort the stream/connection after N chunks (a reset
+                              mid-answer; ``cut_after`` ends the body cleanly instead)
   prob=P                      the fault fires with probability P (default 1)
   times=N                     run-wide faults: fire at most N times in the run (e.g.
                               ``stall_ms=5000;times=1``: only the first request stalls, as on a
                               replica that was cold; a retry or a hedged copy then runs normally)
+  once=TOKEN                  header faults: fire only for the first request that carries this
+                              token; a retry, a re-send or a resume carrying the same header runs
+                              clean (a benchmark picks which streams fail, and where, up front)
 """
 
 from __future__ import annotations
@@ -42,7 +49,10 @@ from dataclasses import dataclass
 __all__ = ["FaultInjector", "FaultSpec", "FaultSpecError", "parse_fault", "parse_fault_list"]
 
 FAULT_STATUSES = frozenset({429, 500, 502, 503, 504})
-_INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times", "stall_after")
+_INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times", "stall_after", "reset_after",
+             "resume_ms")
+# Tokens of ``once`` faults that fired, kept at most this many (oldest forgotten first).
+MAX_ONCE_TOKENS = 100_000
 _FLAGS = ("oom", "malformed_sse", "reset")
 
 
@@ -58,12 +68,15 @@ class FaultSpec:
     stall_ms: int = 0
     cut_after: int | None = None
     stall_after: int | None = None
+    reset_after: int | None = None
+    resume_ms: int | None = None
     malformed_sse: bool = False
     slow_ms: int = 0
     straggler: float = 1.0
     reset: bool = False
     prob: float = 1.0
     times: int | None = None
+    once: str | None = None
 
 
 def _number(key: str, raw: str, *, integer: bool) -> float:
@@ -90,6 +103,10 @@ def _parse_item(item: str, fields: dict[str, object]) -> None:
         fields["status"] = status
     elif key == "retry_after":
         fields["retry_after_s"] = _number(key, raw, integer=False)
+    elif key == "once":
+        if not raw:
+            raise FaultSpecError("fault item once=: needs a token")
+        fields[key] = raw
     elif key in _INT_KEYS:
         fields[key] = int(_number(key, raw, integer=True))
     elif key == "straggler":
@@ -129,6 +146,7 @@ class FaultInjector:
         self.run_faults = run_faults
         self._rng = random.Random(seed)
         self._fired = [0] * len(run_faults)  # times each run-wide fault has fired
+        self._once: dict[str, None] = {}  # tokens of the ``once`` faults that fired, oldest first
 
     def _fires(self, fault: FaultSpec) -> bool:
         return fault.prob >= 1.0 or self._rng.random() < fault.prob
@@ -139,6 +157,10 @@ class FaultInjector:
             fault = parse_fault(header)
             if fault.times is not None:
                 raise FaultSpecError("fault item times= is for run-wide faults (--faults)")
+            if fault.once is not None:
+                if fault.once in self._once:
+                    return None
+                self._remember(fault.once)
             return fault if self._fires(fault) else None
         for i, fault in enumerate(self.run_faults):
             if fault.times is not None and self._fired[i] >= fault.times:
@@ -147,3 +169,8 @@ class FaultInjector:
                 self._fired[i] += 1
                 return fault
         return None
+
+    def _remember(self, token: str) -> None:
+        self._once[token] = None
+        if len(self._once) > MAX_ONCE_TOKENS:
+            del self._once[next(iter(self._once))]

@@ -9,6 +9,7 @@ Written once, as coroutines; ``scripts/unasync.py`` generates the blocking twin.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from ..api.streaming import AsyncStream
 from ..features import otel as _otel
 from ..features.admit.pacer import admit_timeout
 from ..pipeline import shared as _pipeline
-from ..pipeline.resume import resendable, resumable
+from ..pipeline.resume import continuable, continuation_body, resendable, resumable
 from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding
 from ..transport.http_clients import asend_through
 from ..wire.codec import JSON_CODEC, Codec
@@ -107,6 +108,16 @@ class AsyncPipeline(_Stages):
         response = await self._send(call, content, codec)
         return response, self._stream_decoder(call, response, codec)
 
+    async def _continue_stream(self, call: Call, codec: Codec, text: str, shown: int) -> tuple[httpx.Response, Any]:
+        """A chat stream cut after content, continued from its partial answer (``stream_resume=
+        "continue"``, ``pipeline.resume``): the same call, its body with ``text`` as the
+        assistant's prefix; the same record and trace."""
+        body = continuation_body(call.body or {}, text, shown)
+        assert body is not None  # the stream asked only after continuation_body said it can
+        again = dataclasses.replace(call, body=body)
+        response = await self._send(again, self._encode(again, codec), codec)
+        return response, self._stream_decoder(again, response, codec)
+
     async def _send_call(self, call: Call, content: bytes | None, codec: Codec) -> httpx.Response:
         """_send, or a race of two copies when the call is hedged (``_hedge``)."""
         plan = self._features.hedge_plan(call, self._speaks_h2)
@@ -172,8 +183,11 @@ class AsyncPipeline(_Stages):
                           if resumable(call.method, call.path, call.body, call.stream) else None)
                 resend = (functools.partial(self._resend_stream, call, content, codec)
                           if resendable(call.method, call.path, call.stream) else None)
+                proceed = (functools.partial(self._continue_stream, call, codec)
+                           if continuable(call.options.stream_resume, call.method, call.path, call.body,
+                                          call.stream) else None)
                 result: Any = AsyncStream(response, call, decoder, stream_make or make, on_complete,
-                                          resume, resend)
+                                          resume, resend, proceed)
                 if span is not None:
                     span.stream = True  # ends when the stream does (_streaming)
                 return RawResponse(response, result) if raw else result

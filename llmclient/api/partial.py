@@ -98,6 +98,19 @@ class PartialTracker:
         """Whether any text or tool call arrived (what an app may already have shown)."""
         return any(s.parts or s.tools for s in self._choices.values())
 
+    def continuable(self) -> bool:
+        """Whether the answer so far can be continued as an assistant prefix: one choice, with
+        text and no tool call (a tool call's arguments cannot be handed back half-written)."""
+        if set(self._choices) != {0}:
+            return False
+        state = self._choices[0]
+        return bool(state.parts) and not state.tools and state.finish is None
+
+    def text_so_far(self) -> tuple[str, int]:
+        """The first choice's text and the number of chunks it came in."""
+        state = self._choices.get(0)
+        return ("", 0) if state is None else ("".join(state.parts), len(state.parts))
+
     def finished(self) -> dict[int, bool]:
         """Each choice seen: whether it got a finish_reason."""
         return {i: s.finish is not None for i, s in self._choices.items()}

@@ -28,7 +28,7 @@ from .. import _official
 from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from .._logging import current_trace_id
 from ..features import otel as _otel
-from ..pipeline.resume import next_step, out_of_order, resume_delay
+from ..pipeline.resume import continuation_body, next_step, out_of_order, resume_delay
 from ..pipeline.watchdog import stall_message, stalled
 from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
 from .partial import PartialTracker
@@ -55,6 +55,7 @@ class _StreamBase(Generic[_T]):
         on_complete: Callable[[Call, list[dict[str, Any]]], None] | None = None,
         resume: Callable[[str, int], Any] | None = None,
         resend: Callable[[], Any] | None = None,
+        proceed: Callable[[str, int], Any] | None = None,
     ) -> None:
         self.response = response
         self._call = call
@@ -77,6 +78,8 @@ class _StreamBase(Generic[_T]):
         # (response, decoder) for the events after ``after``; the sequence number expected next.
         self._resume = resume
         self._resend = resend  # a chat stream that failed before content: send it again
+        # stream_resume="continue": proceed(text, shown) continues a chat answer cut after content
+        self._proceed = proceed
         self._skip_opening = False  # a re-sent stream's role chunk: its twin was delivered
         self._resumes = 0
         self._expect_seq: int | None = None
@@ -193,32 +196,48 @@ class _StreamBase(Generic[_T]):
                 and partial.last_sequence_number is not None:
             resume_from = (partial.response_id, partial.last_sequence_number)
         record = self._call.record
-        can_resend = self._resend is not None and record.retries < self._call.max_retries
+        retries_left = record.retries < self._call.max_retries
+        can_resend = self._resend is not None and retries_left
+        can_continue = (self._proceed is not None and retries_left and partial.continuable()
+                        and continuation_body(self._call.body or {}, *partial.text_so_far()) is not None)
         step = next_step(resumes=self._resumes, final=self._final, resume_from=resume_from,
-                         can_resend=can_resend, content_seen=partial.has_content())
+                         can_resend=can_resend, content_seen=partial.has_content(),
+                         can_continue=can_continue)
         if step == "resume" and self._resume is not None and resume_from is not None:
             return (self._resume, resume_from,
                     f"resuming response {resume_from[0]} after event {resume_from[1]}")
         if step == "resend" and self._resend is not None:
             return self._resend, (), "sending the request again (no content had arrived)"
+        if step == "continue" and self._proceed is not None:
+            text, shown = partial.text_so_far()
+            return (self._proceed, (text, shown),
+                    f"continuing the answer after its first {len(text)} characters")
         return None
 
     def _resume_failed(self, err: APIError, what: str, exc: APIError) -> APIError:
         self._final = True
         return self._incomplete(f"{err.message}; {what} failed: {exc.message}")
 
-    def _resumed(self, response: httpx.Response, decoder: Any, args: tuple[Any, ...]) -> None:
+    def _resumed(self, response: httpx.Response, decoder: Any, again: Callable[..., Any],
+                 args: tuple[Any, ...]) -> None:
         self.response = response
         self._decoder = decoder
         self._resumes += 1
         self._call.record.resumes += 1
-        if args:  # resumed after event args[1]
+        if again is self._resume:  # resumed after event args[1]
             self._expect_seq = args[1] + 1
-        else:  # sent again (a retry of the call): its opening role chunk was delivered already
+        else:  # sent again or continued (a retry of the call): its role chunk was delivered already
             self._call.record.retries += 1
             self._skip_opening = True
         self._last_event = time.monotonic()
         self._keepalives = False
+
+    def _resume_span(self, again: Callable[..., Any]) -> Any:
+        """The resume's own span (``features.otel``), when the call has one."""
+        if not _otel._live:
+            return None
+        step = "resume" if again is self._resume else "resend" if again is self._resend else "continue"
+        return _otel.resume_start(self._call, step, self._resumes + 1)
 
     def _watchdog_read(self) -> bool:
         """Whether the read that timed out waited the idle limit (not a shorter read timeout)."""
@@ -277,11 +296,14 @@ class Stream(_StreamBase[_T]):
         except Exception:
             pass
         time.sleep(resume_delay(self._resumes))
+        span = self._resume_span(again)
         try:
             response, decoder = again(*args)
         except APIError as exc:
+            _otel.resume_end(span, exc)
             raise self._resume_failed(err, what, exc) from exc
-        self._resumed(response, decoder, args)
+        _otel.resume_end(span, None)
+        self._resumed(response, decoder, again, args)
 
     def __next__(self) -> _T:
         it = self.__dict__.get("_iter")
@@ -349,11 +371,14 @@ class AsyncStream(_StreamBase[_T]):
         except Exception:
             pass
         await asyncio.sleep(resume_delay(self._resumes))
+        span = self._resume_span(again)
         try:
             response, decoder = await again(*args)
         except APIError as exc:
+            _otel.resume_end(span, exc)
             raise self._resume_failed(err, what, exc) from exc
-        self._resumed(response, decoder, args)
+        _otel.resume_end(span, None)
+        self._resumed(response, decoder, again, args)
 
     async def __anext__(self) -> _T:
         it = self.__dict__.get("_aiter")

@@ -54,7 +54,7 @@ from .._version import __version__
 from ..pipeline.tracing import TraceContext
 
 __all__ = ["ATTRIBUTES", "METRICS", "CallSpan", "hedge_copy", "hedge_copy_done",
-           "prefetch_wasted", "start", "stream_end"]
+           "prefetch_wasted", "resume_end", "resume_start", "start", "stream_end"]
 
 log = get_logger("llmclient.otel")
 
@@ -94,6 +94,8 @@ ATTRIBUTES: dict[str, str] = {
     "llmclient.connection.reused": "the call ran on a connection opened earlier",
     "llmclient.retries": "retried attempts",
     "llmclient.stream.closed_early": "the caller closed the stream before its end",
+    "llmclient.resume.step": "on a resume's span: resume (background, from an event) | resend | continue",
+    "llmclient.resume.attempt": "on a resume's span: 1 for the stream's first resume, 2 for the next",
 }
 
 _OPERATIONS = {"/chat/completions": "chat", "/completions": "text_completion",
@@ -491,6 +493,41 @@ def hedge_copy_done(copy: Any, outcome: Any) -> None:
         except Exception:
             _log_once("hedge span")
     state.end(copy, error)
+
+
+def resume_start(call: Any, step: str, attempt: int) -> Any:
+    """A cut stream goes on (``pipeline.resume``: ``step`` is resume, resend or continue): a span
+    of its own, a child of the call's and linked to it, until the stream is back (None when the
+    call has no span). Hand it to :func:`resume_end`."""
+    entry = _live.get(id(call))
+    parent = entry[1] if entry is not None else None
+    if parent is None or parent.span is None or parent.inst.tracer is None:
+        return None
+    try:
+        trace = parent.inst.trace
+        link = trace.Link(parent.span.get_span_context(), {"llmclient.link": "resume_of"})
+        span = parent.inst.tracer.start_span(
+            f"{step} {parent.model}", context=trace.set_span_in_context(parent.span),
+            kind=trace.SpanKind.CLIENT, links=(link,),
+            attributes={"llmclient.resume.step": step, "llmclient.resume.attempt": attempt})
+    except Exception:
+        _log_once("resume span")
+        return None
+    return span, trace
+
+
+def resume_end(handle: Any, error: BaseException | None) -> None:
+    """The resume's span ends: the stream is back, or ``error`` (then the stream's error is raised)."""
+    if handle is None:
+        return
+    span, trace = handle
+    try:
+        if error is not None:
+            span.set_attribute("error.type", _error_type(error))
+            span.set_status(trace.Status(trace.StatusCode.ERROR, _describe(error)))
+        span.end()
+    except Exception:
+        _log_once("resume span")
 
 
 def prefetch_wasted(count: int) -> None:

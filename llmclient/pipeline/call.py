@@ -17,6 +17,7 @@ import httpx
 from .._redact import SECRET_HEADERS, redact_headers, redact_url
 from ..features.hedge import hedge_config
 from ..wire.codec import Wire
+from .resume import check_stream_resume
 from .timings import CallRecord
 from .tracing import TraceContext, new_trace_context
 from .watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, check_idle_timeout
@@ -99,9 +100,13 @@ class CallOptions:
     # Derive a prompt_cache_key when the app sets none (features/route/cache_key): True: for any
     # origin; False: never; None: only where the field is documented (api.openai.com).
     auto_cache_key: bool | None = None
+    # "continue": a chat stream cut after content is continued from its partial answer
+    # (pipeline.resume); "auto": only what needs no opt-in (background resume, re-send).
+    stream_resume: str = "auto"
 
 
-OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout", "auto_cache_key"})
+OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout",
+                         "auto_cache_key", "stream_resume"})
 
 
 @dataclass(slots=True, repr=False)
@@ -203,7 +208,8 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
     if not OPTION_KEYS.intersection(params):
         return body, defaults
     opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
-                       defaults.hedge, defaults.stream_idle_timeout, defaults.auto_cache_key)
+                       defaults.hedge, defaults.stream_idle_timeout, defaults.auto_cache_key,
+                       defaults.stream_resume)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
         if is_given(value):
@@ -214,6 +220,8 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         opts.stream_idle_timeout = check_idle_timeout(opts.stream_idle_timeout)
     if opts.auto_cache_key is not None and not isinstance(opts.auto_cache_key, bool):
         raise ValueError(f"auto_cache_key must be True, False or None, got {opts.auto_cache_key!r}")
+    if "stream_resume" in params and is_given(params["stream_resume"]):
+        opts.stream_resume = check_stream_resume(opts.stream_resume)
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
     return body, opts

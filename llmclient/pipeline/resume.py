@@ -13,7 +13,16 @@ A Chat Completions (or Completions) stream that fails before its first content t
 again, as the official client retries a connection error, and within the same budget: each
 re-send is one of the call's ``max_retries`` (``max_retries=0``: never sent twice). Nothing was
 shown, so nothing is shown twice (the new stream's opening role chunk is not delivered again).
-After content, a chat stream's error is raised with the partial answer (``exc.partial``).
+After content, a chat stream's error is raised with the partial answer (``exc.partial``),
+unless the call opted into continuation (``stream_resume="continue"``, per client or per call):
+then the request is sent again with the partial answer as the assistant's prefix, as vLLM reads
+it (``continue_final_message: true, add_generation_prompt: false``; the reference server reads
+the same), and the rest of the answer goes on in the same iterator. The model then writes the
+rest of *its* answer from that prefix: with temperature 0 (or a seed, on a server whose sampling
+is reproducible) that is the answer the cut stream would have given; with sampling, the text
+after the seam is a new draw. A server that does not know the fields refuses the request (400)
+and the error is raised with the partial answer attached; a server that ignores them would start
+a new answer after the prefix, so declare ``"continue"`` only for servers that implement it.
 """
 
 from __future__ import annotations
@@ -22,10 +31,18 @@ from typing import Any, Literal
 
 from ..wire.codec import RESPONSES_PATH
 
-__all__ = ["MAX_RESUMES", "RESENDABLE_PATHS", "next_step", "out_of_order", "resendable", "resumable",
-           "resume_delay"]
+__all__ = ["CHAT_PATH", "CONTINUE_FIELDS", "MAX_RESUMES", "RESENDABLE_PATHS", "STREAM_RESUME_MODES",
+           "check_stream_resume", "continuable", "continuation_body", "next_step", "out_of_order",
+           "resendable", "resumable", "resume_delay"]
 
-RESENDABLE_PATHS = frozenset({"/chat/completions", "/completions"})
+CHAT_PATH = "/chat/completions"
+RESENDABLE_PATHS = frozenset({CHAT_PATH, "/completions"})
+# ``stream_resume``: "auto" resumes background Responses streams and re-sends chat streams that
+# showed nothing; "continue" also continues a chat stream cut after content.
+STREAM_RESUME_MODES = ("auto", "continue")
+# vLLM's chat-template fields (its OpenAI server, ChatCompletionRequest): render the last
+# (assistant) message open, without a new assistant turn after it.
+CONTINUE_FIELDS = {"continue_final_message": True, "add_generation_prompt": False}
 
 # Resumes of one stream before its error is raised: a server that cuts every connection gets a
 # few tries, not an endless loop.
@@ -45,18 +62,58 @@ def resendable(method: str, path: str, stream: bool) -> bool:
     return stream and method == "POST" and path in RESENDABLE_PATHS
 
 
+def check_stream_resume(value: object) -> str:
+    """``stream_resume`` as given by a caller: one of :data:`STREAM_RESUME_MODES`."""
+    if value not in STREAM_RESUME_MODES:
+        raise ValueError(f"stream_resume must be one of {', '.join(map(repr, STREAM_RESUME_MODES))}, "
+                         f"got {value!r}")
+    return str(value)
+
+
+def continuable(mode: str, method: str, path: str, body: dict[str, Any] | None, stream: bool) -> bool:
+    """Whether a call's stream may be continued after content: it opted in, it is a streamed
+    chat request with one choice (``n`` > 1 would need one continuation per choice) and its
+    body does not already use the continuation fields itself."""
+    if mode != "continue" or not stream or method != "POST" or path != CHAT_PATH or body is None:
+        return False
+    if body.get("n") not in (None, 1):
+        return False
+    return not any(key in body for key in CONTINUE_FIELDS)
+
+
+def continuation_body(body: dict[str, Any], text: str, shown: int) -> dict[str, Any] | None:
+    """The request that continues a chat answer cut after ``text`` (``shown`` content chunks,
+    each taken as one token: what the server generated so far), or None when it cannot be
+    continued: nothing to go on from, or no token left of ``max_tokens`` /
+    ``max_completion_tokens`` (the rest of the answer gets what the first part left)."""
+    if not text:
+        return None
+    out = {**body, "messages": [*body["messages"], {"role": "assistant", "content": text}],
+           **CONTINUE_FIELDS}
+    for key in ("max_tokens", "max_completion_tokens"):
+        limit = body.get(key)
+        if isinstance(limit, int) and not isinstance(limit, bool):
+            if limit - shown < 1:
+                return None
+            out[key] = limit - shown
+    return out
+
+
 def next_step(*, resumes: int, final: bool, resume_from: tuple[str, int] | None, can_resend: bool,
-              content_seen: bool) -> Literal["resume", "resend"] | None:
+              content_seen: bool, can_continue: bool = False) -> Literal["resume", "resend", "continue"] | None:
     """What a stream that just failed does: ``"resume"`` (a background stream with an id and a
     sequence number to go on from), ``"resend"`` (a chat stream that showed no content yet and
-    whose call has retries left: ``can_resend``), or None (raise). Never past
-    :data:`MAX_RESUMES`, never after an error no resume can mend."""
+    whose call has retries left: ``can_resend``), ``"continue"`` (a chat stream that showed
+    content, opted into continuation, with retries left: ``can_continue``), or None (raise).
+    Never past :data:`MAX_RESUMES`, never after an error no resume can mend."""
     if final or resumes >= MAX_RESUMES:
         return None
     if resume_from is not None:
         return "resume"
     if can_resend and not content_seen:
         return "resend"
+    if can_continue and content_seen:
+        return "continue"
     return None
 
 

@@ -428,3 +428,26 @@ def test_every_metric_is_documented_in_the_readme_with_its_instrument_and_unit()
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for name, (kind, unit, _what) in _otel.METRICS.items():
         assert f"| `{name}` | {kind} | {unit} |" in readme, name
+
+
+# --------------------------------------------------------------------------- resumed streams
+
+
+def test_each_resume_of_a_stream_is_its_own_span_linked_to_its_call(drive: Drive, otel: Telemetry,
+                                                                    ref_server: Any) -> None:
+    # A chat stream cut after content and continued (stream_resume="continue"): one resume span,
+    # a child of the call's span and linked to it; the call's span ends with the stream, whole.
+    client = _client(drive, ref_server, max_retries=2, stream_resume="continue")
+    stream = drive(client.chat.completions.create(
+        model=MODEL, messages=MSG, max_tokens=20, temperature=0, stream=True,
+        extra_headers={"x-fault": f"reset_after=5;once={uuid.uuid4().hex}"}))
+    drive.iterate(stream)
+    assert stream.timings.resumes == 1
+    [resume] = otel.wait_for(lambda s: s.attributes.get("llmclient.resume.step") == "continue")
+    [call] = otel.wait_for(lambda s: s.name.startswith("chat") and s is not resume
+                           and "llmclient.resume.step" not in s.attributes)
+    assert resume.attributes["llmclient.resume.attempt"] == 1
+    assert resume.parent is not None and resume.parent.span_id == call.context.span_id
+    assert [lk.context.span_id for lk in resume.links] == [call.context.span_id]
+    assert resume.status.status_code is StatusCode.UNSET
+    assert call.status.status_code is StatusCode.UNSET

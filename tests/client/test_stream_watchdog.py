@@ -2,8 +2,8 @@
 (``stream_idle_timeout``), and the partial answer a cut or stalled stream's error carries.
 
 Against the real reference server (its ``stall_after`` and ``cut_after`` faults, HTTP/2 and
-HTTP/1.1) and a misbehaving peer written here: a server that answers a stream's headers and one
-chunk, then only SSE keep-alive comments. Each test runs on ``OpenAI`` and ``AsyncOpenAI``.
+HTTP/1.1) and misbehaving peers: one written here, that answers a stream's headers and one
+chunk, then only SSE keep-alive comments; a hostile HTTP/2 peer silent after its headers. Each test runs on ``OpenAI`` and ``AsyncOpenAI``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from llmclient.pipeline.watchdog import (
     stalled,
 )
 from tests._both import Drive
+
+from .hostile_h2 import END_HEADERS, HEADERS, HostileH2Server, Peer, frame
 
 MSG = [{"role": "user", "content": "Tell a long story."}]
 IDLE = 2.0  # the tests' idle limit: long beside loopback chunks, short beside a test's budget
@@ -232,3 +234,28 @@ def test_keepalive_comments_are_not_progress(drive: Drive, keepalive_peer: KeepA
     assert "after 1 event;" in err.message
     assert "keep-alive" in err.message
     assert err.partial.text == "Once"
+
+
+# -- a hostile HTTP/2 peer that stalls right after the response headers -----------------------------
+def _headers_then_silence(peer: Peer) -> None:
+    """HEADERS (200, text/event-stream) for each request, then nothing: no DATA, no end."""
+    peer.settings()
+    while (sid := peer.read_request()) is not None:
+        block = bytes(peer.encoder.encode([(":status", "200"), ("content-type", "text/event-stream")]))
+        peer.send(frame(HEADERS, END_HEADERS, sid, block))
+
+
+@pytest.mark.parametrize("max_retries", [0, 1])
+def test_a_peer_silent_after_its_headers_is_a_stall_at_the_idle_limit(drive: Drive, max_retries: int) -> None:
+    with HostileH2Server(_headers_then_silence, _headers_then_silence) as peer:
+        client = drive.client(base_url=peer.base_url, api_key="k", max_retries=max_retries,
+                              stream_idle_timeout=1.0, timeout=30)
+        stream = drive(client.chat.completions.create(model="m", messages=MSG, stream=True))
+        with pytest.raises(llmclient.APITimeoutError) as caught:
+            _read(drive, stream)
+    err = caught.value
+    assert "after 0 events; nothing arrived" in err.message  # not the 30 s read timeout
+    assert err.partial.events == 0
+    # Nothing was shown: the stream is sent again within max_retries, then the stall is raised.
+    assert stream.timings.resumes == max_retries
+    assert peer.requests == 1 + max_retries

@@ -34,6 +34,7 @@ LISTENERS: dict[str, tuple[str, str]] = {
     "idle_timeout": ("http2", "keepalive_timeout 1s;"),
     "small_body": ("http2", "client_max_body_size 16k;"),
     "dead_upstream": ("http2", ""),
+    "short_read": ("http2", "proxy_read_timeout 1s;"),  # shorter than a silent upstream
 }
 
 _CONF = """\

@@ -25,11 +25,14 @@ def test_parse_every_item():
                           straggler=4.0, prob=0.5)
     assert parse_fault("oom; reset ;malformed_sse") == FaultSpec(oom=True, reset=True, malformed_sse=True)
     assert parse_fault("stall_after=4") == FaultSpec(stall_after=4)
+    assert parse_fault("reset_after=7;once=ab-1") == FaultSpec(reset_after=7, once="ab-1")
+    assert parse_fault("stall_after=2;resume_ms=300") == FaultSpec(stall_after=2, resume_ms=300)
 
 
 @pytest.mark.parametrize("spec,needle", [
     ("status=418", "418"), ("stall_ms=abc", "stall_ms"), ("prob=1.5", "prob"), ("bogus", "bogus"),
     ("straggler=0.5", "straggler"), ("", "empty"), ("slow_ms=-1", "slow_ms"),
+    ("once=", "once"), ("reset_after=x", "reset_after"),
 ])
 def test_parse_errors_name_the_item(spec, needle):
     with pytest.raises(FaultSpecError, match=needle):
@@ -67,6 +70,14 @@ def test_times_limits_how_often_a_run_wide_fault_fires():
     assert all(f is None for f in decided[60:])
     with pytest.raises(FaultSpecError, match="times"):
         inj.decide("stall_ms=5;times=1")
+
+
+def test_a_once_fault_fires_for_the_first_request_carrying_its_token_only():
+    inj = FaultInjector(seed=0)
+    assert inj.decide("reset_after=3;once=a") == FaultSpec(reset_after=3, once="a")
+    assert inj.decide("reset_after=3;once=a") is None       # the retry (or resume) runs clean
+    assert inj.decide("reset_after=5;once=b") == FaultSpec(reset_after=5, once="b")
+    assert inj.decide("stall_after=2") == FaultSpec(stall_after=2)  # without once: every time
 
 
 def _post(server, fault: str, body=BODY, **kw) -> httpx.Response:
@@ -133,6 +144,16 @@ def test_stall_after_goes_silent_mid_stream_until_the_client_leaves(ref_server, 
     assert b"[DONE]" not in raw
 
 
+def test_stall_after_with_resume_ms_pauses_then_goes_on_to_the_end(ref_server):
+    with httpx.Client() as c, c.stream("POST", ref_server.base_url + "/chat/completions", json=STREAM,
+                                       headers={"x-fault": "stall_after=2;resume_ms=300"}) as r:
+        raw = r.read()
+    assert b"[DONE]" in raw
+    finishes = [orjson.loads(e[6:])["choices"][0]["finish_reason"] for e in _events(raw)
+                if e != b"data: [DONE]" and orjson.loads(e[6:])["choices"]]
+    assert finishes[-1] is not None
+
+
 def test_cut_after_truncates_non_stream_body(ref_server):
     r = _post(ref_server, "cut_after=10")
     assert len(r.content) == 10
@@ -169,6 +190,20 @@ def test_reset_aborts_the_response(ref_server, http2):
         with pytest.raises(httpx.RemoteProtocolError):
             c.post(ref_server.base_url + "/chat/completions", json=STREAM, headers={"x-fault": "reset"})
         assert c.post(ref_server.base_url + "/chat/completions", json=BODY).status_code == 200
+
+
+@pytest.mark.parametrize("http2", [False, True])
+def test_reset_after_aborts_mid_stream_after_n_chunks(ref_server, http2):
+    raw = b""
+    with httpx.Client(http1=not http2, http2=http2) as c:
+        with pytest.raises(httpx.RemoteProtocolError), c.stream(
+                "POST", ref_server.base_url + "/chat/completions", json={**STREAM, "max_tokens": 30},
+                headers={"x-fault": "reset_after=3"}) as r:
+            for chunk in r.iter_bytes():
+                raw += chunk
+        assert c.post(ref_server.base_url + "/chat/completions", json=BODY).status_code == 200
+    assert len(_events(raw)) == 3
+    assert b"[DONE]" not in raw
 
 
 def test_prob_zero_never_fires(ref_server):

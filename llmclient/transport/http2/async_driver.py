@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import httpx
 
 from ..connect import open_async, request_timeout
+from . import liveness
 from .common import (
     ConnectionFacts,
     HTTP2ProtocolError,
@@ -245,15 +246,56 @@ class AsyncConnection(ConnectionFacts):
         if self.state.error is not None:
             raise_public(self.state.error)
 
-    async def _wait(self, stream: Stream, timeout: float | None) -> None:
+    async def _wait(self, stream: Stream, timeout: float | None, stale: bool = True) -> None:
         fut = self._waiters[stream.id] = self._loop.create_future()
         try:
-            await self._until(fut, timeout, httpx.ReadTimeout)
+            await self._until(fut, timeout, httpx.ReadTimeout, stale)
         finally:
             if self._waiters.get(stream.id) is fut:
                 del self._waiters[stream.id]
 
-    async def _until(self, fut: Any, timeout: float | None, exc: type[httpx.TimeoutException]) -> None:
+    async def _wait_live(self, stream: Stream, timeout: float | None) -> None:
+        """:meth:`_wait` for a stream's data, PINGing its connection while the stream is
+        silent (``liveness``): a connection that stops answering fails its streams at once."""
+        now = time.monotonic()
+        deadline = None if timeout is None else now + timeout
+        pinged_at: float | None = None
+        since, acked = now, 0
+        while True:
+            wait = liveness.wait_slice(now, since, deadline, pinged_at, liveness.SILENT_PING_S,
+                                       liveness.PING_ANSWER_S)
+            try:
+                await self._wait(stream, wait, stale=False)
+                return
+            except httpx.ReadTimeout:
+                now = time.monotonic()
+            verdict = liveness.after_silence(now, deadline, pinged_at, self.state.pings_acked > acked,
+                                              liveness.PING_ANSWER_S)
+            if verdict == "timeout":
+                self.state.stale = True  # see SyncConnection._read_once
+                raise httpx.ReadTimeout("read timed out")
+            if verdict == "ping":
+                pinged_at, acked = now, self.state.pings_acked
+                self.state.ping()
+                self._flush()
+            elif verdict == "rest":  # answered: the next PING a silent stretch after this one
+                since, pinged_at = pinged_at or now, None
+            elif verdict == "dead":
+                self._dead()
+                if stream.error is not None:
+                    raise_public(stream.error)
+                return
+
+    def _dead(self) -> None:
+        """The peer stopped answering PINGs: the connection and its streams fail now."""
+        for event in self.state.connection_lost(_dead_message()):
+            self._wake(event.stream_id)
+        self._wake_all()
+        if self.transport is not None:
+            self.transport.abort()
+
+    async def _until(self, fut: Any, timeout: float | None, exc: type[httpx.TimeoutException],
+                     stale: bool = True) -> None:
         if timeout is None:
             await fut
             return
@@ -261,7 +303,8 @@ class AsyncConnection(ConnectionFacts):
         try:
             await fut
         except httpx.ReadTimeout:
-            self.state.stale = True  # see SyncConnection._read_once
+            if stale:
+                self.state.stale = True  # see SyncConnection._read_once
             raise
         finally:
             handle.cancel()
@@ -296,7 +339,7 @@ class AsyncConnection(ConnectionFacts):
                 return []
             if stream.error is not None:
                 raise_public(stream.error)
-            await self._wait(stream, timeout)
+            await self._wait_live(stream, timeout)
 
     def cancel(self, stream: Stream) -> None:
         if stream.ended and stream.id not in self.state.streams:
@@ -343,3 +386,7 @@ class _AsyncBody(httpx.AsyncByteStream):
         if not self._done:
             self._done = True
             self._conn.cancel(self._stream)
+
+
+def _dead_message() -> str:
+    return liveness.dead_message(liveness.SILENT_PING_S, liveness.PING_ANSWER_S)

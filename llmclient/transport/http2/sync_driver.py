@@ -21,6 +21,7 @@ import httpx
 from ..._logging import logger
 from ..connect import kernel_timeouts, open_sync_shared, request_timeout, set_timeout
 from ..tls import MemoryTLS
+from . import liveness
 from .common import (
     ConnectionFacts,
     HTTP2ProtocolError,
@@ -250,7 +251,8 @@ class SyncConnection(ConnectionFacts):
         while not self._read_once(stream, ready, timeout):
             pass
 
-    def _read_once(self, stream: Stream, ready: Callable[[Stream], bool], timeout: float | None) -> bool:
+    def _read_once(self, stream: Stream, ready: Callable[[Stream], bool], timeout: float | None,
+                   stale: bool = True) -> bool:
         """One step of :meth:`_wait`: True once ready. The lock is taken bare (``with
         self._lock``) on this path, the condition only to wait and to wake waiters: it runs
         once per packet of every stream."""
@@ -266,7 +268,8 @@ class SyncConnection(ConnectionFacts):
                 self._waiting += 1
                 try:
                     if not self._cond.wait(timeout):
-                        self.state.stale = True
+                        if stale:
+                            self.state.stale = True
                         raise httpx.ReadTimeout("read timed out")
                 finally:
                     self._waiting -= 1
@@ -297,7 +300,8 @@ class SyncConnection(ConnectionFacts):
             if error is not None:
                 # A connection that kept us waiting a whole read timeout takes no new streams
                 # (the next call would likely wait too); its other streams go on.
-                self.state.stale = True
+                if stale:
+                    self.state.stale = True
             elif data:
                 self.state.receive(data)
             else:
@@ -327,7 +331,45 @@ class SyncConnection(ConnectionFacts):
                 if out:
                     self._flush(timeout)
                 return chunks
-            self._read_once(stream, _has_data_or_end, timeout)
+            self._read_live(stream, timeout)
+
+    def _read_live(self, stream: Stream, timeout: float | None) -> None:
+        """:meth:`_read_once` until the stream has data or ends (within ``timeout``, as the async
+        driver waits for a stream's news), PINGing the connection while the stream is silent
+        (``liveness``): a connection that stops answering fails its streams at once."""
+        now = time.monotonic()
+        deadline = None if timeout is None else now + timeout
+        pinged_at: float | None = None
+        since, acked = now, 0
+        while True:
+            wait = liveness.wait_slice(now, since, deadline, pinged_at, liveness.SILENT_PING_S,
+                                       liveness.PING_ANSWER_S)
+            try:
+                if self._read_once(stream, _has_data_or_end, wait, stale=False):
+                    return
+                now = time.monotonic()
+                continue  # bytes for another stream, a PING's answer: this one waits on
+            except httpx.ReadTimeout:
+                now = time.monotonic()
+            with self._lock:
+                verdict = liveness.after_silence(now, deadline, pinged_at, self.state.pings_acked > acked,
+                                              liveness.PING_ANSWER_S)
+                if verdict == "timeout":
+                    self.state.stale = True  # see _read_once
+                elif verdict == "ping":
+                    pinged_at, acked = now, self.state.pings_acked
+                    self.state.ping()
+                elif verdict == "rest":  # answered: the next PING a silent stretch after this one
+                    since, pinged_at = pinged_at or now, None
+            if verdict == "timeout":
+                raise httpx.ReadTimeout("read timed out")
+            if verdict == "ping":
+                self._flush(liveness.PING_ANSWER_S)
+            elif verdict == "dead":
+                with self._cond:
+                    self.state.connection_lost(_dead_message())
+                    self._cond.notify_all()
+                return
 
     def _cancel_elsewhere(self, stream: Stream, exc: Exception) -> None:
         """From another thread: fail ``stream`` with ``exc`` and reset it. The thread waiting on
@@ -387,3 +429,7 @@ class _SyncBody(httpx.SyncByteStream):
         if not self._done:
             self._done = True
             self._conn.cancel(self._stream)
+
+
+def _dead_message() -> str:
+    return liveness.dead_message(liveness.SILENT_PING_S, liveness.PING_ANSWER_S)

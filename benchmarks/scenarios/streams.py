@@ -1,0 +1,374 @@
+"""Streams that are cut or stall: how many answers come out whole, and at what cost.
+
+A fraction of the streams is reset at a random point of the answer (5% and 20%), and 2% stall
+(the server goes silent mid-answer, the connection held open), over the run's network, for
+background Responses streams (``background=True``: the server keeps the run's events) and for
+Chat Completions streams. Beside them, the same requests unfaulted (the baseline that "time to a
+complete answer p99 at most 1.3x the unfaulted run" is measured against).
+
+Per client, each wrapped in the same app-level loop an app writes today (read the stream; on an
+error or an answer without its end, start again from scratch, at most :data:`APP_ATTEMPTS` times):
+
+- ``openai``: the official client (its retries cover the request, not a stream cut mid-answer),
+  read timeout :data:`OFFICIAL_READ_S` s;
+- ``llmclient``: llmclient with its stream watchdog at :data:`IDLE_S` s; a cut background stream
+  resumes from its last event, a chat stream cut before content is sent again, one cut after
+  content raises (and the app loop starts again);
+- ``llmclient+continue`` (chat only): as ``llmclient``, with ``stream_resume="continue"``: a chat
+  stream cut after content is continued from its partial answer.
+
+The time limits are scaled down so that the scenario runs in seconds: both defaults are far longer
+(the official read timeout is 600 s, llmclient's idle limit 60 s) and their ratio is 10, not the
+5 used here, which favours the official client.
+
+Which streams fail, and where, is drawn up front (seeded): each faulted request carries an
+``x-fault`` header with a ``once`` token, so the fault fires on the first attempt only; a retry,
+re-send, resume or continuation runs clean (as after a real network blip). Recorded per request:
+attempts, tokens shown in an attempt that was thrown away (``tokens_twice``: generated again by
+the next attempt; for an abandoned background run the server goes on generating the rest, so this
+is a lower bound there), the longest stretch without a new token after the first
+(``frozen_ms``), llmclient's own resumes.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..harness._scenario import (
+    ChatRequest,
+    Context,
+    NotAvailable,
+    RequestRecord,
+    Row,
+    ScenarioResult,
+)
+from ..harness.serverproc import ServerError
+
+ORDER = 85
+
+# The scenario's time limits (scaled down from the defaults, see the module docstring).
+IDLE_S = 1.0           # llmclient's stream_idle_timeout
+OFFICIAL_READ_S = 5.0  # the official client's read timeout
+APP_ATTEMPTS = 3       # the app-level loop: attempts per answer
+MAX_TOKENS = 32
+QUICK_MAX_TOKENS = 24
+STALL_RATE = 0.02
+# Mixes: (name, share of streams reset mid-answer). Stalls come on top in the faulted ones.
+MIXES = (("clean", 0.0), ("cut5", 0.05), ("cut20", 0.20))
+APIS = ("responses", "chat")
+# Events before the first text: chat sends its role chunk; a Responses stream four events
+# (created, in_progress, output_item.added, content_part.added).
+_LEAD = {"chat": 1, "responses": 4}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which of ``n`` requests fail and how: index -> x-fault header (``{once}`` is filled in
+    per attempt-series by the driver, so each variant's copy faults once)."""
+
+    faults: Mapping[int, str]
+
+    def kind(self, i: int) -> str | None:
+        spec = self.faults.get(i)
+        return None if spec is None else spec.split("=", 1)[0]
+
+
+def plan_faults(n: int, cut_rate: float, stall_rate: float, api: str, rng: random.Random,
+                max_tokens: int = MAX_TOKENS) -> Plan:
+    """Pure: ``round(cut_rate * n)`` resets and ``round(stall_rate * n)`` stalls (at least one of
+    each when the rate is above zero, so a quick pass measures both), at points drawn uniformly
+    over the stream's events (role chunk or opening events included: a cut before content is a
+    case too)."""
+    cuts = max(1, round(cut_rate * n)) if cut_rate > 0 else 0
+    stalls = max(1, round(stall_rate * n)) if cut_rate > 0 and stall_rate > 0 else 0
+    if cuts + stalls > n:
+        raise ValueError(f"{cuts} cuts and {stalls} stalls do not fit in {n} requests")
+    chosen = rng.sample(range(n), cuts + stalls)
+    last = max_tokens + _LEAD[api]
+    faults = {}
+    for j, i in enumerate(chosen):
+        item = "reset_after" if j < cuts else "stall_after"
+        faults[i] = f"{item}={rng.randint(1, last)};once={{once}}"
+    return Plan(faults)
+
+
+# ---- one answer, through an app-level retry loop ---------------------------------------------
+class _Answer:
+    """What one answer cost across its attempts (the app loop's bookkeeping)."""
+
+    def __init__(self, ctx: Context, variant: str) -> None:
+        self.ctx = ctx
+        self.variant = variant
+        self.t0 = time.perf_counter()
+        self.first: float | None = None
+        self.last: float | None = None
+        self.frozen = 0.0
+        self.tokens = 0        # shown in the current attempt
+        self.twice = 0         # shown in attempts thrown away
+        self.attempts = 0
+        self.resumes = 0
+
+    def token(self) -> None:
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = now
+        if self.last is not None:
+            self.frozen = max(self.frozen, now - self.last)
+        self.last = now
+        self.tokens += 1
+
+    def retry(self) -> None:
+        self.twice += self.tokens
+        self.tokens = 0
+
+    def record(self, fault: str | None, error: str | None) -> RequestRecord:
+        now = time.perf_counter()
+        return RequestRecord(
+            variant=self.variant, trace_id=secrets.token_hex(16), start_s=self.t0 - self.ctx.epoch,
+            latency_ms=(now - self.t0) * 1000.0, status=200 if error is None else None,
+            error_kind=error, output_tokens=self.tokens or None,
+            ttft_ms=None if self.first is None else (self.first - self.t0) * 1000.0,
+            extra={"fault": fault, "attempts": self.attempts, "tokens_twice": self.twice,
+                   "frozen_ms": self.frozen * 1000.0, "resumes": self.resumes})
+
+
+def _text_and_end(api: str, item: Any) -> tuple[str | None, bool]:
+    if api == "responses":
+        kind = getattr(item, "type", None)
+        # response.incomplete is a whole answer too: the one that reached max_output_tokens.
+        return (item.delta if kind == "response.output_text.delta" else None,
+                kind in ("response.completed", "response.incomplete"))
+    if not item.choices:
+        return None, False
+    choice = item.choices[0]
+    return choice.delta.content, choice.finish_reason is not None
+
+
+OpenStream = Callable[[ChatRequest, dict[str, str]], Any]
+
+
+def _app_driver(ctx: Context, api: str, variant: str, open_stream: OpenStream) -> Any:
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        answer = _Answer(ctx, variant)
+        spec = request.headers.get("x-fault")
+        fault = None if spec is None else spec.split("=", 1)[0]
+        headers = {} if spec is None else {"x-fault": spec.format(once=secrets.token_hex(8))}
+        error = "truncated"
+        while answer.attempts < APP_ATTEMPTS:
+            answer.attempts += 1
+            complete = False
+            try:
+                stream = await open_stream(request, headers)
+                async for item in stream:
+                    text, end = _text_and_end(api, item)
+                    if text:
+                        answer.token()
+                    complete = complete or end
+                answer.resumes += int(getattr(getattr(stream, "timings", None), "resumes", 0) or 0)
+            except Exception as exc:
+                timings = getattr(exc, "timings", None)
+                answer.resumes += int(getattr(timings, "resumes", 0) or 0)
+                error = _kind(exc)
+                complete = False
+            if complete:
+                return answer.record(fault, None)
+            answer.retry()
+        return answer.record(fault, error)
+
+    return send
+
+
+def _kind(exc: BaseException) -> str:
+    from ..harness.drivers import classify_error
+
+    return classify_error(exc)
+
+
+def _prompt(request: ChatRequest) -> str:
+    return str(request.messages[0]["content"])
+
+
+def _opener(client: Any, api: str, model: str, **options: Any) -> OpenStream:
+    async def open_stream(request: ChatRequest, headers: dict[str, str]) -> Any:
+        if api == "responses":
+            return await client.responses.create(
+                model=model, input=_prompt(request), max_output_tokens=request.max_tokens,
+                background=True, stream=True, temperature=0, extra_headers=headers, **options)
+        return await client.chat.completions.create(
+            model=model, messages=request.messages, max_tokens=request.max_tokens, stream=True,
+            temperature=0, extra_headers=headers, **options)
+
+    return open_stream
+
+
+def _official(ctx: Context, api: str, variant: str) -> Any:
+    import openai
+
+    client = openai.AsyncOpenAI(
+        base_url=ctx.base_url, api_key=ctx.api_key,
+        timeout=OFFICIAL_READ_S,  # read (and connect) timeout
+        http_client=openai.DefaultAsyncHttpxClient(verify=ctx.verify) if ctx.verify is not True else None)
+    ctx.closers.append(client.close)
+    return _app_driver(ctx, api, variant, _opener(client, api, ctx.model))
+
+
+def _llmclient(ctx: Context, api: str, variant: str, **options: Any) -> Any:
+    import llmclient
+
+    kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key,
+                              "stream_idle_timeout": IDLE_S}
+    if ctx.verify is not True:
+        kwargs["verify"] = ctx.verify
+    client = llmclient.AsyncOpenAI(**kwargs)
+    ctx.closers.append(client.close)
+    return _app_driver(ctx, api, variant, _opener(client, api, ctx.model, **options))
+
+
+def _variants(ctx: Context, api: str, mix: str) -> dict[str, Any]:
+    out = {f"openai/{api}/{mix}": _official(ctx, api, f"openai/{api}/{mix}"),
+           f"llmclient/{api}/{mix}": _llmclient(ctx, api, f"llmclient/{api}/{mix}")}
+    if api == "chat" and _continues():
+        name = f"llmclient+continue/{api}/{mix}"
+        out[name] = _llmclient(ctx, api, name, stream_resume="continue")
+    return out
+
+
+def _continues() -> bool:
+    """Whether this llmclient offers chat continuation (``stream_resume="continue"``)."""
+    try:
+        from llmclient.pipeline import resume
+    except ImportError:
+        return False
+    return hasattr(resume, "continuation_body")
+
+
+# ---- the scenario ------------------------------------------------------------------------------
+class Streams:
+    name = "streams"
+    description = ("5%/20% of streams reset mid-answer and 2% stalled (background Responses and "
+                   "chat): complete answers, time to a complete answer, tokens generated twice; "
+                   "official client + app retry loop vs llmclient")
+    requires = ("llmclient", "openai", "faults", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 85)
+        n = 8 if ctx.quick else 200  # 200 a side: what a p99 needs (harness.stats.min_samples)
+        # The unfaulted baseline serves the p99 comparison, which only a full run can estimate.
+        mixes = MIXES[1:] if ctx.quick else MIXES
+        max_tokens = QUICK_MAX_TOKENS if ctx.quick else MAX_TOKENS
+        server = _spawn(ctx)
+        records: dict[str, list[RequestRecord]] = {}
+        try:
+            with ctx.routed(server) as url:
+                sub = ctx.derive(base_url=url, direct_url=server.base_url,
+                                 verify=server.ca_path or ctx.verify,
+                                 model=server.model(ctx.api_key) or ctx.model)
+                for api in APIS:
+                    for mix, rate in mixes:
+                        plan = plan_faults(n, rate, STALL_RATE, api, rng, max_tokens)
+                        requests = _requests(sub, n, plan, rng, max_tokens)
+                        ctx.progress(f"  streams/{api}/{mix}: {n} streams per client, "
+                                     f"{len(plan.faults)} faulted")
+                        records.update(sub.interleave(_variants(sub, api, mix), requests, warmup=1))
+        finally:
+            server.stop()
+        summary = summarise(records)
+        return ScenarioResult.of(self, records, rows=_rows(records),
+                                 notes=_notes(n, max_tokens, summary),
+                                 series={"summary": summary, "idle_s": IDLE_S,
+                                         "official_read_s": OFFICIAL_READ_S})
+
+
+def _spawn(ctx: Context) -> Any:
+    assert ctx.spawn_server is not None
+    profile = ctx.server.profile if ctx.server else "zero"
+    try:
+        server = ctx.spawn_server(profile=profile, extra_args=("--allow-fault-headers",))
+        server.wait_healthy()
+    except (ServerError, OSError) as exc:
+        raise NotAvailable(f"could not start a reference server with fault headers: {exc}") from exc
+    return server
+
+
+def _requests(ctx: Context, n: int, plan: Plan, rng: random.Random,
+              max_tokens: int) -> list[ChatRequest]:
+    from ..harness.load import readable_text
+
+    out = []
+    for i in range(n):
+        spec = plan.faults.get(i)
+        out.append(ChatRequest(messages=[{"role": "user", "content": readable_text(40, rng)}],
+                               max_tokens=max_tokens, stream=True,
+                               headers={} if spec is None else {"x-fault": spec}))
+    return out
+
+
+def summarise(records: Mapping[str, Sequence[RequestRecord]]) -> dict[str, dict[str, Any]]:
+    """Pure: per variant, complete answers, tokens generated twice, resumes, and how long the
+    stalled streams froze (the longest stretch without a token)."""
+    from ..harness.stats import percentile
+
+    out = {}
+    for variant, recs in records.items():
+        stalled = [r.extra.get("frozen_ms", 0.0) for r in recs if r.extra.get("fault") == "stall_after"]
+        done = [r.latency_ms for r in recs if r.ok]
+        faulted = [r.latency_ms for r in recs if r.ok and r.extra.get("fault")]
+        out[variant] = {
+            "n": len(recs), "complete": sum(r.ok for r in recs),
+            "p50_ms": round(percentile(done, 50)) if done else None,
+            "max_ms": round(max(done)) if done else None,
+            "faulted_p50_ms": round(percentile(faulted, 50)) if faulted else None,
+            "tokens_twice": sum(int(r.extra.get("tokens_twice", 0)) for r in recs),
+            "app_retries": sum(max(0, int(r.extra.get("attempts", 1)) - 1) for r in recs),
+            "resumes": sum(int(r.extra.get("resumes", 0)) for r in recs),
+            "stall_frozen_ms": sorted(round(v) for v in stalled),
+        }
+    return out
+
+
+def _rows(records: Mapping[str, Sequence[RequestRecord]]) -> list[Row]:
+    rows = []
+    for api in APIS:
+        short = "bg" if api == "responses" else "chat"
+        for mix, _rate in MIXES[1:]:
+            pct = mix.removeprefix("cut")
+            for candidate in ("llmclient", "llmclient+continue"):
+                if f"{candidate}/{api}/{mix}" not in records:
+                    continue
+                for stat in ("p50", "p95", "p99"):
+                    technique = None
+                    if stat == "p99" and mix == "cut20" and candidate == "llmclient" and api == "responses":
+                        technique = "resumed background streams"
+                    elif stat == "p99" and mix == "cut20" and candidate == "llmclient+continue":
+                        technique = "chat continuation"
+                    rows.append(Row(f"streams {short} {pct}%: openai+retry -> {candidate}",
+                                    f"openai/{api}/{mix}", f"{candidate}/{api}/{mix}", statistic=stat,
+                                    technique=technique,
+                                    effort="option" if candidate == "llmclient+continue" else "default"))
+                if f"{candidate}/{api}/clean" in records:
+                    rows.append(Row(f"streams {short} {candidate}: unfaulted -> {pct}%",
+                                    f"{candidate}/{api}/clean", f"{candidate}/{api}/{mix}",
+                                    statistic="p99"))
+    return rows
+
+
+def _notes(n: int, max_tokens: int, summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    notes = [f"{n} streams per client and mix (interleaved), {max_tokens} tokens each, temperature 0; idle limit "
+             f"{IDLE_S:g} s (llmclient) vs read timeout {OFFICIAL_READ_S:g} s (official), both scaled "
+             "down from their defaults (60 s, 600 s); app loop: at most "
+             f"{APP_ATTEMPTS} attempts, from scratch"]
+    for variant, s in summary.items():
+        frozen = ", ".join(f"{v / 1000:.1f}s" for v in s["stall_frozen_ms"]) or "-"
+        notes.append(f"{variant}: {s['complete']}/{s['n']} complete (time to it: p50 {s['p50_ms']} ms, "
+                     f"max {s['max_ms']} ms; faulted streams p50 {s['faulted_p50_ms']} ms), "
+                     f"{s['tokens_twice']} tokens generated twice, {s['app_retries']} app retries, "
+                     f"{s['resumes']} llmclient resumes; stalled streams froze {frozen}")
+    return notes
+
+
+SCENARIOS = (Streams(),)
