@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 import llmclient
 from llmclient.features.admit.concurrency import (
+    MIN_BASELINE_MS,
+    MIN_ROUND,
     AdaptiveConfig,
     AdaptiveLimit,
     adaptive_config,
@@ -24,23 +26,53 @@ from tests.conftest import RefServer, start_ref_server, stop_ref_server
 CONFIG = AdaptiveConfig(initial=4, minimum=1, maximum=32)
 
 
+def _after_a_cut(value: float) -> AdaptiveLimit:
+    """A limit past slow start (one cut behind it), at the baseline of 10 ms."""
+    return AdaptiveLimit(value, baseline_ms=10.0, cuts=1)
+
+
 def test_latency_at_the_baseline_grows_the_limit_by_one_per_round_while_it_is_used() -> None:
-    lim = AdaptiveLimit(4.0)
+    lim = _after_a_cut(4.0)
     for _ in range(5):  # 1/limit a call: about one a round of 4 to 5 calls
         lim = observe(CONFIG, lim, 10.0, in_flight=4)
-    assert lim.allowed == 5 and lim.cuts == 0
+    assert lim.allowed == 5 and lim.cuts == 1
     idle = observe(CONFIG, lim, 10.0, in_flight=1)
     assert idle.value == lim.value  # an unused limit is not evidence that a bigger one is safe
 
 
-def test_queueing_past_the_tolerance_cuts_once_per_round() -> None:
-    lim = AdaptiveLimit(8.0)
-    for _ in range(8):
-        lim = observe(CONFIG, lim, 10.0, in_flight=2)
-    lim = observe(CONFIG, lim, 50.0, in_flight=8)
-    assert lim.allowed == 6 and lim.cuts == 1 and "cut" in lim.reason
-    lim = observe(CONFIG, lim, 50.0, in_flight=8)  # the same congestion event: no second cut
+def test_before_the_first_cut_the_limit_doubles_per_round() -> None:
+    lim = AdaptiveLimit(4.0)
+    for _ in range(4):  # one round of 4 calls, each at the baseline with the limit in use
+        lim = observe(CONFIG, lim, 10.0, in_flight=lim.allowed)
+    assert lim.allowed == 8 and "slow start" in lim.reason
+
+
+def test_a_queue_standing_through_a_round_cuts_once() -> None:
+    lim = _after_a_cut(8.0)
+    for _ in range(7):
+        lim = observe(CONFIG, lim, 500.0, in_flight=8)
+    assert lim.cuts == 1  # the round (8 samples) is not over yet
+    lim = observe(CONFIG, lim, 500.0, in_flight=8)
+    assert lim.allowed == 6 and lim.cuts == 2 and "cut" in lim.reason
+    # the 7 calls in flight at the cut queued under the old limit: their answers do not count
+    for _ in range(7):
+        lim = observe(CONFIG, lim, 500.0, in_flight=8)
+    assert lim.cuts == 2
+    for _ in range(max(lim.allowed, MIN_ROUND)):  # a whole new round, still queueing: cut again
+        lim = observe(CONFIG, lim, 500.0, in_flight=6)
+    assert lim.cuts == 3
+
+
+def test_step_jitter_is_not_congestion() -> None:
+    # An idle batching server still makes an arriving call wait up to one step: single slow
+    # samples, and samples within MIN_BASELINE_MS x tolerance, never cut.
+    lim = _after_a_cut(8.0)
+    for i in range(10 * MIN_ROUND):
+        lim = observe(CONFIG, lim, 500.0 if i % MIN_ROUND else 10.0, in_flight=8)
     assert lim.cuts == 1
+    for _ in range(10 * MIN_ROUND):
+        lim = observe(CONFIG, lim, CONFIG.tolerance * MIN_BASELINE_MS, in_flight=8)
+    assert lim.cuts == 1 and lim.allowed > 8
 
 
 def test_the_setting_is_checked_at_once() -> None:

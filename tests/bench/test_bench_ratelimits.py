@@ -34,3 +34,13 @@ def test_the_scenarios_are_discovered() -> None:
     scenarios, errors = discover()
     assert not errors
     assert {"ratelimits", "embedbatch"} <= {s.name for s in scenarios}
+
+
+def test_the_p99_over_all_calls_counts_a_failure_as_the_deadline() -> None:
+    from benchmarks.scenarios.ratelimits import DEADLINE_MS, all_calls_ms
+
+    calls = [_call(0.0, 0.1, 10), _call(0.0, 0.2, 10, error="RateLimitError"), _call(0.0, 9.0, 10, error="x")]
+    assert all_calls_ms(calls) == pytest.approx([100.0, DEADLINE_MS, 9000.0])
+    s = _summarise([calls], t_from=0.0, t_to=10.0, limit_per_s=100.0)
+    assert s["p99_ms"] == pytest.approx(100.0)  # the answered call only
+    assert s["p99_all_ms"] == pytest.approx(9000.0)

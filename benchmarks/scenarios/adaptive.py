@@ -1,0 +1,248 @@
+"""Adaptive concurrency on a self-hosted server: a batch job beside interactive streams.
+
+The server is the reference server with the ``a100-175b`` profile and no rate limits (so no
+rate-limit headers): 16 sequences decode at a time, and past that knee it accepts every call
+and queues it. A batch job (``BATCH_WORKERS`` closed-loop, non-streamed, low-priority calls; its
+own llmclient client) runs beside interactive streamed calls (open loop, Poisson arrivals; a
+client of their own, as a second application would have). Variants, in that order:
+
+* ``idle``: the interactive calls alone (the reference for their time to first token);
+* ``unlimited``: the batch job sends all its calls at once;
+* ``fixed-N``: the batch client capped at N calls in flight (a small sweep);
+* ``adaptive``: the batch client with ``concurrency="adaptive"`` (AIMD on Server-Timing queue).
+
+Reported: the interactive calls' TTFT p99 against ``idle`` (goal <= 1.5x) and the batch job's
+throughput (completion tokens per second, medians over 1 s bins) against the best fixed cap
+(goal >= 90%), each with a bootstrap interval; the adaptive limit's end state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness.serverproc import ServerError
+from ..harness.stats import bootstrap_ratio, percentile
+
+ORDER = 61
+PROFILE = "a100-175b"  # max_batch 16: the knee
+BATCH_WORKERS = 48
+BATCH_MAX_TOKENS = 48
+INTERACTIVE_MAX_TOKENS = 8
+INTERACTIVE_RATE = 4.0  # calls per second
+FIXED_QUICK = (8, 16, 24)
+FIXED_FULL = (8, 12, 16, 20, 24, 32)
+BIN_S = 1.0
+
+
+def _batch_client(llmclient: Any, url: str, key: str, variant: str, verify: Any) -> Any:
+    from llmclient.features.admit.concurrency import AdaptiveConfig
+
+    kw: dict[str, Any] = {}
+    if variant == "adaptive":
+        kw["concurrency"] = "adaptive"
+    elif variant.startswith("fixed-"):
+        n = int(variant.split("-", 1)[1])
+        kw["concurrency"] = AdaptiveConfig(initial=n, minimum=n, maximum=n)
+    return llmclient.AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=120.0, verify=verify, **kw)
+
+
+async def _interactive(client: Any, model: str, variant: str, t_end: float, rng: random.Random,
+                       epoch: float) -> list[RequestRecord]:
+    records: list[RequestRecord] = []
+    tasks = []
+
+    async def one(i: int) -> None:
+        t0 = time.perf_counter()
+        ttft = None
+        try:
+            stream = await client.chat.completions.create(
+                model=model, max_tokens=INTERACTIVE_MAX_TOKENS, stream=True,
+                messages=[{"role": "user", "content": f"interactive {variant} {i}: say something short"}])
+            async for chunk in stream:
+                if ttft is None and chunk.choices and chunk.choices[0].delta.content:
+                    ttft = (time.perf_counter() - t0) * 1000.0
+            records.append(RequestRecord(variant=variant, trace_id="", start_s=t0 - epoch,
+                                         latency_ms=(time.perf_counter() - t0) * 1000.0, status=200, ttft_ms=ttft))
+        except Exception as exc:  # counted as a failure, kept in the records
+            records.append(RequestRecord(variant=variant, trace_id="", start_s=t0 - epoch,
+                                         latency_ms=(time.perf_counter() - t0) * 1000.0,
+                                         status=getattr(exc, "status_code", None), error_kind=type(exc).__name__))
+
+    i = 0
+    next_at = time.perf_counter()
+    while True:
+        next_at += rng.expovariate(INTERACTIVE_RATE)
+        if next_at >= t_end:
+            break
+        await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        tasks.append(asyncio.ensure_future(one(i)))
+        i += 1
+    await asyncio.gather(*tasks)
+    return records
+
+
+async def _batch(client: Any, model: str, t_from: float, t_end: float) -> list[tuple[float, float, int]]:
+    done: list[tuple[float, float, int]] = []  # (sent, answered, completion tokens)
+
+    async def worker(w: int) -> None:
+        n = 0
+        while time.perf_counter() < t_end:
+            t0 = time.perf_counter()
+            resp = await client.chat.completions.create(
+                model=model, max_tokens=BATCH_MAX_TOKENS, extra_headers={"x-llm-priority": "low"},
+                messages=[{"role": "user", "content": f"batch item {w}-{n}: summarise this record"}])
+            n += 1
+            done.append((t0, time.perf_counter(), resp.usage.completion_tokens if resp.usage else 0))
+
+    await asyncio.gather(*(worker(w) for w in range(BATCH_WORKERS)))
+    return done
+
+
+def _bins(done: list[tuple[float, float, int]], t_from: float, t_end: float) -> list[float]:
+    """Tokens per second in each bin of the measured span, each call's tokens spread evenly over
+    its time in flight (a 2 s call counted only where it ends makes bins lumpy)."""
+    n = max(1, int((t_end - t_from) // BIN_S))
+    bins = [0.0] * n
+    for sent, answered, tokens in done:
+        span = max(answered - sent, 1e-6)
+        for i in range(n):
+            lo, hi = t_from + i * BIN_S, t_from + (i + 1) * BIN_S
+            overlap = min(hi, answered) - max(lo, sent)
+            if overlap > 0:
+                bins[i] += tokens * overlap / span / BIN_S
+    return bins
+
+
+async def _variant(llmclient: Any, url: str, verify: Any, model: str, variant: str, warm_s: float,
+                   measure_s: float, seed: int, epoch: float) -> tuple[list[RequestRecord], list[float], dict[str, Any] | None]:
+    interactive = llmclient.AsyncOpenAI(base_url=url, api_key="adaptive-interactive", max_retries=0, timeout=120.0,
+                                         verify=verify)
+    batch = _batch_client(llmclient, url, f"adaptive-batch-{variant}", variant, verify) if variant != "idle" else None
+    try:
+        start = time.perf_counter()
+        t_from, t_end = start + warm_s, start + warm_s + measure_s
+        batch_task = asyncio.ensure_future(_batch(batch, model, t_from, t_end)) if batch is not None else None
+        await asyncio.sleep(warm_s)
+        records = await _interactive(interactive, model, variant, t_end, random.Random(seed), epoch)
+        done = await batch_task if batch_task is not None else []
+        gates = None
+        if variant == "adaptive" and batch is not None:
+            gates = next(iter(batch.concurrency_limits.values()), None)
+        return records, _bins(done, t_from, t_end), gates
+    finally:
+        await interactive.close()
+        if batch is not None:
+            await batch.close()
+
+
+def _interval(interval: tuple[float, float] | None) -> str:
+    return "n/a" if interval is None else f"[{interval[0]:.2f}-{interval[1]:.2f}]"
+
+
+class AdaptiveConcurrency:
+    name = "adaptive"
+    description = ("self-hosted server past its knee (no rate-limit headers): a batch job beside "
+                   "interactive streams, no limit vs fixed caps vs concurrency='adaptive'")
+    requires = ("llmclient", "spawn_server")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        assert ctx.spawn_server is not None
+        import llmclient
+
+        warm_s, measure_s = (2.0, 6.0) if ctx.quick else (4.0, 20.0)
+        fixed = FIXED_QUICK if ctx.quick else FIXED_FULL
+        try:
+            server = ctx.spawn_server(profile=PROFILE)
+            server.wait_healthy()
+        except (ServerError, OSError) as exc:
+            raise NotAvailable(f"could not start the reference server ({PROFILE}): {exc}") from exc
+        variants_order = ("idle", "unlimited", *(f"fixed-{n}" for n in fixed), "adaptive")
+        records: dict[str, list[RequestRecord]] = {}
+        bins: dict[str, list[float]] = {}
+        state: dict[str, Any] = {}
+        try:
+            with ctx.routed(server) as url:
+                verify: Any = server.ca_path or ctx.verify
+                model = _model(url, verify)
+                for n, variant in enumerate(variants_order):
+                    ctx.progress(f"  adaptive {variant}: {warm_s + measure_s:g} s")
+                    recs, b, gates = ctx.run(_variant(llmclient, url, verify, model, variant, warm_s, measure_s,
+                                                      ctx.seed * 100 + n, ctx.epoch))
+                    records[variant], bins[variant] = recs, b
+                    if gates is not None:
+                        state = gates
+        finally:
+            server.stop()
+        return summarise(self, records, bins, state, warm_s, measure_s)
+
+
+def _model(url: str, verify: Any) -> str:
+    import httpx
+
+    try:
+        data = httpx.get(url.rstrip("/") + "/models", verify=verify, timeout=10.0,
+                         headers={"authorization": "Bearer x"}).json().get("data") or []
+    except Exception as exc:  # the server answered nothing usable
+        raise NotAvailable(f"could not list the reference server's models: {exc}") from exc
+    if not data:
+        raise NotAvailable("the reference server lists no model")
+    return str(data[0]["id"])
+
+
+def summarise(scenario: Any, records: dict[str, list[RequestRecord]], bins: dict[str, list[float]],
+              state: dict[str, Any], warm_s: float, measure_s: float) -> ScenarioResult:
+    ttft = {v: [r.ttft_ms if r.ok else None for r in recs] for v, recs in records.items()}
+    throughput = {v: (percentile(b, 50) if b else 0.0) for v, b in bins.items() if v != "idle"}
+    fixed = {v: t for v, t in throughput.items() if v.startswith("fixed-")}
+    best = max(fixed, key=lambda v: fixed[v]) if fixed else None
+    series: dict[str, Any] = {"variants": {}, "best_fixed": best, "adaptive_state": state}
+    notes = [f"reference server, profile {PROFILE} (16 sequences at a time, then it queues), no rate-limit "
+             f"headers; batch: {BATCH_WORKERS} closed-loop calls of {BATCH_MAX_TOKENS} tokens; interactive: "
+             f"streams of {INTERACTIVE_MAX_TOKENS} tokens, Poisson {INTERACTIVE_RATE:g}/s, their own client; "
+             f"{measure_s:g} s measured per variant after {warm_s:g} s of warm-up"]
+    idle = [t for t in ttft.get("idle", []) if t is not None]
+    for v, values in ttft.items():
+        ok = [t for t in values if t is not None]
+        entry: dict[str, Any] = {"interactive_calls": len(values), "interactive_failed": len(values) - len(ok),
+                                 "ttft_p50_ms": percentile(ok, 50) if ok else None,
+                                 "ttft_p99_ms": percentile(ok, 99) if ok else None}
+        line = (f"{v}: interactive TTFT p50 {_ms(entry['ttft_p50_ms'])}, p99 {_ms(entry['ttft_p99_ms'])} "
+                f"({len(ok)} of {len(values)} answered)")
+        if v != "idle" and idle and ok:
+            ratio = percentile(ok, 99) / percentile(idle, 99)
+            interval = bootstrap_ratio(values, ttft["idle"], "p99", paired=False, seed=f"adaptive-ttft-{v}")
+            entry.update(ttft_p99_vs_idle=ratio, ttft_p99_vs_idle_interval=interval)
+            line += f", p99 {ratio:.2f}x idle {_interval(interval)}"
+        if v in throughput:
+            entry["batch_tokens_per_s"] = throughput[v]
+            line += f"; batch {throughput[v]:.0f} tokens/s (median of {BIN_S:g} s bins)"
+            if best is not None and fixed[best] > 0:
+                share = throughput[v] / fixed[best]
+                interval = bootstrap_ratio(bins[v], bins[best], "p50", paired=False, seed=f"adaptive-tput-{v}")
+                entry.update(batch_vs_best_fixed=share, batch_vs_best_fixed_interval=interval)
+                line += f", {share:.0%} of {best} {_interval(interval)}"
+        series["variants"][v] = entry
+        notes.append(line)
+    if state:
+        notes.append(f"adaptive limit at the end: {state.get('limit')} (cuts {state.get('cuts')}, "
+                     f"samples {state.get('samples')}, calls that waited {state.get('calls_waited')}; "
+                     f"{state.get('reason')})")
+    rows = [Row("adaptive concurrency (interactive TTFT p99): batch unlimited -> adaptive", "unlimited", "adaptive",
+                metric="ttft_ms", statistic="p99", technique="adaptive concurrency", effort="option"),
+            Row("adaptive concurrency (interactive TTFT p99): idle server -> adaptive", "idle", "adaptive",
+                metric="ttft_ms", statistic="p99")]
+    if best is not None:
+        rows.append(Row(f"adaptive concurrency (interactive TTFT p99): best fixed ({best}) -> adaptive", best,
+                        "adaptive", metric="ttft_ms", statistic="p99"))
+    return ScenarioResult.of(scenario, records, rows=rows, notes=notes, series={"adaptive": series})
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f} ms"
+
+
+SCENARIOS = (AdaptiveConcurrency(),)
