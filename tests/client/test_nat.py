@@ -6,7 +6,9 @@ established flow after 12 s and drops what it no longer knows (nftables, ``ct st
 the reference server pauses a stream 25 s mid-answer. llmclient's HTTP/2 connection PINGs a
 stream silent 10 s (``transport.http2.liveness``), so the flow never goes idle long enough to be
 forgotten; the official client's HTTP/1.1 connection sends nothing, loses the flow, and never
-sees the rest. Needs root, ``unshare`` and ``nft``: skipped with the reason otherwise.
+sees the rest. Needs root, ``unshare`` and ``nft``: skipped with the reason otherwise. It waits
+out the official client's read timeout (about 50 s in all), so it runs with the slow suite
+(``make test-interop``, which ``.ci/run`` runs), not in ``make test``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def _why_not() -> str | None:
     return None
 
 
+@pytest.mark.interop
 @pytest.mark.timeout(180)
 def test_a_call_silent_longer_than_the_nat_remembers_completes_with_llmclient_only() -> None:
     why = _why_not()
