@@ -20,7 +20,7 @@ system-deps:
 	@bash scripts/ensure-system-deps.sh
 
 ## The main job: the savings benchmark against the embedded reference server. `make bench` is a
-## representative pass over every scenario (small budgets, under 5 minutes on 2 cores) ending in a
+## representative pass over every scenario (small budgets, about 8 minutes on 2 cores) ending in a
 ## summary; `make bench-full` (or `make bench ARGS=--full`) is the full suite (~45 minutes).
 bench: setup
 	$(PY) -m benchmarks --quick $(ARGS)
