@@ -271,7 +271,7 @@ class Streams:
         rng = random.Random(ctx.seed + 85)
         n = 8 if ctx.quick else 200  # 200 a side: what a p99 needs (harness.stats.min_samples)
         # The unfaulted baseline serves the p99 comparison, which only a full run can estimate.
-        mixes = MIXES[1:] if ctx.quick else MIXES
+        mixes: tuple[tuple[str, float], ...] = MIXES[1:] if ctx.quick else MIXES
         apis, mixes = subset(os.environ.get("BENCH_STREAMS_APIS"), os.environ.get("BENCH_STREAMS_MIXES"),
                              mixes)
         max_tokens = QUICK_MAX_TOKENS if ctx.quick else MAX_TOKENS

@@ -131,7 +131,7 @@ class SyncEarlyResume:
             # slow to read leaves events waiting in the connection: no silence of the server)
             wait = max(stream._last_event, stream._asked) + stream._early_after() - time.monotonic()
             if wait > 0:
-                self._wake.wait(wait)
+                self._wake.wait(min(wait, 0.5))  # the app may come back for more meanwhile
                 continue
             if args is None:  # no resume allowed now: wait for the stream to move (or end)
                 self._wake.wait(stream._early_after())

@@ -16,6 +16,7 @@ so far as ``.partial`` (``api.partial``): nothing that arrived is thrown away.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections import deque
@@ -330,6 +331,7 @@ class Stream(_StreamBase[_T]):
                             items = watch.handle(self._handle, objs) if watch.won is None else None
                             if items is None:
                                 break  # the early resume won: these events are its to deliver
+                            self._asked = math.inf  # the app has them: no silence of the server
                             yield from items
                             self._asked = time.monotonic()
                     except httpx.TransportError as exc:

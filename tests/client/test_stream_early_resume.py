@@ -170,3 +170,30 @@ def test_early_resume_can_be_turned_off(drive: Drive, stall_once: RefServer) -> 
     _check_whole(drive, client, events)
     record = stream.timings
     assert (record.early_resumes, record.early_resumes_won, record.resumes) == (0, 0, 1)  # the watchdog's
+
+
+@pytest.fixture
+def clean_server() -> Iterator[RefServer]:
+    server = start_ref_server(profile="tiny-fast")  # tokens paced: the events trickle
+    try:
+        yield server
+    finally:
+        stop_ref_server(server)
+
+
+def test_an_app_slow_to_read_is_no_silence_of_the_server(drive: Drive, clean_server: RefServer) -> None:
+    # The app holds the third event for 1.5 s, three times the threshold's cap (0.5 s): the
+    # events wait in the connection, so no early resume opens.
+    client = drive.client(base_url=clean_server.base_url, api_key="k", max_retries=0,
+                          stream_idle_timeout=1.0)
+    stream = drive(client.responses.create(**ASK, background=True, stream=True))
+    events = []
+    while True:
+        try:
+            events.append(drive(stream.__anext__()) if drive.is_async else next(stream))
+        except (StopIteration, StopAsyncIteration):
+            break
+        if len(events) == 3:
+            drive.sleep(1.5)
+    _check_whole(drive, client, events)
+    assert (stream.timings.early_resumes, stream.timings.resumes) == (0, 0)
