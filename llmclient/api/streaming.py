@@ -111,7 +111,8 @@ class _StreamBase(Generic[_T]):
         """The watchdog's view of one read: events are progress; bytes without one are not."""
         now = time.monotonic()
         if objs:
-            if self._early:
+            if self._early and self._call.record.first_token_ms is not None:
+                # the rhythm of the answer's tokens: not the wait for the first (the prefill)
                 if self._had_event:
                     self._gaps.append(now - self._last_event)
                 self._had_event = True

@@ -44,7 +44,7 @@ from typing import Any, Literal
 from ..wire.codec import RESPONSES_PATH
 
 __all__ = ["CHAT_PATH", "CONTINUE_FIELDS", "EARLY_RESUME_CAP", "EARLY_RESUME_CAP_S", "EARLY_RESUME_FACTOR",
-           "EARLY_RESUME_FLOOR_S", "EARLY_RESUME_MIN_GAPS", "EARLY_RESUME_QUANTILE", "MAX_RESUMES",
+           "EARLY_RESUME_FLOOR_S", "EARLY_RESUME_MIN_GAPS", "EARLY_RESUME_QUANTILE", "EARLY_RESUME_SPARSE_FACTOR", "MAX_RESUMES",
            "RESENDABLE_PATHS", "STREAM_RESUME_MODES", "check_early_resume", "check_stream_resume",
            "continuable", "continuation_body", "early_resume_after", "next_step", "out_of_order",
            "resendable", "resumable", "resume_delay"]
@@ -151,9 +151,11 @@ def out_of_order(expected: int, got: object) -> str | None:
 # and the factor over it after which a silent background stream is resumed beside its
 # connection; the floor (below it a healthy stream's jitter alone would start GETs); the cap,
 # a share of the idle limit (the watchdog's resume comes at the limit anyway), or seconds when
-# there is no watchdog; the gaps needed before the quantile means anything (until then: the cap).
+# there is no watchdog; the gaps needed before the quantile means anything (until then the
+# longest gap seen times a larger factor, or the cap when none is known).
 EARLY_RESUME_QUANTILE = 0.95
 EARLY_RESUME_FACTOR = 4.0
+EARLY_RESUME_SPARSE_FACTOR = 8.0
 EARLY_RESUME_FLOOR_S = 0.05
 EARLY_RESUME_CAP = 0.5
 EARLY_RESUME_CAP_S = 30.0
@@ -172,11 +174,15 @@ def early_resume_after(gaps: Sequence[float], idle: float | None) -> float:
     connection: :data:`EARLY_RESUME_QUANTILE` of its inter-event ``gaps`` (seconds) times
     :data:`EARLY_RESUME_FACTOR`, at least :data:`EARLY_RESUME_FLOOR_S`, at most the cap
     (:data:`EARLY_RESUME_CAP` of the idle limit ``idle``, or :data:`EARLY_RESUME_CAP_S` without
-    a watchdog). Fewer than :data:`EARLY_RESUME_MIN_GAPS` gaps: the cap."""
+    a watchdog). Fewer than :data:`EARLY_RESUME_MIN_GAPS` gaps: the longest times
+    :data:`EARLY_RESUME_SPARSE_FACTOR` (no gap at all: the cap)."""
     cap = EARLY_RESUME_CAP_S if idle is None else idle * EARLY_RESUME_CAP
-    if len(gaps) < EARLY_RESUME_MIN_GAPS:
+    if not gaps:
         return cap
-    ordered = sorted(gaps)
-    rank = min(len(ordered) - 1, math.ceil(EARLY_RESUME_QUANTILE * len(ordered)) - 1)
-    wait = ordered[max(rank, 0)] * EARLY_RESUME_FACTOR
+    if len(gaps) < EARLY_RESUME_MIN_GAPS:
+        wait = max(gaps) * EARLY_RESUME_SPARSE_FACTOR
+    else:
+        ordered = sorted(gaps)
+        rank = min(len(ordered) - 1, math.ceil(EARLY_RESUME_QUANTILE * len(ordered)) - 1)
+        wait = ordered[max(rank, 0)] * EARLY_RESUME_FACTOR
     return min(max(wait, EARLY_RESUME_FLOOR_S), max(cap, 0.0))

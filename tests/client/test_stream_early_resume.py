@@ -26,6 +26,7 @@ from llmclient.pipeline.resume import (
     EARLY_RESUME_CAP_S,
     EARLY_RESUME_FLOOR_S,
     EARLY_RESUME_MIN_GAPS,
+    EARLY_RESUME_SPARSE_FACTOR,
     check_early_resume,
     early_resume_after,
 )
@@ -38,10 +39,13 @@ ASK = {"model": "gpt-4o-mini", "input": "Tell a long story.", "max_output_tokens
 
 # -- the threshold, pure --------------------------------------------------------------------
 
-def test_too_few_gaps_wait_the_cap() -> None:
+def test_no_gap_waits_the_cap_and_a_few_gaps_wait_longer_than_many() -> None:
     assert early_resume_after([], 60.0) == 60.0 * EARLY_RESUME_CAP
-    assert early_resume_after([0.01] * (EARLY_RESUME_MIN_GAPS - 1), 2.0) == 2.0 * EARLY_RESUME_CAP
     assert early_resume_after([], None) == EARLY_RESUME_CAP_S
+    few = [0.02] * (EARLY_RESUME_MIN_GAPS - 1)
+    assert early_resume_after(few, 60.0) == pytest.approx(0.02 * EARLY_RESUME_SPARSE_FACTOR)
+    assert early_resume_after(few, 60.0) > early_resume_after([0.02] * EARLY_RESUME_MIN_GAPS, 60.0)
+    assert early_resume_after([30.0], 2.0) == 2.0 * EARLY_RESUME_CAP
 
 
 def test_a_steady_stream_learns_a_short_threshold_floored() -> None:
@@ -63,7 +67,7 @@ def test_the_threshold_stays_between_floor_and_cap(gaps: list[float], idle: floa
         assert wait < idle  # always before the watchdog's own resume
 
 
-@given(st.lists(st.floats(min_value=0.0, max_value=10.0), min_size=EARLY_RESUME_MIN_GAPS, max_size=60),
+@given(st.lists(st.floats(min_value=0.0, max_value=10.0), min_size=1, max_size=60),
        st.floats(min_value=1.0, max_value=5.0))
 def test_slower_gaps_never_lower_the_threshold(gaps: list[float], factor: float) -> None:
     assert early_resume_after([g * factor for g in gaps], 60.0) >= early_resume_after(gaps, 60.0)
