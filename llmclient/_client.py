@@ -62,7 +62,7 @@ from .pipeline.call import (
     to_timeout,
 )
 from .pipeline.hooks import Features
-from .pipeline.resume import check_stream_resume
+from .pipeline.resume import check_early_resume, check_stream_resume
 from .pipeline.shared import RawResponse, response_coding, start_task
 from .pipeline.watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, body_read_timeout, check_idle_timeout
 from .transport.http_clients import client_headers
@@ -164,6 +164,7 @@ class BaseClient:
         embedding_batch: Any = None,
         auto_cache_key: bool | None = None,
         stream_resume: str = "auto",
+        stream_early_resume: bool = True,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -204,7 +205,8 @@ class BaseClient:
         self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
                                     hedge=hedge_config(hedge),
                                     stream_idle_timeout=check_idle_timeout(stream_idle_timeout),
-                                    stream_resume=check_stream_resume(stream_resume))
+                                    stream_resume=check_stream_resume(stream_resume),
+                                    stream_early_resume=check_early_resume(stream_early_resume))
         if auto_cache_key is not None and not isinstance(auto_cache_key, bool):
             raise ValueError(f"auto_cache_key must be True, False or None, got {auto_cache_key!r}")
         self._options.auto_cache_key = auto_cache_key
@@ -268,6 +270,7 @@ class BaseClient:
             "proxy": self._proxy,
             "stream_idle_timeout": self._options.stream_idle_timeout,
             "stream_resume": self._options.stream_resume,
+            "stream_early_resume": self._options.stream_early_resume,
             "cache": self.cache,
             "wire": self._options.wire,
             "images": self._options.images,

@@ -27,11 +27,18 @@ re-send, resume or continuation runs clean (as after a real network blip). Recor
 attempts, tokens shown in an attempt that was thrown away (``tokens_twice``: generated again by
 the next attempt; for an abandoned background run the server goes on generating the rest, so this
 is a lower bound there), the longest stretch without a new token after the first
-(``frozen_ms``), llmclient's own resumes.
+(``frozen_ms``), llmclient's own resumes, and of them the early ones (a silent background stream
+resumed beside its connection before the idle limit, ``early_won``).
+
+A subset (the full run takes about 30 minutes on 2 cores): ``BENCH_STREAMS_APIS`` (comma-separated,
+of :data:`APIS`) and ``BENCH_STREAMS_MIXES`` (of the mixes' names) restrict the run, e.g.
+``BENCH_STREAMS_APIS=responses BENCH_STREAMS_MIXES=clean,cut20 python -m benchmarks --full
+--scenarios streams`` (:func:`subset`).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 import time
@@ -112,6 +119,7 @@ class _Answer:
         self.twice = 0         # shown in attempts thrown away
         self.attempts = 0
         self.resumes = 0
+        self.early_won = 0
 
     def token(self) -> None:
         now = time.perf_counter()
@@ -134,7 +142,8 @@ class _Answer:
             error_kind=error, output_tokens=self.tokens or None,
             ttft_ms=None if self.first is None else (self.first - self.t0) * 1000.0,
             extra={"fault": fault, "attempts": self.attempts, "tokens_twice": self.twice,
-                   "frozen_ms": self.frozen * 1000.0, "resumes": self.resumes})
+                   "frozen_ms": self.frozen * 1000.0, "resumes": self.resumes,
+                   "early_won": self.early_won})
 
 
 def _text_and_end(api: str, item: Any) -> tuple[str | None, bool]:
@@ -169,10 +178,13 @@ def _app_driver(ctx: Context, api: str, variant: str, open_stream: OpenStream) -
                     if text:
                         answer.token()
                     complete = complete or end
-                answer.resumes += int(getattr(getattr(stream, "timings", None), "resumes", 0) or 0)
+                timings = getattr(stream, "timings", None)
+                answer.resumes += int(getattr(timings, "resumes", 0) or 0)
+                answer.early_won += int(getattr(timings, "early_resumes_won", 0) or 0)
             except Exception as exc:
                 timings = getattr(exc, "timings", None)
                 answer.resumes += int(getattr(timings, "resumes", 0) or 0)
+                answer.early_won += int(getattr(timings, "early_resumes_won", 0) or 0)
                 error = _kind(exc)
                 complete = False
             if complete:
@@ -259,7 +271,9 @@ class Streams:
         rng = random.Random(ctx.seed + 85)
         n = 8 if ctx.quick else 200  # 200 a side: what a p99 needs (harness.stats.min_samples)
         # The unfaulted baseline serves the p99 comparison, which only a full run can estimate.
-        mixes = MIXES[1:] if ctx.quick else MIXES
+        mixes: tuple[tuple[str, float], ...] = MIXES[1:] if ctx.quick else MIXES
+        apis, mixes = subset(os.environ.get("BENCH_STREAMS_APIS"), os.environ.get("BENCH_STREAMS_MIXES"),
+                             mixes)
         max_tokens = QUICK_MAX_TOKENS if ctx.quick else MAX_TOKENS
         server = _spawn(ctx)
         records: dict[str, list[RequestRecord]] = {}
@@ -268,7 +282,7 @@ class Streams:
                 sub = ctx.derive(base_url=url, direct_url=server.base_url,
                                  verify=server.ca_path or ctx.verify,
                                  model=server.model(ctx.api_key) or ctx.model)
-                for api in APIS:
+                for api in apis:
                     for mix, rate in mixes:
                         plan = plan_faults(n, rate, STALL_RATE, api, rng, max_tokens)
                         requests = _requests(sub, n, plan, rng, max_tokens)
@@ -282,6 +296,22 @@ class Streams:
                                  notes=_notes(n, max_tokens, summary),
                                  series={"summary": summary, "idle_s": IDLE_S,
                                          "official_read_s": OFFICIAL_READ_S})
+
+
+def subset(apis: str | None, mixes: str | None,
+           available: Sequence[tuple[str, float]]) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
+    """Pure: the APIs and mixes a run covers (``BENCH_STREAMS_APIS`` / ``BENCH_STREAMS_MIXES``,
+    comma-separated; unset or empty: all). An unknown name raises ``ValueError`` naming it."""
+    chosen_apis = tuple(a.strip() for a in (apis or "").split(",") if a.strip()) or APIS
+    names = [m for m, _ in available]
+    chosen = [m.strip() for m in (mixes or "").split(",") if m.strip()] or names
+    for api in chosen_apis:
+        if api not in APIS:
+            raise ValueError(f"BENCH_STREAMS_APIS: unknown API {api!r} (one of {', '.join(APIS)})")
+    for mix in chosen:
+        if mix not in names:
+            raise ValueError(f"BENCH_STREAMS_MIXES: unknown mix {mix!r} (one of {', '.join(names)})")
+    return chosen_apis, tuple(m for m in available if m[0] in chosen)
 
 
 def _spawn(ctx: Context) -> Any:
@@ -326,6 +356,7 @@ def summarise(records: Mapping[str, Sequence[RequestRecord]]) -> dict[str, dict[
             "tokens_twice": sum(int(r.extra.get("tokens_twice", 0)) for r in recs),
             "app_retries": sum(max(0, int(r.extra.get("attempts", 1)) - 1) for r in recs),
             "resumes": sum(int(r.extra.get("resumes", 0)) for r in recs),
+            "early_won": sum(int(r.extra.get("early_won", 0)) for r in recs),
             "stall_frozen_ms": sorted(round(v) for v in stalled),
         }
     return out
@@ -367,7 +398,8 @@ def _notes(n: int, max_tokens: int, summary: Mapping[str, Mapping[str, Any]]) ->
         notes.append(f"{variant}: {s['complete']}/{s['n']} complete (time to it: p50 {s['p50_ms']} ms, "
                      f"max {s['max_ms']} ms; faulted streams p50 {s['faulted_p50_ms']} ms), "
                      f"{s['tokens_twice']} tokens generated twice, {s['app_retries']} app retries, "
-                     f"{s['resumes']} llmclient resumes; stalled streams froze {frozen}")
+                     f"{s['resumes']} llmclient resumes ({s['early_won']} early); stalled streams froze "
+                     f"{frozen}")
     return notes
 
 

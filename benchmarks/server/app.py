@@ -281,6 +281,8 @@ class App:
             except FaultSpecError as exc:
                 await self._error(send, req, 400, f"x-fault header: {exc}", param="x-fault")
                 return
+            if req.fault is not None and req.fault.stall_ms:  # a resume slow to answer (early resume's tests)
+                await asyncio.sleep(req.fault.stall_ms / 1000)
             await responses.handle_stored(self, self.responses, self.background, send, receive, req,
                                           method, path[len("/v1/responses/"):], query)
             return

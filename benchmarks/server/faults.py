@@ -18,7 +18,7 @@ Meaning:
   status=429|500|502|503|504  answer with that status in OpenAI's error shape
                               (429 carries ``Retry-After: retry_after``, default 1 s)
   oom                         the engine's out-of-memory failure (503, type server_error)
-  stall_ms=N                  wait N ms before the first byte
+  stall_ms=N                  wait N ms before the first byte (a stored response's GET too)
   cut_after=N                 streams: end the body after N chunks, without finish_reason or
                               ``[DONE]``; non-streamed: end the body after N bytes
   malformed_sse               streams: one chunk whose JSON is cut short; non-streamed: a JSON

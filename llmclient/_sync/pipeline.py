@@ -22,6 +22,7 @@ from .._logging import current_trace_id
 from ..api.streaming import Stream
 from ..features import otel as _otel
 from ..features.admit.pacer import admit_timeout
+from ..features.hedge import CancelToken
 from ..pipeline import shared as _pipeline
 from ..pipeline.resume import continuable, continuation_body, resendable, resumable
 from ..pipeline.shared import Attempts, RawResponse, first_token_probe, response_coding
@@ -102,6 +103,8 @@ class Pipeline(_Stages):
                                  extra_query={**call.query, "stream": "true", "starting_after": after})
         again.trace = call.trace  # one trace for the whole stream, resumes included
         again.route_pin = call.record.replica  # several replicas: the one that holds it
+        if not self._on_event_loop and call.options.stream_early_resume:
+            again.cancel = CancelToken()  # an early resume may cancel this one too (api.early_resume)
         response = self._send(again, None, JSON_CODEC)
         return response, self._stream_decoder(again, response, JSON_CODEC)
 
@@ -170,6 +173,9 @@ class Pipeline(_Stages):
             gate = features.gates.gate(call.base_url) if features.gates is not None else None
             if gate is not None:  # adaptive concurrency: a slot until the response closes
                 gate.acquire(admit_timeout(call.timeout))
+            if (not self._on_event_loop and call.cancel is None and call.options.stream_early_resume
+                    and resumable(call.method, call.path, call.body, call.stream)):
+                call.cancel = CancelToken()  # an early resume cancels the silent read (api.early_resume)
             try:
                 response = self._send_call(call, content, codec)
             except BaseException:

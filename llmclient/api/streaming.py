@@ -16,9 +16,11 @@ so far as ``.partial`` (``api.partial``): nothing that arrived is thrown away.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -28,9 +30,17 @@ from .. import _official
 from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
 from .._logging import current_trace_id
 from ..features import otel as _otel
-from ..pipeline.resume import continuation_body, next_step, out_of_order, resume_delay
+from ..pipeline.resume import (
+    MAX_RESUMES,
+    continuation_body,
+    early_resume_after,
+    next_step,
+    out_of_order,
+    resume_delay,
+)
 from ..pipeline.watchdog import stall_message, stalled
 from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
+from .early_resume import SyncEarlyResume, Won, aopen_until_event, open_until_event
 from .partial import PartialTracker
 
 if TYPE_CHECKING:
@@ -84,6 +94,14 @@ class _StreamBase(Generic[_T]):
         self._resumes = 0
         self._expect_seq: int | None = None
         self._final = False  # an error no resume can mend (events out of order, resume refused)
+        # Early resume (pipeline.resume.early_resume_after, api.early_resume): a background
+        # stream's inter-event gaps, and the body's chunk iterator (a winner's, begun already).
+        self._early = resume is not None and call.options.stream_early_resume
+        self._gaps: deque[float] = deque(maxlen=64)
+        self._had_event = False
+        self._raw: Any = None
+        self._watch: SyncEarlyResume | None = None
+        self._asked = 0.0  # when the app last came back for more (monotonic)
 
     @property
     def timings(self) -> CallRecord:
@@ -93,6 +111,11 @@ class _StreamBase(Generic[_T]):
         """The watchdog's view of one read: events are progress; bytes without one are not."""
         now = time.monotonic()
         if objs:
+            if self._early and self._call.record.first_token_ms is not None:
+                # the rhythm of the answer's tokens: not the wait for the first (the prefill)
+                if self._had_event:
+                    self._gaps.append(now - self._last_event)
+                self._had_event = True
             self._last_event = now
             self._keepalives = False
         else:
@@ -231,6 +254,30 @@ class _StreamBase(Generic[_T]):
             self._skip_opening = True
         self._last_event = time.monotonic()
         self._keepalives = False
+        self._had_event = False  # the silence before a resume is no gap of the stream's rhythm
+        self._raw = None
+
+    def _early_after(self) -> float:
+        """Seconds of silence before an early resume (``pipeline.resume.early_resume_after``)."""
+        return early_resume_after(self._gaps, self._idle)
+
+    def _early_from(self) -> tuple[str, int] | None:
+        """Where an early resume would start now, or None when none may (budget spent, an error
+        no resume mends, the stream ended, nothing numbered delivered yet)."""
+        partial = self._partial
+        if self._final or self._end is not None or self._resumes >= MAX_RESUMES or self._closed \
+                or partial.response_id is None or partial.last_sequence_number is None:
+            return None
+        return partial.response_id, partial.last_sequence_number
+
+    def _take_won(self, won: Won) -> list[dict[str, Any]]:
+        """Go on with the early resume that won: its response, decoder and begun body; its first
+        events to deliver. The silent response is closed by the caller."""
+        response, decoder, chunks, objs, args = won
+        self._resumed(response, decoder, self._resume, args)  # type: ignore[arg-type]
+        self._call.record.early_resumes_won += 1
+        self._raw = chunks
+        return objs
 
     def _resume_span(self, again: Callable[..., Any]) -> Any:
         """The resume's own span (``features.otel``), when the call has one."""
@@ -266,16 +313,38 @@ class Stream(_StreamBase[_T]):
         token = current_trace_id.set(self.trace_id)
         try:
             while True:
+                # a background stream: a watcher resumes it early if it goes silent (early_resume)
+                watch = self._watch = SyncEarlyResume(self) if self._early else None
                 try:
                     try:
-                        for raw in self.response.stream:  # type: ignore[union-attr]
+                        if self._raw is None:
+                            self._raw = iter(self.response.stream)  # type: ignore[arg-type]
+                        for raw in self._raw:
                             if self._decoder.done:
                                 continue  # drain to the end so the connection is reusable
-                            yield from self._handle(self._decoder.feed(raw))
+                            objs = self._decoder.feed(raw)
+                            if watch is None:
+                                yield from self._handle(objs)
+                                continue
+                            if watch.won is None and not objs:
+                                self._handle(objs)  # keep-alives: the watchdog's view only
+                                continue
+                            items = watch.handle(self._handle, objs) if watch.won is None else None
+                            if items is None:
+                                break  # the early resume won: these events are its to deliver
+                            self._asked = math.inf  # the app has them: no silence of the server
+                            yield from items
+                            self._asked = time.monotonic()
                     except httpx.TransportError as exc:
-                        raise self._transport_error(exc) from exc
+                        if watch is None or watch.won is None:
+                            raise self._transport_error(exc) from exc
                     except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
                         raise self._annotate(exc)  # noqa: B904 (the same error, annotated)
+                    won = watch.take() if watch is not None else None
+                    if won is not None:
+                        _close_quietly(self.response)
+                        yield from self._handle(self._take_won(won))
+                        continue
                     self._finish()
                     return
                 except (IncompleteStreamError, APITimeoutError) as err:
@@ -283,9 +352,23 @@ class Stream(_StreamBase[_T]):
                     if step is None:
                         raise
                     self._reconnect(err, *step)
+                finally:
+                    if watch is not None:
+                        watch.stop()
         finally:
             _reset(token)
             self.close()
+
+    def _early_open(self, args: tuple[str, int]) -> Won | None:
+        """The early resume, read to its first event, in its own span (the watcher's thread)."""
+        span = _otel.resume_start(self._call, "early_resume", self._resumes + 1) if _otel._live else None
+        try:
+            won = open_until_event(self._resume, args)  # type: ignore[arg-type]
+        except BaseException as exc:
+            _otel.resume_end(span, exc)
+            raise
+        _otel.resume_end(span, None)
+        return won
 
     def _reconnect(self, err: APIError, again: Callable[..., Any], args: tuple[Any, ...],
                    what: str) -> None:
@@ -314,6 +397,8 @@ class Stream(_StreamBase[_T]):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self._watch is not None:
+                self._watch.stop()
             try:
                 self.response.close()
             finally:
@@ -341,11 +426,20 @@ class AsyncStream(_StreamBase[_T]):
             while True:
                 try:
                     try:
-                        async for raw in self.response.stream:  # type: ignore[union-attr]
-                            if self._decoder.done:
-                                continue
-                            for item in self._handle(self._decoder.feed(raw)):
-                                yield item
+                        if self._early:  # a background stream: resumed early if it goes silent
+                            reads = self._early_reads()
+                            try:
+                                async for objs in reads:
+                                    for item in self._handle(objs):
+                                        yield item
+                            finally:
+                                await reads.aclose()  # its tasks: none left behind
+                        else:
+                            async for raw in self.response.stream:  # type: ignore[union-attr]
+                                if self._decoder.done:
+                                    continue
+                                for item in self._handle(self._decoder.feed(raw)):
+                                    yield item
                     except httpx.TransportError as exc:
                         raise self._transport_error(exc) from exc
                     except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
@@ -360,6 +454,87 @@ class AsyncStream(_StreamBase[_T]):
         finally:
             _reset(token)
             await self.close()
+
+    async def _early_reads(self) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """The events of the current response, batch by batch, racing an early resume when it
+        goes silent past :meth:`_early_after` (``api.early_resume``): the silent read and the
+        resume are two tasks; the first to bring an event wins, the other is cancelled."""
+        import asyncio  # heavy: loaded by the async client's first use, not `import llmclient`
+
+        chunks = self._raw if self._raw is not None else self.response.stream.__aiter__()  # type: ignore[union-attr]
+        self._raw = None
+        pending: asyncio.Future[Any] | None = None  # the next chunk of the current response
+        early: asyncio.Future[Any] | None = None  # the early resume, read to its first event
+        spent = False  # an early resume failed or lost: none again until the stream moves
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(chunks.__anext__())
+                timeout = None
+                if early is None and not spent:
+                    wait = max(self._last_event, self._asked) + self._early_after() - time.monotonic()
+                    args = self._early_from() if wait <= 0 else None
+                    if args is not None:
+                        self._call.record.early_resumes += 1
+                        early = asyncio.ensure_future(self._early_open(args))
+                    elif wait > 0:
+                        timeout = wait
+                racing = {pending} if early is None else {pending, early}
+                done, _ = await asyncio.wait(racing, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                if pending in done:  # the silent connection first (a tie too: its events came first)
+                    task, pending = pending, None
+                    try:
+                        raw = task.result()
+                    except StopAsyncIteration:
+                        return
+                    except httpx.TransportError:
+                        if early is None:
+                            raise
+                        await asyncio.wait({early})  # the connection failed: the resume may win
+                        won, early = _won(early), None
+                        if won is None:
+                            raise
+                    else:
+                        if self._decoder.done:
+                            continue
+                        objs = self._decoder.feed(raw)
+                        if objs:
+                            spent = False
+                            if early is not None:  # it spoke before the resume: the resume goes
+                                await _drop(early)
+                                early = None
+                        yield objs
+                        self._asked = time.monotonic()  # the app is back for more
+                        continue
+                else:
+                    if early is None or early not in done:
+                        continue  # the threshold passed: the next turn opens the resume
+                    won, early = _won(early), None
+                    if won is None:
+                        spent = True
+                        continue
+                    await _drop(pending)
+                    pending = None
+                await _aclose_quietly(self.response)
+                objs = self._take_won(won)
+                chunks, self._raw = self._raw, None
+                yield objs
+                self._asked = time.monotonic()
+        finally:
+            for left in (pending, early):
+                if left is not None:
+                    await _drop(left)
+
+    async def _early_open(self, args: tuple[str, int]) -> Won | None:
+        """See :meth:`Stream._early_open`."""
+        span = _otel.resume_start(self._call, "early_resume", self._resumes + 1) if _otel._live else None
+        try:
+            won = await aopen_until_event(self._resume, args)  # type: ignore[arg-type]
+        except BaseException as exc:
+            _otel.resume_end(span, exc)
+            raise
+        _otel.resume_end(span, None)
+        return won
 
     async def _reconnect(self, err: APIError, again: Callable[..., Any], args: tuple[Any, ...],
                          what: str) -> None:
@@ -412,6 +587,49 @@ class AsyncStream(_StreamBase[_T]):
 
     async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
+
+
+def _close_quietly(response: httpx.Response) -> None:
+    try:
+        response.close()
+    except Exception:
+        pass
+
+
+async def _aclose_quietly(response: httpx.Response) -> None:
+    try:
+        await response.aclose()
+    except Exception:
+        pass
+
+
+def _won(task: Any) -> Won | None:
+    """A finished early resume's winner (None: it failed, was cancelled or found no event)."""
+    if task.cancelled() or task.exception() is not None:
+        return None
+    won: Won | None = task.result()
+    return won
+
+
+async def _drop(task: Any) -> None:
+    """Cancel a task and wait for it to unwind; an early resume that finished meanwhile has its
+    response closed (its events are not wanted)."""
+    import asyncio  # heavy: loaded by the async client's first use, not `import llmclient`
+
+    if not task.done():
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # the stream's own task is being cancelled
+            return
+        except Exception:
+            return
+    if not task.cancelled() and task.exception() is None:
+        result = task.result()
+        if isinstance(result, tuple) and result and isinstance(result[0], httpx.Response):
+            await _aclose_quietly(result[0])
 
 
 def _reset(token: Any) -> None:

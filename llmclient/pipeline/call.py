@@ -17,7 +17,7 @@ import httpx
 from .._redact import SECRET_HEADERS, redact_headers, redact_url
 from ..features.hedge import hedge_config
 from ..wire.codec import Wire
-from .resume import check_stream_resume
+from .resume import check_early_resume, check_stream_resume
 from .timings import CallRecord
 from .tracing import TraceContext, new_trace_context
 from .watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, check_idle_timeout
@@ -103,10 +103,13 @@ class CallOptions:
     # "continue": a chat stream cut after content is continued from its partial answer
     # (pipeline.resume); "auto": only what needs no opt-in (background resume, re-send).
     stream_resume: str = "auto"
+    # A silent background stream resumed beside its connection before the idle limit
+    # (pipeline.resume.early_resume_after); False: only at the limit.
+    stream_early_resume: bool = True
 
 
 OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout",
-                         "auto_cache_key", "stream_resume"})
+                         "auto_cache_key", "stream_resume", "stream_early_resume"})
 
 
 @dataclass(slots=True, repr=False)
@@ -209,7 +212,7 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         return body, defaults
     opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
                        defaults.hedge, defaults.stream_idle_timeout, defaults.auto_cache_key,
-                       defaults.stream_resume)
+                       defaults.stream_resume, defaults.stream_early_resume)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
         if is_given(value):
@@ -222,6 +225,8 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         raise ValueError(f"auto_cache_key must be True, False or None, got {opts.auto_cache_key!r}")
     if "stream_resume" in params and is_given(params["stream_resume"]):
         opts.stream_resume = check_stream_resume(opts.stream_resume)
+    if "stream_early_resume" in params and is_given(params["stream_early_resume"]):
+        opts.stream_early_resume = check_early_resume(opts.stream_early_resume)
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
     return body, opts

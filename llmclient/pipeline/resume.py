@@ -23,16 +23,30 @@ is reproducible) that is the answer the cut stream would have given; with sampli
 after the seam is a new draw. A server that does not know the fields refuses the request (400)
 and the error is raised with the partial answer attached; a server that ignores them would start
 a new answer after the prefix, so declare ``"continue"`` only for servers that implement it.
+
+Early resume. A resume of a background stream only READS the server's event log: it generates
+nothing twice. So a background stream silent for longer than its own rhythm explains
+(:func:`early_resume_after`: a high quantile of its inter-event gaps times a factor, floored at
+tens of ms and capped at half the idle limit) need not wait for the watchdog: llmclient opens the
+resume GET beside the silent connection, like a hedge, and the first of the two to bring the next
+event wins; the other is closed. Sequence numbers make the seam exact. At most one early resume
+is in flight per stream and each counts against :data:`MAX_RESUMES`. ``stream_early_resume=False``
+(per client or per call) turns it off. Chat streams never resume early (a re-send generates
+again).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..wire.codec import RESPONSES_PATH
 
-__all__ = ["CHAT_PATH", "CONTINUE_FIELDS", "MAX_RESUMES", "RESENDABLE_PATHS", "STREAM_RESUME_MODES",
-           "check_stream_resume", "continuable", "continuation_body", "next_step", "out_of_order",
+__all__ = ["CHAT_PATH", "CONTINUE_FIELDS", "EARLY_RESUME_CAP", "EARLY_RESUME_CAP_S", "EARLY_RESUME_FACTOR",
+           "EARLY_RESUME_FLOOR_S", "EARLY_RESUME_MIN_GAPS", "EARLY_RESUME_QUANTILE", "EARLY_RESUME_SPARSE_FACTOR", "MAX_RESUMES",
+           "RESENDABLE_PATHS", "STREAM_RESUME_MODES", "check_early_resume", "check_stream_resume",
+           "continuable", "continuation_body", "early_resume_after", "next_step", "out_of_order",
            "resendable", "resumable", "resume_delay"]
 
 CHAT_PATH = "/chat/completions"
@@ -131,3 +145,44 @@ def out_of_order(expected: int, got: object) -> str | None:
         kind = "repeated an event" if got < expected else "skipped events"
         return f"the resumed stream {kind}: expected sequence_number {expected}, got {got}"
     return f"the resumed stream sent an event without a sequence_number (expected {expected})"
+
+
+# Early resume (see the module's docstring): the quantile of a stream's own inter-event gaps
+# and the factor over it after which a silent background stream is resumed beside its
+# connection; the floor (below it a healthy stream's jitter alone would start GETs); the cap,
+# a share of the idle limit (the watchdog's resume comes at the limit anyway), or seconds when
+# there is no watchdog; the gaps needed before the quantile means anything (until then the
+# longest gap seen times a larger factor, or the cap when none is known).
+EARLY_RESUME_QUANTILE = 0.95
+EARLY_RESUME_FACTOR = 4.0
+EARLY_RESUME_SPARSE_FACTOR = 8.0
+EARLY_RESUME_FLOOR_S = 0.05
+EARLY_RESUME_CAP = 0.5
+EARLY_RESUME_CAP_S = 30.0
+EARLY_RESUME_MIN_GAPS = 4
+
+
+def check_early_resume(value: object) -> bool:
+    """``stream_early_resume`` as given by a caller: True or False."""
+    if not isinstance(value, bool):
+        raise ValueError(f"stream_early_resume must be True or False, got {value!r}")
+    return value
+
+
+def early_resume_after(gaps: Sequence[float], idle: float | None) -> float:
+    """Seconds of silence after which a background stream is resumed early, beside its silent
+    connection: :data:`EARLY_RESUME_QUANTILE` of its inter-event ``gaps`` (seconds) times
+    :data:`EARLY_RESUME_FACTOR`, at least :data:`EARLY_RESUME_FLOOR_S`, at most the cap
+    (:data:`EARLY_RESUME_CAP` of the idle limit ``idle``, or :data:`EARLY_RESUME_CAP_S` without
+    a watchdog). Fewer than :data:`EARLY_RESUME_MIN_GAPS` gaps: the longest times
+    :data:`EARLY_RESUME_SPARSE_FACTOR` (no gap at all: the cap)."""
+    cap = EARLY_RESUME_CAP_S if idle is None else idle * EARLY_RESUME_CAP
+    if not gaps:
+        return cap
+    if len(gaps) < EARLY_RESUME_MIN_GAPS:
+        wait = max(gaps) * EARLY_RESUME_SPARSE_FACTOR
+    else:
+        ordered = sorted(gaps)
+        rank = min(len(ordered) - 1, math.ceil(EARLY_RESUME_QUANTILE * len(ordered)) - 1)
+        wait = ordered[max(rank, 0)] * EARLY_RESUME_FACTOR
+    return min(max(wait, EARLY_RESUME_FLOOR_S), max(cap, 0.0))

@@ -49,6 +49,8 @@ class CallRecord:
     connection_reused: bool | None = None
     retries: int = 0
     resumes: int = 0  # a cut background stream went on from where it was (pipeline.resume)
+    early_resumes: int = 0  # resume GETs opened beside a silent background stream (pipeline.resume)
+    early_resumes_won: int = 0  # ... whose event came first (the silent connection closed)
     cache: str | None = None
     prefetch_joined: bool = False
     image_prep_ms: float | None = None

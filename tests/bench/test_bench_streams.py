@@ -7,7 +7,7 @@ import random
 import pytest
 
 from benchmarks.harness.records import RequestRecord
-from benchmarks.scenarios.streams import MAX_TOKENS, plan_faults, summarise
+from benchmarks.scenarios.streams import APIS, MAX_TOKENS, MIXES, plan_faults, subset, summarise
 
 
 def test_the_plan_cuts_and_stalls_the_share_asked_at_points_inside_the_answer() -> None:
@@ -40,3 +40,12 @@ def test_the_summary_counts_complete_answers_tokens_twice_and_stall_freezes() ->
                          rec(False, "reset_after", 12, 3, 40.0)]})["v"]
     assert (s["n"], s["complete"], s["tokens_twice"], s["app_retries"]) == (3, 2, 17, 3)
     assert s["stall_frozen_ms"] == [5300] and s["faulted_p50_ms"] == 200
+
+
+def test_a_run_may_cover_a_subset_of_apis_and_mixes_named_by_the_environment() -> None:
+    assert subset(None, None, MIXES) == (APIS, MIXES)
+    assert subset("responses", "clean, cut20", MIXES) == (("responses",), (MIXES[0], MIXES[2]))
+    with pytest.raises(ValueError, match="BENCH_STREAMS_APIS: unknown API 'embeddings'"):
+        subset("embeddings", None, MIXES)
+    with pytest.raises(ValueError, match="BENCH_STREAMS_MIXES: unknown mix 'cut50'"):
+        subset(None, "cut50", MIXES)
