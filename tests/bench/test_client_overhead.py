@@ -53,6 +53,7 @@ def test_unknown_client_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -
 
 
 @pytest.mark.slow
+@pytest.mark.interop  # about a minute under valgrind: the slow suite (.ci/run runs it)
 @pytest.mark.timeout(900)  # two callgrind runs (~50x slower than native): a busy machine took >120 s
 def test_instructions_per_call_under_valgrind(ref_server: RefServer) -> None:
     """Two real callgrind runs of llmclient's worker: more calls count more instructions, and

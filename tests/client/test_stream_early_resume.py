@@ -156,6 +156,7 @@ def test_a_silent_background_stream_is_resumed_early_and_the_silent_connection_c
     assert _until_only_this_request(stall_once) == 1  # the silent POST's handler was cancelled
 
 
+@pytest.mark.interop  # waits out a 20 s stall on purpose: the slow suite (.ci/run runs it)
 def test_a_stream_that_speaks_first_keeps_its_order_and_the_resume_is_dropped(
         drive: Drive, fault_headers: RefServer) -> None:
     client = drive.client(base_url=fault_headers.base_url, api_key="k", max_retries=0,
