@@ -115,14 +115,7 @@ class Pacer:
         cost = estimate_tokens(body) if isinstance(body, dict) else 0
         with self._lock:
             if not self._active(state):  # learning only: count it in flight, never hold it
-                t = time.monotonic()
-                if state.requests is not None:
-                    state.requests = reserve(state.requests, 1, t)[0]
-                if state.tokens is not None:
-                    state.tokens = reserve(state.tokens, cost, t)[0]
-                state.pending_requests += 1
-                state.pending_tokens += cost
-                state.sent += 1
+                _count_sent(state, cost, time.monotonic())
                 return None, 0, Ticket(key, cost, False, 0.0, state.sent)
             if state.tokens is not None and cost > state.tokens.limit:
                 raise BudgetTooSmallError(
@@ -195,13 +188,7 @@ class Pacer:
                 if shared_wait is not None and self.shared is not None and shared_wait <= (timeout_s or 0.0):
                     self.shared.note_release(state, cost)
                 raise self._too_long(key[0], wait, timeout_s or 0.0)
-            if state.requests is not None:
-                state.requests = reserve(state.requests, 1, t)[0]
-            if state.tokens is not None:
-                state.tokens = reserve(state.tokens, cost, t)[0]
-            state.pending_requests += 1
-            state.pending_tokens += cost
-            state.sent += 1
+            _count_sent(state, cost, t)
             if wait > 0:
                 state.paced += 1
                 state.waited_s += wait
@@ -300,3 +287,15 @@ def admit_timeout(timeout: Any) -> float | None:
     phases = [getattr(timeout, name, None) for name in ("read", "connect", "write", "pool")]
     values = [v for v in phases if isinstance(v, (int, float))]
     return max(values) if values else None
+
+
+def _count_sent(state: _State, cost: int, t: float) -> None:
+    """Reserve one request and ``cost`` tokens in ``state``'s budgets at ``t`` and count the
+    call in flight (held or not: the model must see every call the server will count)."""
+    if state.requests is not None:
+        state.requests = reserve(state.requests, 1, t)[0]
+    if state.tokens is not None:
+        state.tokens = reserve(state.tokens, cost, t)[0]
+    state.pending_requests += 1
+    state.pending_tokens += cost
+    state.sent += 1
