@@ -72,8 +72,10 @@ def _read_ready(proc: subprocess.Popen[bytes], log_path: Path) -> tuple[str, str
 def start_ref_server(*extra: str, profile: str = "zero") -> RefServer:
     """Start ``python -m benchmarks.server`` on a free port; the caller must ``stop_ref_server``."""
     log_path = Path(tempfile.mkstemp(prefix="ref-server-", suffix=".log")[1])
+    # A test's server stops at once (a stalled stream would hold a graceful stop for the
+    # server's 3 s grace); a test that checks the drain passes its own --shutdown-grace-s.
     cmd = [sys.executable, "-m", "benchmarks.server", "--host", "127.0.0.1", "--port", "0",
-           "--profile", profile, *extra]
+           "--profile", profile, "--shutdown-grace-s", "0.2", *extra]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=log)
     url, ca = _read_ready(proc, log_path)
