@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from ..._errors import APITimeoutError
+from ..held_body import HeldBody
 from .concurrency import AdaptiveConfig, AdaptiveLimit, observe
 
 __all__ = ["Gate", "Gates", "sample_ms"]
@@ -116,44 +117,16 @@ class Gate:
                     "samples": self.limit.samples, "calls_waited": self.waited, "reason": self.limit.reason}
 
 
-class _Releasing(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A response body stream that calls ``on_close`` once, when it is closed."""
+class _Releasing(HeldBody):
+    """A response body that calls ``on_close`` once, when it is closed (a failure mid-body
+    counts as an answer: the slot is free either way)."""
 
     def __init__(self, inner: Any, on_close: Any) -> None:
-        self._inner, self._on_close, self._done = inner, on_close, False
+        super().__init__(inner)
+        self._on_close = on_close
 
-    def __getattr__(self, name: str) -> Any:  # read_until and the transport's other extras
-        return getattr(self._inner, name)
-
-    def __iter__(self) -> Any:
-        return iter(self._inner)
-
-    def __aiter__(self) -> Any:
-        return self._inner.__aiter__()
-
-    def _release(self) -> None:
-        if not self._done:
-            self._done = True
-            self._on_close()
-
-    def __del__(self) -> None:
-        # A stream dropped without being closed still gives its slot back once collected.
-        try:
-            self._release()
-        except Exception:  # at interpreter exit, or a loop already closed
-            pass
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._release()
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            self._release()
+    def _give_back(self, failure: str | None) -> None:
+        self._on_close()
 
 
 class Gates:

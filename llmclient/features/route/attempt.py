@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ..hedge import HEDGE_HEADER
+from ..held_body import HeldBody
 from .key import route_key
 
 if TYPE_CHECKING:
@@ -114,60 +115,22 @@ class Routed:
             self._let_go()
 
 
-class _Held(httpx.SyncByteStream, httpx.AsyncByteStream):
+class _Held(HeldBody):
     """A response body that gives its replica's slot back when closed, with what the call
-    showed; every other attribute is the transport stream's (``read_until``, byte counts)."""
+    showed (a transport failure mid-body: the replica failed this call)."""
 
     def __init__(self, inner: Any, router: Router, replica: int, record: CallRecord) -> None:
-        self._inner = inner
-        self._router: Router | None = router
+        super().__init__(inner)
+        self._router = router
         self._replica = replica
         self._record = record
-        self._failure: str | None = None
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["_inner"], name)
-
-    def __iter__(self) -> Any:
-        try:
-            yield from self._inner
-        except httpx.TransportError as exc:  # cut mid-body: the replica failed this call
-            self._failure = f"{type(exc).__name__}: {exc}"
-            raise
-
-    async def __aiter__(self) -> Any:
-        try:
-            async for piece in self._inner:
-                yield piece
-        except httpx.TransportError as exc:
-            self._failure = f"{type(exc).__name__}: {exc}"
-            raise
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._release()
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        router, self._router = self._router, None
-        if router is None:
-            return
-        if self._failure is not None:
-            router.failed(self._replica, self._failure, at_once=False)
+    def _give_back(self, failure: str | None) -> None:
+        if failure is not None:
+            self._router.failed(self._replica, failure, at_once=False)
             return
         rec = self._record
         ttft = rec.first_token_ms if rec.first_token_ms is not None else rec.first_byte_ms
         timing = rec.server_timing
         queue = timing.get("queue", timing.get("queued"))
-        router.done(self._replica, ttft, queue)
-
-    def __del__(self) -> None:
-        if self.__dict__.get("_router") is not None:
-            self._release()
+        self._router.done(self._replica, ttft, queue)
