@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.fixtures.processes import stop_process
+from benchmarks.fixtures.redis import REDIS_SERVER, redis_server
 from tests._both import KINDS, Drive
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,6 +112,17 @@ def ref_server_h1() -> Iterator[RefServer]:
     server = start_ref_server(FAULT_HEADERS, "--http1-only")
     yield server
     stop_ref_server(server)
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A real redis-server on a free loopback port (benchmarks.fixtures.redis, the launcher the
+    cache tools use too), one per test module: state a module leaves (ejections, budgets, in-flight
+    counts keyed by a replica's URL, whose port another module may get again) stays with it."""
+    with redis_server() as url:
+        if url is None:
+            pytest.skip(f"redis-server not found at {REDIS_SERVER} (apt-get install redis-server)")
+        yield url
 
 
 @pytest.fixture(params=KINDS)

@@ -12,21 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from benchmarks.fixtures.redis import REDIS_SERVER, redis_server
 from tests.conftest import ROOT, RefServer, start_ref_server, stop_ref_server
 
 PROCESSES = 3
 CALLS = 4  # each 200 tokens: with the warm-up's 2, 2800 tokens against 2000 per 10 s
 # A long window: its 5% headroom (budget.HEADROOM) is 0.5 s, more than a busy machine delays a
 # call between its slot and the server.
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    with redis_server() as url:
-        if url is None:
-            pytest.skip(f"redis-server binary not found at {REDIS_SERVER}")
-        yield url
 
 
 @pytest.fixture(scope="module")

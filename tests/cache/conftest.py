@@ -1,5 +1,5 @@
-"""Fixtures for the cache tests: a real redis-server on a free loopback port, per session
-(started by benchmarks.fixtures.redis, the launcher the cache tools use too)."""
+"""Fixtures for the cache tests: a Redis backend on the real redis-server of tests/conftest.py's
+``redis_url``, one key prefix per test."""
 
 from __future__ import annotations
 
@@ -8,17 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from benchmarks.fixtures.redis import REDIS_SERVER, redis_server
 from llmclient.cache import RedisBackend
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    with redis_server() as url:
-        if url is None:
-            pytest.skip(f"redis-server binary not found at {REDIS_SERVER} "
-                        "(apt-get install redis-server)")
-        yield url
 
 
 @pytest.fixture

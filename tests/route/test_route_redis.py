@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fixtures.redis import REDIS_SERVER, redis_server
 from llmclient import Replicas
 from llmclient.features.route.key import route_key
 from llmclient.features.route.shared import merge
@@ -29,14 +28,6 @@ def test_merge_takes_the_later_end_on_this_clock() -> None:
     assert merge(0.0, 4999.0, now_mono=100.0, now_wall=5000.0) == 0.0  # already over
     assert merge(0.0, 5003.0, now_mono=100.0, now_wall=5000.0) == 103.0
     assert merge(110.0, 5003.0, now_mono=100.0, now_wall=5000.0) == 110.0
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    with redis_server() as url:
-        if url is None:
-            pytest.skip(f"redis-server not found at {REDIS_SERVER} (apt-get install redis-server)")
-        yield url
 
 
 @pytest.fixture(scope="module")

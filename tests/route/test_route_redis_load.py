@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fixtures.redis import REDIS_SERVER, redis_server
 from llmclient import Replicas
 from llmclient.features.route.key import route_key
 from llmclient.features.route.shared import LOAD_STALE_S, others_load
@@ -33,14 +32,6 @@ def test_others_load_counts_fresh_fields_of_other_processes() -> None:
     assert total == 5 and sorted(stale) == ["bad", "old"]
     assert others_load({}, "me", 0.0) == (0, [])
     assert others_load({"p": f"1 {100.0 - LOAD_STALE_S - 1}"}, "me", 100.0) == (0, ["p"])
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    with redis_server() as url:
-        if url is None:
-            pytest.skip(f"redis-server not found at {REDIS_SERVER} (apt-get install redis-server)")
-        yield url
 
 
 @pytest.fixture(scope="module")
