@@ -40,6 +40,23 @@ def test_what_a_silent_stretch_means() -> None:
     assert after_silence(20.0, 20.0, 10.0, False, 5.0) == "timeout"
 
 
+def test_one_wait_as_a_stepper_pings_once_rests_when_answered_and_dies_when_not() -> None:
+    alive = liveness.Silence(0.0, None)
+    assert alive.slice(0.0) == liveness.SILENT_PING_S
+    t = liveness.SILENT_PING_S
+    assert alive.after(t, 0) == "ping"
+    assert alive.slice(t) == liveness.PING_ANSWER_S        # now waiting for the answer
+    assert alive.after(t + 1.0, 0) == "wait"               # not overdue, no answer yet
+    assert alive.after(t + 1.0, 1) == "rest"               # answered: alive
+    assert alive.slice(t + 1.0) == liveness.SILENT_PING_S - 1.0  # next PING a stretch after the last
+    dead = liveness.Silence(0.0, None)
+    assert dead.after(t, 3) == "ping"                      # answers counted before it went out
+    assert dead.after(t + liveness.PING_ANSWER_S, 3) == "dead"
+    limited = liveness.Silence(0.0, 2.0)
+    assert limited.slice(0.0) == 2.0
+    assert limited.after(2.0, 0) == "timeout"
+
+
 def _silent_after_headers(answer_pings: bool):
     def script(peer: Peer) -> None:
         peer.settings()

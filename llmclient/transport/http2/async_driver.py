@@ -258,28 +258,20 @@ class AsyncConnection(ConnectionFacts):
         """:meth:`_wait` for a stream's data, PINGing its connection while the stream is
         silent (``liveness``): a connection that stops answering fails its streams at once."""
         now = time.monotonic()
-        deadline = None if timeout is None else now + timeout
-        pinged_at: float | None = None
-        since, acked = now, 0
+        silence = liveness.Silence(now, timeout)
         while True:
-            wait = liveness.wait_slice(now, since, deadline, pinged_at, liveness.SILENT_PING_S,
-                                       liveness.PING_ANSWER_S)
             try:
-                await self._wait(stream, wait, stale=False)
+                await self._wait(stream, silence.slice(now), stale=False)
                 return
             except httpx.ReadTimeout:
                 now = time.monotonic()
-            verdict = liveness.after_silence(now, deadline, pinged_at, self.state.pings_acked > acked,
-                                              liveness.PING_ANSWER_S)
+            verdict = silence.after(now, self.state.pings_acked)
             if verdict == "timeout":
                 self.state.stale = True  # see SyncConnection._read_once
                 raise httpx.ReadTimeout("read timed out")
             if verdict == "ping":
-                pinged_at, acked = now, self.state.pings_acked
                 self.state.ping()
                 self._flush()
-            elif verdict == "rest":  # answered: the next PING a silent stretch after this one
-                since, pinged_at = pinged_at or now, None
             elif verdict == "dead":
                 self._dead()
                 if stream.error is not None:

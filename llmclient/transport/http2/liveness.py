@@ -10,15 +10,16 @@ waits on (PINGed again after the next silent stretch); one that sends nothing at
 :data:`PING_ANSWER_S` is dead, and its streams fail at once with an error that says so, in
 seconds instead of at the read timeout (or the stream watchdog's limit).
 
-The drivers (``async_driver``, ``sync_driver``) wait in slices that :func:`wait_slice` sizes and
-act on :func:`after_silence`'s verdict.
+The drivers (``async_driver``, ``sync_driver``) keep one :class:`Silence` per wait: they wait in
+the slices it sizes (:func:`wait_slice`) and act on its verdict (:func:`after_silence`): send a
+PING, fail the connection, or raise the read timeout.
 """
 
 from __future__ import annotations
 
 from typing import Final, Literal
 
-__all__ = ["PING_ANSWER_S", "SILENT_PING_S", "after_silence", "dead_message", "wait_slice"]
+__all__ = ["PING_ANSWER_S", "SILENT_PING_S", "Silence", "after_silence", "dead_message", "wait_slice"]
 
 # A stream this long without data gets its connection PINGed: short beside NAT idle timeouts
 # (AWS ~350 s, Azure 4 min), long beside a busy server's pauses between tokens.
@@ -54,6 +55,34 @@ def after_silence(now: float, deadline: float | None, pinged_at: float | None, a
     if answered:
         return "rest"
     return "dead" if now - pinged_at >= answer_s else "wait"
+
+
+class Silence:
+    """One wait for a stream's data, as a stepper: :meth:`slice` says how long the next wait may
+    be, :meth:`after` turns a slice that brought nothing into a verdict and keeps the PING's
+    bookkeeping (when it went out, how many answers the connection had counted then)."""
+
+    __slots__ = ("_acked", "_deadline", "_pinged_at", "_since")
+
+    def __init__(self, now: float, timeout: float | None) -> None:
+        self._deadline = None if timeout is None else now + timeout
+        self._pinged_at: float | None = None
+        self._since, self._acked = now, 0
+
+    def slice(self, now: float) -> float:
+        # the limits are read now, not bound at import (the tests shorten them)
+        return wait_slice(now, self._since, self._deadline, self._pinged_at, SILENT_PING_S, PING_ANSWER_S)
+
+    def after(self, now: float, pings_acked: int) -> Verdict:
+        """The verdict on a silent slice, given the connection's count of PING answers so far.
+        On ``ping`` the caller sends one now."""
+        verdict = after_silence(now, self._deadline, self._pinged_at, pings_acked > self._acked,
+                                PING_ANSWER_S)
+        if verdict == "ping":
+            self._pinged_at, self._acked = now, pings_acked
+        elif verdict == "rest":  # answered: the next PING a silent stretch after this one
+            self._since, self._pinged_at = self._pinged_at or now, None
+        return verdict
 
 
 def dead_message(silent_s: float, answer_s: float) -> str:

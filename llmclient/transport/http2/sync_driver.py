@@ -338,29 +338,21 @@ class SyncConnection(ConnectionFacts):
         driver waits for a stream's news), PINGing the connection while the stream is silent
         (``liveness``): a connection that stops answering fails its streams at once."""
         now = time.monotonic()
-        deadline = None if timeout is None else now + timeout
-        pinged_at: float | None = None
-        since, acked = now, 0
+        silence = liveness.Silence(now, timeout)
         while True:
-            wait = liveness.wait_slice(now, since, deadline, pinged_at, liveness.SILENT_PING_S,
-                                       liveness.PING_ANSWER_S)
             try:
-                if self._read_once(stream, _has_data_or_end, wait, stale=False):
+                if self._read_once(stream, _has_data_or_end, silence.slice(now), stale=False):
                     return
                 now = time.monotonic()
                 continue  # bytes for another stream, a PING's answer: this one waits on
             except httpx.ReadTimeout:
                 now = time.monotonic()
             with self._lock:
-                verdict = liveness.after_silence(now, deadline, pinged_at, self.state.pings_acked > acked,
-                                              liveness.PING_ANSWER_S)
+                verdict = silence.after(now, self.state.pings_acked)
                 if verdict == "timeout":
                     self.state.stale = True  # see _read_once
                 elif verdict == "ping":
-                    pinged_at, acked = now, self.state.pings_acked
                     self.state.ping()
-                elif verdict == "rest":  # answered: the next PING a silent stretch after this one
-                    since, pinged_at = pinged_at or now, None
             if verdict == "timeout":
                 raise httpx.ReadTimeout("read timed out")
             if verdict == "ping":
