@@ -290,11 +290,13 @@ class Embeddings(_Resource):
         key = (batcher.key(call.base_url, call.scope, call.body, not (extra_headers or extra_query or extra_body))
                if batcher is not None and not _raw else None)
         if batcher is not None and key is not None and call.body is not None:
-            def send(body: dict[str, Any]) -> Any:  # one request of the batch, its answer as data
-                return self._client._request(self._call("POST", "/embeddings", dict(body), timeout=timeout), dict)
+            def send(body: dict[str, Any]) -> Any:  # one request of the batch: (answer as data, its Call)
+                sent = self._call("POST", "/embeddings", dict(body), timeout=timeout)
+                return self._client._request(sent, dict), sent
 
-            value = batcher.submit(key, call.body, send)
-            return _make_embeddings(decode)(value)
+            value, sent, shared = batcher.submit(key, call.body, send)
+            sent.record.batched = shared  # the answer's timings and trace id: the request that carried it
+            return self._client._finish(sent, _make_embeddings(decode)(value), None)
         return self._client._request(call, _make_embeddings(decode), _raw)
 
 

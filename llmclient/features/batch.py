@@ -109,8 +109,10 @@ class _Batch:
 
 class Batcher:
     """Batches per key for one client. ``send(body)`` runs one embeddings request through the
-    client's pipeline and returns the decoded answer (a coroutine for the async client);
-    ``alone(pending_body)`` sends one caller's own request (its error is its own)."""
+    client's pipeline and returns ``(decoded answer, carrier)`` (a coroutine for the async
+    client), the carrier being whatever the caller needs of that request (its Call: trace id and
+    timings). Each caller gets ``(its part of the answer, the carrier, how many calls shared the
+    request)``. A refused combined request is sent again per caller (its error its own)."""
 
     def __init__(self, config: BatchConfig) -> None:
         self.config = config
@@ -167,17 +169,17 @@ class Batcher:
     def _run_sync(self, batch: _Batch, send: Callable[[dict[str, Any]], Any]) -> None:
         try:
             if len(batch.calls) == 1:
-                batch.calls[0].result = send(batch.calls[0].body)
+                batch.calls[0].result = (*send(batch.calls[0].body), 1)
             else:
-                answer = send(self._combined(batch))
+                answer, carrier = send(self._combined(batch))
                 for pending, part in zip(batch.calls, split_answer(answer, [len(p.inputs) for p in batch.calls]),
                                          strict=True):
-                    pending.result = part
+                    pending.result = (part, carrier, len(batch.calls))
         except APIStatusError as exc:
             if len(batch.calls) > 1 and 400 <= exc.status_code < 500 and exc.status_code != 429:
                 for pending in batch.calls:  # refused unprocessed: each alone, its error its own
                     try:
-                        pending.result = send(pending.body)
+                        pending.result = (*send(pending.body), 1)
                     except BaseException as own:
                         pending.error = own
             else:
@@ -218,15 +220,17 @@ class Batcher:
         outcomes: list[tuple[Any, BaseException | None]] = []
         try:
             if len(batch.calls) == 1:
-                outcomes = [(await send(batch.calls[0].body), None)]
+                outcomes = [((*await send(batch.calls[0].body), 1), None)]
             else:
-                answer = await send(self._combined(batch))
-                outcomes = [(part, None) for part in split_answer(answer, [len(p.inputs) for p in batch.calls])]
+                answer, carrier = await send(self._combined(batch))
+                n = len(batch.calls)
+                outcomes = [((part, carrier, n), None)
+                            for part in split_answer(answer, [len(p.inputs) for p in batch.calls])]
         except APIStatusError as exc:
             if len(batch.calls) > 1 and 400 <= exc.status_code < 500 and exc.status_code != 429:
                 for pending in batch.calls:  # refused unprocessed: each alone, its error its own
                     try:
-                        outcomes.append((await send(pending.body), None))
+                        outcomes.append(((*await send(pending.body), 1), None))
                     except Exception as own:
                         outcomes.append((None, own))
             else:

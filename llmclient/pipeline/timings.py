@@ -61,6 +61,7 @@ class CallRecord:
     hedge_won: bool = False  # ... and answered first: this record is the copy's
     replica: str | None = None  # the replica that served it (base_url=[...]: features/route)
     cache_key: str | None = None  # the prompt_cache_key llmclient derived and sent (features/route/cache_key)
+    batched: int = 0  # embedding_batch=: how many calls' inputs went in the request that carried this one (1: alone)
     # The raw Server-Timing header; parsed on first read of ``server_timing`` (most callers
     # never look, and parsing costs more than the rest of the record).
     _server_timing_raw: str | None = None

@@ -54,6 +54,13 @@ def test_concurrent_callers_share_requests_and_get_their_own_answers(drive: Driv
         assert answer.data[0].embedding == _embed(drive, alone, text).data[0].embedding
     stats = batched._features.batcher.stats()
     assert stats["calls"] == 16 and stats["requests"] < 16
+    # Each answer carries the timings and trace id of the request that carried its input.
+    assert all(a.timings.total_ms is not None and a.timings.batched >= 1 for a in answers)
+    shared = [a for a in answers if a.timings.batched > 1]
+    assert shared, [a.timings.batched for a in answers]
+    for a in shared:
+        riders = [b for b in answers if b.trace_id == a.trace_id]
+        assert len(riders) == a.timings.batched and all(b.timings is a.timings for b in riders)
 
 
 def test_a_bad_input_fails_only_its_own_caller(drive: Drive, ref_server: RefServer) -> None:
