@@ -44,12 +44,12 @@ from ._sync.resources import Chat, Completions, Embeddings, Models, Responses
 from ._version import __version__
 from .api.passthrough import AsyncPassthrough, SyncPassthrough
 from .api.resources import Beta
-from .features.hedge import hedge_config
-from .features.route import Replica, Replicas
 from .features.admit.priority import FIELD as PRIORITY_FIELD
 from .features.admit.priority import body_value as priority_body_value
 from .features.admit.priority import check as check_priority
 from .features.admit.priority import check_field as check_priority_field
+from .features.hedge import hedge_config
+from .features.route import Replica, Replicas
 from .features.route.cache_key import FIELD as CACHE_KEY_FIELD
 from .features.route.cache_key import derive as derive_cache_key
 from .features.route.cache_key import wanted as wants_cache_key

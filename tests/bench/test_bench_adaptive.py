@@ -7,7 +7,13 @@ import pytest
 
 from benchmarks.harness._scenario import RequestRecord
 from benchmarks.scenarios import discover
-from benchmarks.scenarios.adaptive import AdaptiveConcurrency, _bins, reference_of, split_variant, summarise
+from benchmarks.scenarios.adaptive import (
+    AdaptiveConcurrency,
+    _bins,
+    reference_of,
+    split_variant,
+    summarise,
+)
 
 
 def test_a_calls_tokens_are_spread_over_its_time_in_flight() -> None:

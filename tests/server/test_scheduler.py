@@ -157,7 +157,7 @@ def test_a_waiting_request_preempts_the_lowest_ranked_running_one_and_runs_in_th
     assert "urgent" in {o.request_id for o in plan.outputs if o.token_ids}  # its first token, now
     assert sched.stats().preemptions_total == 1
     assert sched.stats().extra["priority_preemptions_total"] == 1
-    tokens, plans, finals = drain(sched, plan.end)
+    _, plans, finals = drain(sched, plan.end)
     assert _finish_order(plans)[0] == "urgent"
     assert finals["new"].timing is not None and finals["new"].timing.preemptions == 1
     solo = Scheduler(BASE)

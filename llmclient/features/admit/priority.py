@@ -42,7 +42,7 @@ PATHS = frozenset({"/chat/completions", "/completions"})
 def check(value: Any) -> str | None:
     """The ``priority`` option as given (None: leave the call as it is), or ValueError."""
     if value is None or value in VALUES:
-        return value  # type: ignore[no-any-return]
+        return value
     hint = f" (a number for vLLM goes as it is in extra_body={{'priority': {value}}})" if isinstance(value, int) else ""
     raise ValueError(f"priority must be 'low', 'normal' or None, got {value!r}{hint}")
 
