@@ -21,6 +21,9 @@ that finds every slot taken preempts a batch sequence (vLLM V0's priority preemp
 scheduler, which orders the waiting queue by priority but never preempts for it. Each server's
 idle reference is measured the same way (``prio-idle``, ``v1-idle``; quick runs use ``idle``).
 
+``BENCH_ADAPTIVE_VARIANTS=idle,prio-idle,prio-unlimited`` and ``BENCH_ADAPTIVE_MEASURE_S=60`` run a
+subset for longer (:func:`subset`).
+
 Reported: the interactive calls' TTFT p99 against their server's idle (goal <= 1.5x) and the batch
 job's throughput (completion tokens per second, medians over 1 s bins) against the best fixed cap
 on the fcfs server (goal >= 90%), each with a bootstrap interval; preemptions the server counted
@@ -30,6 +33,7 @@ in each variant; the adaptive limits' end state.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from typing import Any
@@ -190,6 +194,8 @@ class AdaptiveConcurrency:
         fixed = FIXED_QUICK if ctx.quick else FIXED_FULL
         variants_order = ("idle", "unlimited", *(f"fixed-{n}" for n in fixed), "adaptive",
                           *(PRIORITY_QUICK if ctx.quick else PRIORITY_FULL))
+        variants_order, measure_s = subset(variants_order, measure_s, os.environ.get("BENCH_ADAPTIVE_VARIANTS"),
+                                           os.environ.get("BENCH_ADAPTIVE_MEASURE_S"))
         records: dict[str, list[RequestRecord]] = {}
         bins: dict[str, list[float]] = {}
         states: dict[str, Any] = {}
@@ -220,6 +226,29 @@ class AdaptiveConcurrency:
             finally:
                 server.stop()
         return summarise(self, records, bins, states, warm_s, measure_s, preemptions)
+
+
+def subset(order: tuple[str, ...], measure_s: float, names: str | None,
+           seconds: str | None) -> tuple[tuple[str, ...], float]:
+    """Pure: the variants a run covers and how long each is measured. ``BENCH_ADAPTIVE_VARIANTS``
+    (comma-separated, of every full run's variants) and ``BENCH_ADAPTIVE_MEASURE_S`` (seconds):
+    a p99 of 80 calls is one call's luck; 60 s gives ~240 (a few variants: a few minutes)."""
+    known = ("idle", "unlimited", *(f"fixed-{n}" for n in FIXED_FULL), "adaptive", *PRIORITY_FULL,
+             *(p + k for p in SERVERS if p for k in ("fixed-16", "adaptive")))
+    if names:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        for name in wanted:
+            if name not in known:
+                raise ValueError(f"BENCH_ADAPTIVE_VARIANTS: unknown variant {name!r} (one of {', '.join(known)})")
+        order = tuple(v for v in known if v in wanted)
+    if seconds:
+        try:
+            measure_s = float(seconds)
+        except ValueError:
+            raise ValueError(f"BENCH_ADAPTIVE_MEASURE_S must be a number of seconds, got {seconds!r}") from None
+        if not 1.0 <= measure_s <= 3600.0:
+            raise ValueError(f"BENCH_ADAPTIVE_MEASURE_S must be between 1 and 3600 seconds, got {seconds!r}")
+    return order, measure_s
 
 
 def _preemptions(origin: str, verify: Any) -> dict[str, float]:

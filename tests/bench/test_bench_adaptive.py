@@ -12,6 +12,7 @@ from benchmarks.scenarios.adaptive import (
     _bins,
     reference_of,
     split_variant,
+    subset,
     summarise,
 )
 
@@ -63,6 +64,19 @@ def test_priority_variants_name_their_server_and_compare_with_its_idle() -> None
     assert variants["v1-unlimited"]["ttft_p99_vs_idle"] == pytest.approx(300.0 / 50.0)
     assert "batch_tokens_per_s" not in variants["prio-idle"]
     assert any(row.candidate == "prio-unlimited" for row in result.rows)
+
+
+def test_a_subset_of_variants_in_the_full_order_and_a_longer_measurement() -> None:
+    order = ("idle", "unlimited", "adaptive")
+    assert subset(order, 20.0, None, None) == (order, 20.0)
+    assert subset(order, 20.0, "prio-unlimited, idle,fixed-24", "60") == (("idle", "fixed-24", "prio-unlimited"), 60.0)
+    assert subset(order, 20.0, "v1-adaptive", None)[0] == ("v1-adaptive",)
+    with pytest.raises(ValueError, match="unknown variant 'prio-fixed-9'"):
+        subset(order, 20.0, "prio-fixed-9", None)
+    with pytest.raises(ValueError, match="BENCH_ADAPTIVE_MEASURE_S"):
+        subset(order, 20.0, None, "a minute")
+    with pytest.raises(ValueError, match="between 1 and 3600"):
+        subset(order, 20.0, None, "0")
 
 
 def test_the_scenario_is_discovered() -> None:
