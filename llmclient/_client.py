@@ -44,6 +44,10 @@ from ._sync.resources import Chat, Completions, Embeddings, Models, Responses
 from ._version import __version__
 from .api.passthrough import AsyncPassthrough, SyncPassthrough
 from .api.resources import Beta
+from .features.admit.priority import FIELD as PRIORITY_FIELD
+from .features.admit.priority import body_value as priority_body_value
+from .features.admit.priority import check as check_priority
+from .features.admit.priority import check_field as check_priority_field
 from .features.hedge import hedge_config
 from .features.route import Replica, Replicas
 from .features.route.cache_key import FIELD as CACHE_KEY_FIELD
@@ -165,6 +169,8 @@ class BaseClient:
         auto_cache_key: bool | None = None,
         stream_resume: str = "auto",
         stream_early_resume: bool = True,
+        priority: str | None = None,
+        priority_field: bool = False,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -210,6 +216,9 @@ class BaseClient:
         if auto_cache_key is not None and not isinstance(auto_cache_key, bool):
             raise ValueError(f"auto_cache_key must be True, False or None, got {auto_cache_key!r}")
         self._options.auto_cache_key = auto_cache_key
+        self._options.priority = check_priority(priority)
+        # vLLM's body ``priority`` on low calls (features/admit/priority): opt-in, never by default
+        self._priority_field = check_priority_field(priority_field)
         self._warm = warm
         # Compress request bodies of 1 KiB and more for origins that said (Accept-Encoding in a
         # response, RFC 7694) they read zstd or gzip; False sends every body as it is.
@@ -283,6 +292,8 @@ class BaseClient:
             "concurrency": self._concurrency,
             "embedding_batch": self._embedding_batch,
             "auto_cache_key": self._options.auto_cache_key,
+            "priority": self._options.priority,
+            "priority_field": self._priority_field,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)
@@ -378,6 +389,12 @@ class BaseClient:
             if key is not None:
                 body = {**body, CACHE_KEY_FIELD: key}
                 call.record.cache_key = key
+        call.record.priority_field = None
+        if self._priority_field and codec is JSON_CODEC:  # vLLM's priority on a low call
+            value = priority_body_value(call.headers, call.path, body, record_for(call.base_url).priority_field)
+            if value is not None:
+                body = {**body, PRIORITY_FIELD: value}
+                call.record.priority_field = value
         content = codec.encode(call.path, body)
         call.record.request_encoding = None
         if self._compress and len(content) >= MIN_COMPRESS_BYTES:
@@ -388,6 +405,11 @@ class BaseClient:
                     content = compress(content, coding)
                     call.record.request_encoding = coding
         return content
+
+    @staticmethod
+    def _priority_field_refused(call: Call) -> None:
+        """The origin answered 400 or 422 naming vLLM's priority: never send it the field again."""
+        record_for(call.base_url).priority_field = False
 
     @staticmethod
     def _cache_key_refused(call: Call) -> None:

@@ -11,14 +11,29 @@ client of their own, as a second application would have). Variants, in that orde
 * ``fixed-N``: the batch client capped at N calls in flight (a small sweep);
 * ``adaptive``: the batch client with ``concurrency="adaptive"`` (AIMD on Server-Timing queue).
 
-Reported: the interactive calls' TTFT p99 against ``idle`` (goal <= 1.5x) and the batch job's
-throughput (completion tokens per second, medians over 1 s bins) against the best fixed cap
-(goal >= 90%), each with a bootstrap interval; the adaptive limit's end state.
+The server above runs vLLM's default scheduling policy (``fcfs``): no request overtakes another,
+so no client-side cap can both keep the batch's throughput and leave an interactive call a free
+slot (benchmarks/README.md has the arithmetic). The same variants prefixed ``prio-`` run against
+a second server started with ``--scheduling-policy priority``, the batch client marking its calls
+``priority="low"`` with ``priority_field=True`` (vLLM's body ``priority``): an interactive call
+that finds every slot taken preempts a batch sequence (vLLM V0's priority preemption).
+``v1-unlimited`` (full runs) is the same against ``--no-waiting-preemption``: vLLM V1's
+scheduler, which orders the waiting queue by priority but never preempts for it. Each server's
+idle reference is measured the same way (``prio-idle``, ``v1-idle``; quick runs use ``idle``).
+
+``BENCH_ADAPTIVE_VARIANTS=idle,prio-idle,prio-unlimited`` and ``BENCH_ADAPTIVE_MEASURE_S=60`` run a
+subset for longer (:func:`subset`).
+
+Reported: the interactive calls' TTFT p99 against their server's idle (goal <= 1.5x) and the batch
+job's throughput (completion tokens per second, medians over 1 s bins) against the best fixed cap
+on the fcfs server (goal >= 90%), each with a bootstrap interval; preemptions the server counted
+in each variant; the adaptive limits' end state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from typing import Any
@@ -35,17 +50,38 @@ INTERACTIVE_MAX_TOKENS = 8
 INTERACTIVE_RATE = 4.0  # calls per second
 FIXED_QUICK = (8, 16, 24)
 FIXED_FULL = (8, 12, 16, 20, 24, 32)
+# Variants against a server with vLLM's priority policy: "prio-" preempts for a waiting request
+# (V0), "v1-" does not (V1). Quick runs compare them with the fcfs server's idle.
+PRIORITY_QUICK = ("prio-unlimited", "prio-adaptive")
+PRIORITY_FULL = ("prio-idle", "prio-unlimited", "prio-adaptive", "v1-idle", "v1-unlimited")
+# The server flags behind each prefix (the fcfs server has none).
+SERVERS: dict[str, tuple[str, ...]] = {
+    "": (),
+    "prio-": ("--scheduling-policy", "priority"),
+    "v1-": ("--scheduling-policy", "priority", "--no-waiting-preemption"),
+}
 BIN_S = 1.0
+
+
+def split_variant(variant: str) -> tuple[str, str]:
+    """``"prio-fixed-16"`` -> (``"prio-"``, ``"fixed-16"``): the server it runs against and what
+    the batch client does there."""
+    for prefix in SERVERS:
+        if prefix and variant.startswith(prefix):
+            return prefix, variant[len(prefix):]
+    return "", variant
 
 
 def _batch_client(llmclient: Any, url: str, key: str, variant: str, verify: Any) -> Any:
     from llmclient.features.admit.concurrency import AdaptiveConfig
 
-    kw: dict[str, Any] = {}
-    if variant == "adaptive":
+    prefix, kind = split_variant(variant)
+    # every batch call is marked low (x-llm-priority); on a priority server also in vLLM's field
+    kw: dict[str, Any] = {"priority": "low", "priority_field": bool(prefix)}
+    if kind == "adaptive":
         kw["concurrency"] = "adaptive"
-    elif variant.startswith("fixed-"):
-        n = int(variant.split("-", 1)[1])
+    elif kind.startswith("fixed-"):
+        n = int(kind.split("-", 1)[1])
         kw["concurrency"] = AdaptiveConfig(initial=n, minimum=n, maximum=n)
     return llmclient.AsyncOpenAI(base_url=url, api_key=key, max_retries=0, timeout=120.0, verify=verify, **kw)
 
@@ -93,7 +129,7 @@ async def _batch(client: Any, model: str, t_from: float, t_end: float) -> list[t
         while time.perf_counter() < t_end:
             t0 = time.perf_counter()
             resp = await client.chat.completions.create(
-                model=model, max_tokens=BATCH_MAX_TOKENS, extra_headers={"x-llm-priority": "low"},
+                model=model, max_tokens=BATCH_MAX_TOKENS,
                 messages=[{"role": "user", "content": f"batch item {w}-{n}: summarise this record"}])
             n += 1
             done.append((t0, time.perf_counter(), resp.usage.completion_tokens if resp.usage else 0))
@@ -121,7 +157,8 @@ async def _variant(llmclient: Any, url: str, verify: Any, model: str, variant: s
                    measure_s: float, seed: int, epoch: float) -> tuple[list[RequestRecord], list[float], dict[str, Any] | None]:
     interactive = llmclient.AsyncOpenAI(base_url=url, api_key="adaptive-interactive", max_retries=0, timeout=120.0,
                                          verify=verify)
-    batch = _batch_client(llmclient, url, f"adaptive-batch-{variant}", variant, verify) if variant != "idle" else None
+    idle = split_variant(variant)[1] == "idle"
+    batch = None if idle else _batch_client(llmclient, url, f"adaptive-batch-{variant}", variant, verify)
     try:
         start = time.perf_counter()
         t_from, t_end = start + warm_s, start + warm_s + measure_s
@@ -130,7 +167,7 @@ async def _variant(llmclient: Any, url: str, verify: Any, model: str, variant: s
         records = await _interactive(interactive, model, variant, t_end, random.Random(seed), epoch)
         done = await batch_task if batch_task is not None else []
         gates = None
-        if variant == "adaptive" and batch is not None:
+        if split_variant(variant)[1] == "adaptive" and batch is not None:
             gates = next(iter(batch.concurrency_limits.values()), None)
         return records, _bins(done, t_from, t_end), gates
     finally:
@@ -155,29 +192,80 @@ class AdaptiveConcurrency:
 
         warm_s, measure_s = (2.0, 6.0) if ctx.quick else (4.0, 20.0)
         fixed = FIXED_QUICK if ctx.quick else FIXED_FULL
-        try:
-            server = ctx.spawn_server(profile=PROFILE)
-            server.wait_healthy()
-        except (ServerError, OSError) as exc:
-            raise NotAvailable(f"could not start the reference server ({PROFILE}): {exc}") from exc
-        variants_order = ("idle", "unlimited", *(f"fixed-{n}" for n in fixed), "adaptive")
+        variants_order = ("idle", "unlimited", *(f"fixed-{n}" for n in fixed), "adaptive",
+                          *(PRIORITY_QUICK if ctx.quick else PRIORITY_FULL))
+        variants_order, measure_s = subset(variants_order, measure_s, os.environ.get("BENCH_ADAPTIVE_VARIANTS"),
+                                           os.environ.get("BENCH_ADAPTIVE_MEASURE_S"))
         records: dict[str, list[RequestRecord]] = {}
         bins: dict[str, list[float]] = {}
-        state: dict[str, Any] = {}
+        states: dict[str, Any] = {}
+        preemptions: dict[str, dict[str, float]] = {}
+        for prefix, flags in SERVERS.items():
+            mine = [v for v in variants_order if split_variant(v)[0] == prefix]
+            if not mine:
+                continue
+            try:
+                server = ctx.spawn_server(profile=PROFILE, extra_args=("--cold-start-s", "0", *flags))
+                server.wait_healthy()
+            except (ServerError, OSError) as exc:
+                raise NotAvailable(f"could not start the reference server ({PROFILE} {' '.join(flags)}): {exc}") from exc
+            try:
+                with ctx.routed(server) as url:
+                    verify: Any = server.ca_path or ctx.verify
+                    model = _model(url, verify)
+                    for variant in mine:
+                        ctx.progress(f"  adaptive {variant}: {warm_s + measure_s:g} s")
+                        before = _preemptions(server.origin, verify)
+                        recs, b, gates = ctx.run(_variant(llmclient, url, verify, model, variant, warm_s, measure_s,
+                                                          ctx.seed * 100 + variants_order.index(variant), ctx.epoch))
+                        after = _preemptions(server.origin, verify)
+                        preemptions[variant] = {k: after[k] - before.get(k, 0.0) for k in after}
+                        records[variant], bins[variant] = recs, b
+                        if gates is not None:
+                            states[variant] = gates
+            finally:
+                server.stop()
+        return summarise(self, records, bins, states, warm_s, measure_s, preemptions)
+
+
+def subset(order: tuple[str, ...], measure_s: float, names: str | None,
+           seconds: str | None) -> tuple[tuple[str, ...], float]:
+    """Pure: the variants a run covers and how long each is measured. ``BENCH_ADAPTIVE_VARIANTS``
+    (comma-separated, of every full run's variants) and ``BENCH_ADAPTIVE_MEASURE_S`` (seconds):
+    a p99 of 80 calls is one call's luck; 60 s gives ~240 (a few variants: a few minutes)."""
+    known = ("idle", "unlimited", *(f"fixed-{n}" for n in FIXED_FULL), "adaptive", *PRIORITY_FULL,
+             *(p + k for p in SERVERS if p for k in ("fixed-16", "adaptive")))
+    if names:
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        for name in wanted:
+            if name not in known:
+                raise ValueError(f"BENCH_ADAPTIVE_VARIANTS: unknown variant {name!r} (one of {', '.join(known)})")
+        order = tuple(v for v in known if v in wanted)
+    if seconds:
         try:
-            with ctx.routed(server) as url:
-                verify: Any = server.ca_path or ctx.verify
-                model = _model(url, verify)
-                for n, variant in enumerate(variants_order):
-                    ctx.progress(f"  adaptive {variant}: {warm_s + measure_s:g} s")
-                    recs, b, gates = ctx.run(_variant(llmclient, url, verify, model, variant, warm_s, measure_s,
-                                                      ctx.seed * 100 + n, ctx.epoch))
-                    records[variant], bins[variant] = recs, b
-                    if gates is not None:
-                        state = gates
-        finally:
-            server.stop()
-        return summarise(self, records, bins, state, warm_s, measure_s)
+            measure_s = float(seconds)
+        except ValueError:
+            raise ValueError(f"BENCH_ADAPTIVE_MEASURE_S must be a number of seconds, got {seconds!r}") from None
+        if not 1.0 <= measure_s <= 3600.0:
+            raise ValueError(f"BENCH_ADAPTIVE_MEASURE_S must be between 1 and 3600 seconds, got {seconds!r}")
+    return order, measure_s
+
+
+def _preemptions(origin: str, verify: Any) -> dict[str, float]:
+    """The server's preemption counters (``/metrics``): all, and those for a waiting request."""
+    import httpx
+
+    names = {"llm_preemptions_total": "all", "llm_priority_preemptions_total": "for_waiting"}
+    try:
+        text = httpx.get(origin + "/metrics", verify=verify, timeout=10.0).text
+    except httpx.HTTPError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in names:
+            out[names[name]] = float(value)
+    return out
 
 
 def _model(url: str, verify: Any) -> str:
@@ -193,18 +281,29 @@ def _model(url: str, verify: Any) -> str:
     return str(data[0]["id"])
 
 
+def reference_of(variant: str, ttft: dict[str, Any]) -> str:
+    """The idle variant ``variant`` is compared with: its own server's when measured, else the
+    fcfs server's (an idle server schedules the same under either policy)."""
+    prefix = split_variant(variant)[0]
+    return f"{prefix}idle" if f"{prefix}idle" in ttft else "idle"
+
+
 def summarise(scenario: Any, records: dict[str, list[RequestRecord]], bins: dict[str, list[float]],
-              state: dict[str, Any], warm_s: float, measure_s: float) -> ScenarioResult:
+              states: dict[str, Any], warm_s: float, measure_s: float,
+              preemptions: dict[str, dict[str, float]] | None = None) -> ScenarioResult:
+    preemptions = preemptions or {}
     ttft = {v: [r.ttft_ms if r.ok else None for r in recs] for v, recs in records.items()}
-    throughput = {v: (percentile(b, 50) if b else 0.0) for v, b in bins.items() if v != "idle"}
+    throughput = {v: (percentile(b, 50) if b else 0.0) for v, b in bins.items() if split_variant(v)[1] != "idle"}
     fixed = {v: t for v, t in throughput.items() if v.startswith("fixed-")}
     best = max(fixed, key=lambda v: fixed[v]) if fixed else None
-    series: dict[str, Any] = {"variants": {}, "best_fixed": best, "adaptive_state": state}
+    series: dict[str, Any] = {"variants": {}, "best_fixed": best, "adaptive_state": states.get("adaptive", {}),
+                              "adaptive_states": states}
     notes = [f"reference server, profile {PROFILE} (16 sequences at a time, then it queues), no rate-limit "
-             f"headers; batch: {BATCH_WORKERS} closed-loop calls of {BATCH_MAX_TOKENS} tokens; interactive: "
-             f"streams of {INTERACTIVE_MAX_TOKENS} tokens, Poisson {INTERACTIVE_RATE:g}/s, their own client; "
-             f"{measure_s:g} s measured per variant after {warm_s:g} s of warm-up"]
-    idle = [t for t in ttft.get("idle", []) if t is not None]
+             f"headers; batch: {BATCH_WORKERS} closed-loop calls of {BATCH_MAX_TOKENS} tokens, priority='low'; "
+             f"interactive: streams of {INTERACTIVE_MAX_TOKENS} tokens, Poisson {INTERACTIVE_RATE:g}/s, their own "
+             f"client; {measure_s:g} s measured per variant after {warm_s:g} s of warm-up; variants without a "
+             "prefix: --scheduling-policy fcfs (vLLM's default); prio-: priority with preemption for a waiting "
+             "request (vLLM V0; the batch also sends priority_field=True); v1-: priority without it (vLLM V1)"]
     for v, values in ttft.items():
         ok = [t for t in values if t is not None]
         entry: dict[str, Any] = {"interactive_calls": len(values), "interactive_failed": len(values) - len(ok),
@@ -212,11 +311,13 @@ def summarise(scenario: Any, records: dict[str, list[RequestRecord]], bins: dict
                                  "ttft_p99_ms": percentile(ok, 99) if ok else None}
         line = (f"{v}: interactive TTFT p50 {_ms(entry['ttft_p50_ms'])}, p99 {_ms(entry['ttft_p99_ms'])} "
                 f"({len(ok)} of {len(values)} answered)")
-        if v != "idle" and idle and ok:
+        ref = reference_of(v, ttft)
+        idle = [t for t in ttft.get(ref, []) if t is not None]
+        if split_variant(v)[1] != "idle" and idle and ok:
             ratio = percentile(ok, 99) / percentile(idle, 99)
-            interval = bootstrap_ratio(values, ttft["idle"], "p99", paired=False, seed=f"adaptive-ttft-{v}")
-            entry.update(ttft_p99_vs_idle=ratio, ttft_p99_vs_idle_interval=interval)
-            line += f", p99 {ratio:.2f}x idle {_interval(interval)}"
+            interval = bootstrap_ratio(values, ttft[ref], "p99", paired=False, seed=f"adaptive-ttft-{v}")
+            entry.update(ttft_p99_vs_idle=ratio, ttft_p99_vs_idle_interval=interval, idle_reference=ref)
+            line += f", p99 {ratio:.2f}x {ref} {_interval(interval)}"
         if v in throughput:
             entry["batch_tokens_per_s"] = throughput[v]
             line += f"; batch {throughput[v]:.0f} tokens/s (median of {BIN_S:g} s bins)"
@@ -225,10 +326,14 @@ def summarise(scenario: Any, records: dict[str, list[RequestRecord]], bins: dict
                 interval = bootstrap_ratio(bins[v], bins[best], "p50", paired=False, seed=f"adaptive-tput-{v}")
                 entry.update(batch_vs_best_fixed=share, batch_vs_best_fixed_interval=interval)
                 line += f", {share:.0%} of {best} {_interval(interval)}"
+        if preemptions.get(v):
+            entry["server_preemptions"] = preemptions[v]
+            line += (f"; server preemptions {preemptions[v].get('all', 0):.0f} "
+                     f"({preemptions[v].get('for_waiting', 0):.0f} for a waiting request)")
         series["variants"][v] = entry
         notes.append(line)
-    if state:
-        notes.append(f"adaptive limit at the end: {state.get('limit')} (cuts {state.get('cuts')}, "
+    for v, state in states.items():
+        notes.append(f"{v} limit at the end: {state.get('limit')} (cuts {state.get('cuts')}, "
                      f"samples {state.get('samples')}, calls that waited {state.get('calls_waited')}; "
                      f"{state.get('reason')})")
     rows = [Row("adaptive concurrency (interactive TTFT p99): batch unlimited -> adaptive", "unlimited", "adaptive",
@@ -238,6 +343,14 @@ def summarise(scenario: Any, records: dict[str, list[RequestRecord]], bins: dict
     if best is not None:
         rows.append(Row(f"adaptive concurrency (interactive TTFT p99): best fixed ({best}) -> adaptive", best,
                         "adaptive", metric="ttft_ms", statistic="p99"))
+    if "prio-unlimited" in records:
+        rows.append(Row("server priority scheduling + priority='low' (interactive TTFT p99): fcfs unlimited -> "
+                        "priority unlimited", "unlimited", "prio-unlimited", metric="ttft_ms", statistic="p99",
+                        technique="priority='low' on a priority-scheduling server", effort="option"))
+    if "prio-adaptive" in records:
+        ref = reference_of("prio-adaptive", ttft)
+        rows.append(Row(f"server priority scheduling + adaptive (interactive TTFT p99): {ref} -> prio-adaptive",
+                        ref, "prio-adaptive", metric="ttft_ms", statistic="p99"))
     return ScenarioResult.of(scenario, records, rows=rows, notes=notes, series={"adaptive": series})
 
 

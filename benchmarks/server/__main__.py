@@ -13,11 +13,13 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from . import limits, ratelimit, shutdown, tracing
 from ._http import configure_logging
 from .app import App, AppConfig
 from .engine import ENGINES, Engine, create_engine
+from .engine.scheduler import POLICIES
 from .faults import FaultInjector, FaultSpecError, parse_fault_list
 from .serve import ServeOptions, serve
 from .tls import TlsSetupError, generate_certs
@@ -64,17 +66,30 @@ def _parser() -> argparse.ArgumentParser:
                    help="export those spans over OTLP/HTTP to URL (e.g. http://127.0.0.1:4318)")
     p.add_argument("--reject-fields", default="", metavar="NAME[,NAME]",
                    help="answer 400 naming the field to requests that carry it (a strict gateway)")
+    p.add_argument("--scheduling-policy", default="fcfs", choices=POLICIES,
+                   help="as vLLM's: fcfs (arrival order; a body 'priority' other than 0 is a 400) or "
+                        "priority (the body's 'priority', lower first, else x-llm-priority: low = 1; "
+                        "a waiting request preempts lower-priority running ones, as vLLM V0 did)")
+    p.add_argument("--no-waiting-preemption", action="store_true",
+                   help="with --scheduling-policy priority: a waiting request never preempts a "
+                        "running one, it waits for a free slot (vLLM V1's scheduler)")
     limits.add_arguments(p)
     ratelimit.add_arguments(p)
     return p
 
 
-def make_engine(kind: str, profile: str, cold_start_s: float | None = None) -> Engine:
+def make_engine(kind: str, profile: str, cold_start_s: float | None = None,
+                scheduling_policy: str = "fcfs", preempt_for_waiting: bool = True) -> Engine:
     """``sim``/``torch`` via :func:`engine.create_engine`; ``module:factory`` plugs in any
-    callable taking the profile name and returning an Engine."""
+    callable taking the profile name and returning an Engine. Only ``sim`` schedules by
+    priority (the others serve ``scheduling_policy="priority"`` without preemption: refused)."""
+    if scheduling_policy != "fcfs" and kind != "sim":
+        raise SystemExit(f"--scheduling-policy {scheduling_policy} needs --engine sim, got {kind!r}")
     if kind in ENGINES:
         try:
-            kwargs = {"cold_start_s": cold_start_s} if cold_start_s is not None else {}
+            kwargs: dict[str, Any] = {"cold_start_s": cold_start_s} if cold_start_s is not None else {}
+            if kind == "sim":
+                kwargs.update(scheduling_policy=scheduling_policy, preempt_for_waiting=preempt_for_waiting)
             return create_engine(kind, profile, **kwargs)
         except (ImportError, ValueError, OSError) as exc:
             raise SystemExit(f"--engine {kind} --profile {profile}: {exc}") from None
@@ -103,14 +118,18 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(str(exc)) from None
         cert, key = paths.cert, paths.key
         sys.stdout.write(f"CA {paths.ca}\n")
-    engine = make_engine(args.engine, args.profile, args.cold_start_s)
+    if args.no_waiting_preemption and args.scheduling_policy != "priority":
+        raise SystemExit("--no-waiting-preemption goes with --scheduling-policy priority")
+    engine = make_engine(args.engine, args.profile, args.cold_start_s, args.scheduling_policy,
+                         not args.no_waiting_preemption)
     app = App(engine, AppConfig(faults=faults, fault_headers=args.allow_fault_headers,
                                 limits=limits.from_args(args),
                                 api_key=args.api_key, access_log=args.access_log,
                                 compress_responses=not args.no_compress,
                                 tracing=tracing.create(args.trace_spans, args.otlp_endpoint),
                                 ratelimits=ratelimit.from_args(args),
-                                reject_fields=frozenset(f for f in args.reject_fields.split(",") if f)))
+                                reject_fields=frozenset(f for f in args.reject_fields.split(",") if f),
+                                scheduling_policy=args.scheduling_policy))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None, args.uvicorn_http)
     shutdown.configure(args.shutdown_grace_s)

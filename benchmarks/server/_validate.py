@@ -24,6 +24,7 @@ __all__ = [
     "parse_completion",
     "parse_embedding",
     "prompt_cache_key",
+    "request_priority",
 ]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -306,6 +307,24 @@ def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str]:
         raise InvalidRequest("'tool_choice' must be none, auto, required or name a function in "
                              "'tools'", "tool_choice")
     return ToolChoice(name, by_name[name]), False, text
+
+
+def request_priority(body: Any, policy: str, header_low: bool) -> int:
+    """The request's priority for the engine, lower first, as vLLM's ``--scheduling-policy``
+    treats it: the body's ``priority`` (an integer, default 0). Under ``fcfs`` a non-zero one is a
+    400 with vLLM's wording (vLLM's ``add_request``: "Got priority {p} but Priority scheduling is
+    not enabled.") and every request is 0. Under ``priority`` a request without the field that
+    carries ``x-llm-priority: low`` (llmclient's batch calls and prefetches) is 1."""
+    value = body.get("priority") if isinstance(body, dict) else None
+    if value is not None and not _is_int(value):
+        raise InvalidRequest(f"priority must be an integer, got {value!r}", "priority")
+    if policy != "priority":
+        if value:
+            raise InvalidRequest(f"Got priority {value} but Priority scheduling is not enabled.", "priority")
+        return 0
+    if value is not None:
+        return int(value)
+    return 1 if header_low else 0
 
 
 def prompt_cache_key(body: dict[str, Any]) -> str | None:

@@ -57,6 +57,7 @@ from ._validate import (
     parse_chat,
     parse_completion,
     parse_embedding,
+    request_priority,
 )
 from .background import BackgroundRuns
 from .embeddings import embedding_data
@@ -136,6 +137,10 @@ class AppConfig:
     # Request fields answered with 400 naming them (--reject-fields), as a strict gateway
     # does for a field it does not know (Azure's "Unrecognized request argument supplied").
     reject_fields: frozenset[str] = frozenset()
+    # vLLM's --scheduling-policy: "fcfs" (its default: a body ``priority`` other than 0 is a 400,
+    # x-llm-priority is only logged) or "priority" (the body field, else x-llm-priority: low = 1,
+    # orders and preempts; the engine must be built with the same policy: make_engine).
+    scheduling_policy: str = "fcfs"
 
 
 @dataclass
@@ -148,9 +153,11 @@ class _Req:
     t0: float
     accept_encoding: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
-    # 1 for traffic that may wait (``x-llm-priority: low``: llmclient's prefetch and prefix
-    # warm-ups), so the engine serves the app's own calls first.
+    # What the request asked for, lower first: 1 for ``x-llm-priority: low`` (llmclient's batch
+    # calls, prefetches and warm-ups), or the body's ``priority``. Reaches the engine only under
+    # the priority scheduling policy (``_validate.request_priority``); fcfs sends 0.
     priority: int = 0
+    engine_priority: int = 0
     ratelimit_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # on its answer
 
     def add_engine_timing(self, t: RequestTiming | None) -> None:
@@ -262,7 +269,7 @@ class App:
                 log.info("%s %s %d %.1fms priority=%s %s", scope.get("method", "-"),
                          scope.get("path", "-"), status_box[0] or 499,
                          (time.perf_counter() - req.t0) * 1000.0,
-                         "low" if req.priority else "normal", req.header_value().decode("latin-1"))
+                         "low" if req.priority > 0 else "normal", req.header_value().decode("latin-1"))
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send, req: _Req) -> None:
         method, path = scope["method"], scope["path"]
@@ -353,6 +360,14 @@ class App:
         if rejected is not None:
             await self._error(send, req, 400, f"Unrecognized request argument supplied: {rejected}", param=rejected)
             return
+        try:
+            req.engine_priority = request_priority(body, self.config.scheduling_policy, req.priority > 0)
+        except InvalidRequest as exc:
+            await self._error(send, req, exc.status, exc.message, exc.param, exc.code)
+            return
+        asked = body.get("priority") if isinstance(body, dict) else None
+        if isinstance(asked, int) and not isinstance(asked, bool):
+            req.priority = asked  # the access log shows what was asked
         # A client that goes away (timeout, hedge loser, Ctrl-C) must free its batch slot now,
         # as a real server's abort does, not after generating an answer nobody reads.
         watcher = asyncio.ensure_future(cancel_on_disconnect(receive, asyncio.current_task()))
@@ -503,7 +518,7 @@ class App:
         return [EngineRequest(f"{req.request_id}-{first_index + i}", prompt_ids, limit,
                               image_tokens=image_tokens, image_digest=digest,
                               temperature=temperature, seed=seed, n_index=i,
-                              priority=req.priority)
+                              priority=req.engine_priority)
                 for i in range(n)]
 
     async def _prompt_ids(self, text: str, budget: int, param: str) -> tuple[int, ...]:

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 
 from .._redact import SECRET_HEADERS, redact_headers, redact_url
+from ..features.admit.priority import check as check_priority
+from ..features.admit.priority import header as priority_header
 from ..features.hedge import hedge_config
 from ..wire.codec import Wire
 from .resume import check_early_resume, check_stream_resume
@@ -106,10 +108,13 @@ class CallOptions:
     # A silent background stream resumed beside its connection before the idle limit
     # (pipeline.resume.early_resume_after); False: only at the limit.
     stream_early_resume: bool = True
+    # "low": work that may wait (x-llm-priority: low, and vLLM's body field where the client has
+    # priority_field=True: features/admit/priority); "normal": not low; None: as the headers say.
+    priority: str | None = None
 
 
 OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout",
-                         "auto_cache_key", "stream_resume", "stream_early_resume"})
+                         "auto_cache_key", "stream_resume", "stream_early_resume", "priority"})
 
 
 @dataclass(slots=True, repr=False)
@@ -212,7 +217,7 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         return body, defaults
     opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
                        defaults.hedge, defaults.stream_idle_timeout, defaults.auto_cache_key,
-                       defaults.stream_resume, defaults.stream_early_resume)
+                       defaults.stream_resume, defaults.stream_early_resume, defaults.priority)
     for key in OPTION_KEYS.intersection(params):
         value = params[key]
         if is_given(value):
@@ -227,6 +232,8 @@ def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[s
         opts.stream_resume = check_stream_resume(opts.stream_resume)
     if "stream_early_resume" in params and is_given(params["stream_early_resume"]):
         opts.stream_early_resume = check_early_resume(opts.stream_early_resume)
+    if "priority" in params and is_given(params["priority"]):
+        opts.priority = check_priority(opts.priority)
     if opts.wire not in ("json", "protobuf", "auto"):
         raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
     return body, opts
@@ -276,6 +283,7 @@ def build_call(
                 merged[lower] = str(value)
         if rescope:
             scope = credential_scope(merged, base_url, scope_auth)
+    priority_header(merged, options.priority)
     trace = new_trace_context(merged.pop("traceparent", None), merged.pop("tracestate", None))
     for key, value in trace.headers().items():
         if key == "x-request-id":

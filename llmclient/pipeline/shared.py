@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from ..features.admit.priority import refused as refused_priority
 from ..features.route.attempt import Routed
 from ..features.route.cache_key import refused as refused_cache_key
 from ..wire.codec import JSON_CODEC, Codec, has_token
@@ -227,6 +228,14 @@ class Attempts:
             # sent once more without it (a 400 or 422 proves the request was not run)
             client._cache_key_refused(call)
             client._log_attempt(call, self.attempt, "prompt_cache_key refused, sent without it", 0.0)
+            self.content = client._encode(call, self.codec)
+            self.failover = True
+            return 0.0
+        if call.record.priority_field is not None and refused_priority(response.status_code, raw):
+            # vLLM's priority field refused (fcfs policy, a strict gateway): remembered, and sent
+            # once more without it; the x-llm-priority header stays
+            client._priority_field_refused(call)
+            client._log_attempt(call, self.attempt, "priority field refused, sent without it", 0.0)
             self.content = client._encode(call, self.codec)
             self.failover = True
             return 0.0

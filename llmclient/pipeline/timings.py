@@ -62,6 +62,7 @@ class CallRecord:
     replica: str | None = None  # the replica that served it (base_url=[...]: features/route)
     cache_key: str | None = None  # the prompt_cache_key llmclient derived and sent (features/route/cache_key)
     batched: int = 0  # embedding_batch=: how many calls' inputs went in the request that carried this one (1: alone)
+    priority_field: int | None = None  # vLLM's body priority llmclient added (features/admit/priority)
     # The raw Server-Timing header; parsed on first read of ``server_timing`` (most callers
     # never look, and parsing costs more than the rest of the record).
     _server_timing_raw: str | None = None
@@ -92,6 +93,7 @@ class CallRecord:
     def twin(self) -> CallRecord:
         """The record of a hedge copy: its durations count from this call's start."""
         rec = CallRecord(wire=self.wire, request_encoding=self.request_encoding, hedged=True, cache_key=self.cache_key,
+                         priority_field=self.priority_field,
                          image_prep_ms=self.image_prep_ms, image_bytes_saved=self.image_bytes_saved)
         rec._t0 = self._t0
         return rec

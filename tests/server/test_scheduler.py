@@ -114,14 +114,96 @@ def test_api_overhead_delays_scheduling_without_using_the_gpu() -> None:
     assert sched.step(0.010).prefill_tokens == 8
 
 
-def test_waiting_order_is_priority_then_fifo() -> None:
-    sched = Scheduler(replace(BASE, max_batch=1))
+def _finish_order(plans: list[StepPlan]) -> list[str]:
+    return [o.request_id for p in plans for o in p.outputs if o.finish_reason]
+
+
+def test_waiting_order_is_priority_then_fifo_under_the_priority_policy() -> None:
+    sched = Scheduler(replace(BASE, max_batch=1), policy="priority")
     sched.add(req("late-low", priority=1), 0.0)
     sched.add(req("first"), 0.0)
     sched.add(req("second"), 0.0)
     _, plans, _ = drain(sched)
-    order = [o.request_id for p in plans for o in p.outputs if o.finish_reason]
-    assert order == ["first", "second", "late-low"]
+    assert _finish_order(plans) == ["first", "second", "late-low"]
+
+
+def test_fcfs_ignores_priority() -> None:
+    sched = Scheduler(replace(BASE, max_batch=1))      # fcfs: vLLM's default policy
+    sched.add(req("low", priority=1), 0.0)
+    sched.add(req("normal"), 0.0)
+    sched.add(req("lower", priority=5), 0.0)
+    _, plans, _ = drain(sched)
+    assert _finish_order(plans) == ["low", "normal", "lower"]
+    assert sched.stats().preemptions_total == 0
+    with pytest.raises(ValueError, match="policy"):
+        Scheduler(BASE, policy="lifo")  # type: ignore[arg-type]
+
+
+def _busy_with_low(preempt_for_waiting: bool = True) -> tuple[Scheduler, dict[str, int]]:
+    """Two batch slots, both decoding low-priority answers of 10 tokens."""
+    sched = Scheduler(replace(BASE, max_batch=2), policy="priority", preempt_for_waiting=preempt_for_waiting)
+    sids = {rid: sched.add(req(rid, max_tokens=10, priority=1, seed=i), 0.0) for i, rid in enumerate(("old", "new"))}
+    plan = sched.step(0.0)
+    assert plan.batch_size == 2 and not plan.preempted
+    return sched, sids
+
+
+def test_a_waiting_request_preempts_the_lowest_ranked_running_one_and_runs_in_that_step() -> None:
+    sched, sids = _busy_with_low()
+    now = sched.step(0.1).end                       # both decoding
+    sched.add(req("urgent", max_tokens=3), now)
+    plan = sched.step(now)
+    assert plan.preempted == (sids["new"],)        # lowest rank: low priority, then latest arrival
+    assert "urgent" in {o.request_id for o in plan.outputs if o.token_ids}  # its first token, now
+    assert sched.stats().preemptions_total == 1
+    assert sched.stats().extra["priority_preemptions_total"] == 1
+    _, plans, finals = drain(sched, plan.end)
+    assert _finish_order(plans)[0] == "urgent"
+    assert finals["new"].timing is not None and finals["new"].timing.preemptions == 1
+    solo = Scheduler(BASE)
+    solo.add(req("new", max_tokens=10, priority=1, seed=1), 0.0)
+    assert len(drain(solo)[0]["new"]) == 10 and sched.pool.used == 0
+
+
+def test_without_preemption_for_waiting_the_request_waits_for_a_slot_as_in_vllm_v1() -> None:
+    sched, _ = _busy_with_low(preempt_for_waiting=False)
+    now = sched.step(0.1).end
+    sched.add(req("urgent", max_tokens=3), now)
+    plan = sched.step(now)
+    assert not plan.preempted and "urgent" not in {o.request_id for o in plan.outputs}
+    _, plans, _ = drain(sched, plan.end)
+    assert sched.stats().preemptions_total == 0
+    assert _finish_order(plans)[:2] in (["old", "new"], ["new", "old"])  # the batch ends first
+
+
+def test_an_equal_or_lower_rank_never_preempts() -> None:
+    sched, _ = _busy_with_low()
+    now = sched.step(0.1).end
+    sched.add(req("also-low", priority=1), now)    # same priority, later arrival
+    sched.add(req("lowest", priority=3), now)
+    plan = sched.step(now)
+    assert not plan.preempted
+    drain(sched, plan.end)
+    assert sched.stats().preemptions_total == 0
+
+
+def test_kv_shortage_preempts_the_lowest_ranked_not_the_newest_under_priority() -> None:
+    tight = replace(BASE, kv_blocks=6, max_batch=4)   # 3 blocks each for two prompts of 8
+    victims = {}
+    for policy in ("fcfs", "priority"):
+        sched = Scheduler(tight, policy=policy)      # type: ignore[arg-type]
+        low = sched.add(req("low", 8, max_tokens=12, priority=1, seed=1), 0.0)
+        sched.step(0.0)
+        high = sched.add(req("high", 8, max_tokens=12, seed=2), 0.0)
+        preempted: list[int] = []
+        now = 0.0
+        while not preempted:
+            plan = sched.step(now)
+            preempted.extend(plan.preempted)
+            now = plan.end
+        victims[policy] = preempted[0]
+        assert {low, high} == {0, 1}
+    assert victims == {"fcfs": 1, "priority": 0}    # fcfs: the newest admitted; priority: the low one
 
 
 def test_repeated_prefix_skips_prefill_and_counts_cached_tokens() -> None:
@@ -315,18 +397,21 @@ def test_stats_count_tokens_and_kv_usage() -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_random_workloads_keep_the_invariants(data: st.DataObject) -> None:
-    """Arrivals, shared prefixes, tight KV and cancels in any order: slots and blocks stay within
-    limits, every request not cancelled completes with its solo tokens, and nothing leaks."""
+    """Arrivals, shared prefixes, priorities, tight KV and cancels in any order, under either
+    policy: slots and blocks stay within limits, every request not cancelled completes with its
+    solo tokens (preempted or not), and nothing leaks."""
     profile = replace(BASE, kv_blocks=data.draw(st.integers(10, 16)), max_batch=data.draw(st.integers(1, 5)),
                       max_batched_tokens=data.draw(st.integers(4, 40)), max_waiting=100)
     shared = tuple(range(500, 516))
-    sched, now, added = Scheduler(profile), 0.0, {}
+    policy = data.draw(st.sampled_from(["fcfs", "priority"]))
+    sched = Scheduler(profile, policy=policy, preempt_for_waiting=data.draw(st.booleans()))
+    now, added = 0.0, {}
     cancelled: set[str] = set()
     tokens: dict[str, list[int]] = {}
     for i in range(data.draw(st.integers(1, 10))):
         prefix = shared[: data.draw(st.sampled_from([0, 4, 8, 16]))]
         r = req(f"r{i}", (*prefix, *range(i * 10, i * 10 + data.draw(st.integers(1, 9)))),
-                max_tokens=data.draw(st.integers(1, 12)), seed=i)
+                max_tokens=data.draw(st.integers(1, 12)), seed=i, priority=data.draw(st.integers(0, 2)))
         added[r.request_id] = (sched.add(r, now), r)
         for _ in range(data.draw(st.integers(0, 3))):
             plan = sched.step(now)

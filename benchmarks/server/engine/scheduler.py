@@ -21,6 +21,17 @@ Tests drive the same object with a fake clock. The policy follows vLLM's V1 sche
 * **Preemption.** When a running sequence needs a block and none is free, the newest running
   sequence is preempted (its blocks freed; it re-queues at the front and later recomputes its
   prompt and generated tokens, often from the prefix cache). Its tokens do not change.
+* **Policy** (``policy``; vLLM's ``--scheduling-policy``). ``fcfs`` (the default, as vLLM's):
+  ``priority`` is ignored, the waiting queue is arrival order. ``priority``: the waiting queue is
+  ordered by ``(priority, arrival)``, lower first, and a sequence ranks by the same pair. When a
+  running sequence needs a block, the victim is the lowest-ranked running sequence, not the
+  newest (vLLM V1, ``vllm/v1/core/sched/scheduler.py``: ``max(self.running, key=lambda r:
+  (r.priority, r.arrival_time))``). With ``preempt_for_waiting`` (the default in ``priority``
+  mode) the head of the waiting queue also preempts lower-ranked running sequences, the lowest
+  first, while it finds no batch slot or KV room: vLLM V0's ``_schedule_priority_preemption``
+  (``vllm/core/scheduler.py``). vLLM V1 has no such step (its waiting loop stops at
+  ``max_num_running_reqs``); ``preempt_for_waiting=False`` is that behaviour. V0 admits the head
+  at its next step (a prefill-only step there); here it is admitted in the step that made room.
 * **Rejections.** ``prompt + max_tokens`` beyond the context window: :class:`ContextLengthError`;
   a request whose KV can never fit the cache: :class:`EngineOOM`.
 * **Cost.** ``Profile.step_ms``: overhead + prefill per token (+ an attention term quadratic in
@@ -34,7 +45,7 @@ import math
 import random
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from ..profiles import Profile
 from .base import (
@@ -47,7 +58,10 @@ from .base import (
 )
 from .textgen import TextGen, sample_key
 
-__all__ = ["BlockPool", "Scheduler", "StepOutput", "StepPlan"]
+__all__ = ["POLICIES", "BlockPool", "Policy", "Scheduler", "StepOutput", "StepPlan"]
+
+Policy = Literal["fcfs", "priority"]
+POLICIES: tuple[Policy, ...] = ("fcfs", "priority")
 
 # How many recent completions the drain-rate estimate (for Retry-After) looks at.
 _DRAIN_WINDOW = 64
@@ -193,8 +207,13 @@ def _block_hashes(req: EngineRequest, block_size: int) -> list[int]:
 class Scheduler:
     """Continuous batching over a :class:`Profile`. All times are seconds on the caller's clock."""
 
-    def __init__(self, profile: Profile, *, rng: random.Random | None = None) -> None:
+    def __init__(self, profile: Profile, *, rng: random.Random | None = None, policy: Policy = "fcfs",
+                 preempt_for_waiting: bool = True) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
         self.profile = profile
+        self.policy = policy
+        self.preempt_for_waiting = policy == "priority" and preempt_for_waiting
         self.pool = BlockPool(profile.kv_blocks)
         self._rng = rng or random.Random()
         self._seqs: dict[int, _Seq] = {}
@@ -207,6 +226,7 @@ class Scheduler:
         self.counters = EngineStats(kv_blocks_total=profile.kv_blocks)
         self.steps_total = 0
         self.busy_s_total = 0.0
+        self.priority_preemptions_total = 0    # of preemptions_total: for a waiting request
 
     # -- intake -----------------------------------------------------------------------------
     def add(self, req: EngineRequest, now: float) -> int:
@@ -245,7 +265,7 @@ class Scheduler:
         )
         self._seqs[sid] = seq
         if seq.ready_at <= now:
-            heapq.heappush(self._waiting, (req.priority, sid))
+            heapq.heappush(self._waiting, self._rank(seq))
         else:
             heapq.heappush(self._pending, (seq.ready_at, sid))
         return sid
@@ -308,6 +328,7 @@ class Scheduler:
             preemptions_total=c.preemptions_total,
             extra={"kv_blocks_cached": float(self.pool.cached),
                    "steps_total": float(self.steps_total),
+                   "priority_preemptions_total": float(self.priority_preemptions_total),
                    "busy_seconds_total": self.busy_s_total},
         )
 
@@ -319,16 +340,19 @@ class Scheduler:
         budget = self.profile.max_batched_tokens
         scheduled: list[tuple[_Seq, int]] = []
         preempted: list[int] = []                  # few: a linear `in` is fine
+        outranked = self._preempt_for_waiting(preempted) if self.preempt_for_waiting else 0
         for seq in list(self._running):
             if budget <= 0:
                 break
             if seq.sid in preempted:               # preempted earlier in this loop
                 continue
             n = min(seq.context_len - seq.num_computed, budget)
-            if self._reserve(seq, n, preempted):
+            ok, budget = self._reserve(seq, n, preempted, scheduled, budget)
+            if ok:
                 scheduled.append((seq, n))
                 budget -= n
-        if not preempted:                          # like vLLM: no admissions after a preemption
+        # like vLLM: no admissions after a preemption for KV; one for a waiting request made room
+        if len(preempted) == outranked:
             budget = self._admit(now, budget, scheduled)
         if not scheduled:
             return StepPlan(start=now, duration_s=0.0, wake_at=self._wake_at(now))
@@ -342,7 +366,7 @@ class Scheduler:
     def _promote(self, now: float) -> None:
         while self._pending and self._pending[0][0] <= now:
             _, sid = heapq.heappop(self._pending)
-            heapq.heappush(self._waiting, (self._seqs[sid].req.priority, sid))
+            heapq.heappush(self._waiting, self._rank(self._seqs[sid]))
 
     def _apply_cancels(self) -> None:
         if not self._cancelled:
@@ -362,20 +386,59 @@ class Scheduler:
     def _blocks_needed(self, seq: _Seq, n: int) -> int:
         return max(0, math.ceil((seq.num_computed + n) / self.profile.block_size) - len(seq.blocks))
 
-    def _reserve(self, seq: _Seq, n: int, preempted: list[int]) -> bool:
-        """Allocate blocks for ``n`` more tokens of a running sequence, preempting the newest
-        running sequences while the pool is short. False if ``seq`` itself was preempted."""
+    def _rank(self, seq: _Seq) -> tuple[int, int]:
+        """Where ``seq`` stands, lower first: ``(priority, arrival)`` under the priority policy,
+        arrival alone under fcfs (the sequence id counts arrivals)."""
+        return (seq.req.priority if self.policy == "priority" else 0, seq.sid)
+
+    def _victim(self) -> _Seq:
+        """The running sequence to preempt: the newest admitted (fcfs), or the lowest-ranked."""
+        if self.policy == "priority":
+            return max(self._running, key=self._rank)
+        return self._running[-1]
+
+    def _reserve(self, seq: _Seq, n: int, preempted: list[int], scheduled: list[tuple[_Seq, int]],
+                 budget: int) -> tuple[bool, int]:
+        """Allocate blocks for ``n`` more tokens of a running sequence, preempting victims
+        (:meth:`_victim`) while the pool is short. A victim already scheduled in this step gives
+        its tokens back to the budget. Returns (False if ``seq`` itself was preempted, budget)."""
         if seq.num_computed + n <= len(seq.blocks) * self.profile.block_size:
-            return True                            # the common decode step: room in its block
+            return True, budget                    # the common decode step: room in its block
         need = self._blocks_needed(seq, n)
         while self.pool.available < need:
-            victim = self._running[-1]
+            victim = self._victim()
+            for i, (done, tokens) in enumerate(scheduled):
+                if done is victim:
+                    del scheduled[i]
+                    budget += tokens
+                    break
             self._preempt(victim)
             preempted.append(victim.sid)
             if victim is seq:
-                return False
+                return False, budget
         seq.blocks.extend(self.pool.allocate() for _ in range(need))
-        return True
+        return True, budget
+
+    def _preempt_for_waiting(self, preempted: list[int]) -> int:
+        """vLLM V0's priority preemption: while the head of the waiting queue finds no batch slot
+        or KV room for its first chunk, preempt the lowest-ranked running sequence if it ranks
+        below the head. Returns how many were preempted. The KV need is counted without the
+        prefix cache (an upper bound: at worst one victim too many when blocks are short)."""
+        if not self._waiting or not self._running:
+            return 0
+        head = self._seqs[self._waiting[0][1]]
+        p = self.profile
+        need = math.ceil(min(head.context_len, p.max_batched_tokens) / p.block_size)
+        count = 0
+        while self._running and (len(self._running) >= p.max_batch or self.pool.available < need):
+            victim = self._victim()
+            if self._rank(victim) <= self._rank(head):
+                break
+            self._preempt(victim)
+            preempted.append(victim.sid)
+            self.priority_preemptions_total += 1
+            count += 1
+        return count
 
     def _preempt(self, seq: _Seq) -> None:
         self._running.remove(seq)
@@ -384,7 +447,7 @@ class Scheduler:
         seq.hashed_upto = 0
         seq.preemptions += 1
         self.counters.preemptions_total += 1
-        heapq.heappush(self._waiting, (seq.req.priority, seq.sid))  # its old sid keeps it first
+        heapq.heappush(self._waiting, self._rank(seq))  # its old sid keeps it first
 
     def _free(self, seq: _Seq) -> None:
         # Tail first, so the shared prefix blocks stay cached longest (LRU end = most recent).

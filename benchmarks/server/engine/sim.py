@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 
 from ..profiles import Profile
 from .base import EngineError, EngineNotReady, EngineRequest, EngineStats, TokenEvent
-from .scheduler import Scheduler, StepPlan
+from .scheduler import Policy, Scheduler, StepPlan
 
 __all__ = ["SimEngine"]
 
@@ -36,7 +36,8 @@ class SimEngine:
     name = "sim"
 
     def __init__(self, profile: Profile, *, cold_start_s: float | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, scheduling_policy: Policy = "fcfs",
+                 preempt_for_waiting: bool = True) -> None:
         if cold_start_s is not None and cold_start_s < 0:
             raise ValueError(f"cold_start_s must be >= 0, got {cold_start_s}")
         self.profile = profile
@@ -44,7 +45,8 @@ class SimEngine:
         self.context_window = profile.context_window
         self.model = profile.model
         self.cold_start_s = profile.cold_start_s if cold_start_s is None else cold_start_s
-        self.scheduler = Scheduler(profile, rng=rng)
+        self.scheduler = Scheduler(profile, rng=rng, policy=scheduling_policy,
+                                   preempt_for_waiting=preempt_for_waiting)
         self._channels: dict[int, _Channel] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
