@@ -157,9 +157,10 @@ def _known(frames: list[bytes], ours: int | None, theirs: int | None) -> str | N
         # Section 5.1 "half-closed (remote)": after END_STREAM, DATA or HEADERS is
         # STREAM_CLOSED. h2 resets only that stream; we end the connection.
         return "frame after END_STREAM"
-    if theirs == at and ours != at and ftype == HEADERS and sid in (1, 3):
+    if theirs == at and ours != at and ftype in (HEADERS, CONTINUATION) and sid in (1, 3):
         # A malformed response (no :status, 1xx with END_STREAM, a second HEADERS without
-        # END_STREAM): section 8.1.1 makes it a stream error; h2 raises a connection error.
+        # END_STREAM, a pseudo-header twice), its block ended by the HEADERS frame or by a
+        # CONTINUATION: section 8.1.1 makes it a stream error; h2 raises a connection error.
         return "malformed response is a stream error"
     if theirs == at and ours != at and ftype == WINDOW_UPDATE and sid in (1, 3):
         # Section 6.9 / 6.9.1: an increment of 0, or one past 2^31-1, on a stream is a stream
@@ -184,3 +185,18 @@ def test_we_end_the_connection_where_h2_does(frames: list[bytes]) -> None:
         f"connection error at frame {ours} (ours) vs {theirs} (h2): "
         f"{[_kind(f) for f in frames]}"
     )
+
+
+def test_a_malformed_block_ended_by_continuation_is_a_stream_error_only() -> None:
+    # Found by the differential test above: HEADERS without END_HEADERS, then a CONTINUATION
+    # that ends the block; the block carries :status twice (malformed, section 8.3). h2 ends
+    # the connection at the CONTINUATION; we fail only the stream (section 8.1.1).
+    block = b"\x88_\x8b\x1du\xd0b\r&=LtA\xea"
+    frames = [frame(HEADERS, 0, 1, block), frame(CONTINUATION, END_HEADERS, 1, block)]
+    assert _first_error_ours(frames) is None
+    assert _first_error_theirs(frames) == 1
+    state = _ours()
+    events = [e for f in frames for e in state.receive(f)]
+    assert [type(e).__name__ for e in events] == ["StreamFailed"], events
+    assert "pseudo-header after :status" in str(events[0].error)
+    assert _known(frames, None, 1) == "malformed response is a stream error"

@@ -481,6 +481,9 @@ class H2State:
             if len(status) != 3 or not status.isdigit():
                 self._stream_error(stream, "response has no valid :status", events)
                 return
+            if any(name[:1] == b":" for name, _ in headers[1:]):  # section 8.3: :status once, first
+                self._stream_error(stream, "a pseudo-header after :status", events)
+                return
             stream.headers = headers
             events.append(ResponseReceived(sid, headers))
         elif not flags & END_STREAM:  # section 8.1: trailers must end the stream
