@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib
 import logging
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from . import limits, ratelimit, shutdown, tracing
 from ._http import configure_logging
 from .app import App, AppConfig
-from .engine import ENGINES, Engine, create_engine
+from .engine import ENGINES, Engine, create_engine, load_profile
 from .faults import FaultInjector, FaultSpecError, parse_fault_list
 from .serve import ServeOptions, serve
 from .tls import TlsSetupError, generate_certs
@@ -37,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="sim | torch | module:factory (a callable taking the profile name)")
     p.add_argument("--cold-start-s", type=float,
                    help="sim engine: override the profile's model load time (seconds)")
+    p.add_argument("--kv-blocks", type=int, metavar="N",
+                   help="sim engine: KV cache blocks instead of the profile's (as vLLM's "
+                        "--num-gpu-blocks-override): a smaller cache to model more sessions than "
+                        "one replica holds; the profile's cost figures are unchanged")
     p.add_argument("--faults", default="", help="run-wide faults, e.g. 'status=503;prob=0.05'")
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault RNG")
     p.add_argument("--allow-fault-headers", action="store_true",
@@ -69,12 +74,21 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def make_engine(kind: str, profile: str, cold_start_s: float | None = None) -> Engine:
+def make_engine(kind: str, profile: str, cold_start_s: float | None = None,
+                kv_blocks: int | None = None) -> Engine:
     """``sim``/``torch`` via :func:`engine.create_engine`; ``module:factory`` plugs in any
-    callable taking the profile name and returning an Engine."""
+    callable taking the profile name and returning an Engine. ``kv_blocks``: the sim engine's
+    KV cache size instead of the profile's."""
+    if kv_blocks is not None and kind != "sim":
+        raise SystemExit(f"--kv-blocks is for the sim engine, not --engine {kind}")
     if kind in ENGINES:
         try:
             kwargs = {"cold_start_s": cold_start_s} if cold_start_s is not None else {}
+            if kv_blocks is not None:
+                if kv_blocks < 1:
+                    raise ValueError(f"--kv-blocks must be at least 1, got {kv_blocks}")
+                return create_engine(kind, dataclasses.replace(load_profile(profile), kv_blocks=kv_blocks),
+                                     **kwargs)
             return create_engine(kind, profile, **kwargs)
         except (ImportError, ValueError, OSError) as exc:
             raise SystemExit(f"--engine {kind} --profile {profile}: {exc}") from None
@@ -103,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(str(exc)) from None
         cert, key = paths.cert, paths.key
         sys.stdout.write(f"CA {paths.ca}\n")
-    engine = make_engine(args.engine, args.profile, args.cold_start_s)
+    engine = make_engine(args.engine, args.profile, args.cold_start_s, args.kv_blocks)
     app = App(engine, AppConfig(faults=faults, fault_headers=args.allow_fault_headers,
                                 limits=limits.from_args(args),
                                 api_key=args.api_key, access_log=args.access_log,
