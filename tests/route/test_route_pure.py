@@ -375,3 +375,15 @@ def test_model_mismatch_names_each_replica() -> None:
     assert model_mismatch({"http://a/v1": ["m"], "http://b/v1": None}) is None  # not a list: no say
     problem = model_mismatch({"http://a/v1": ["m"], "http://b/v1": ["x"]})
     assert problem is not None and "http://a/v1: m" in problem and "http://b/v1: x" in problem
+
+
+def test_model_not_found_reads_the_error_code() -> None:
+    from llmclient.features.route.attempt import model_not_found
+
+    body = b'{"error": {"message": "no such model", "type": "invalid_request_error", "code": "model_not_found"}}'
+    assert model_not_found(404, body)
+    assert not model_not_found(400, body)
+    assert not model_not_found(404, b'{"error": {"code": "not_found"}}')
+    assert not model_not_found(404, b"<html>not found</html>")
+    assert not model_not_found(404, b'["error"]')
+    assert not model_not_found(404, b'{"error": "model_not_found"}')

@@ -213,6 +213,27 @@ class Router:
                        if spec.redis else None)
         self._turn = 0
         self._lock = threading.Lock()
+        self._models: set[str] = set()  # models some replica has answered a call for
+
+    def served_model(self, model: str) -> None:
+        """A replica answered a call for ``model`` (2xx)."""
+        if model not in self._models:
+            with self._lock:
+                self._models.add(model)
+
+    def serves(self, model: str) -> bool:
+        """Whether some replica has answered a call for ``model``."""
+        return model in self._models
+
+    def eject(self, i: int, reason: str) -> None:
+        """Take replica ``i`` out now for ``reason`` (its in-flight count untouched): it said it
+        has no model that the others serve."""
+        with self._lock:
+            now = time.monotonic()
+            on_failure(self.health[i], reason, now, self.spec.ejection, at_once=True)
+            self.index.forget(i)
+            if self.shared is not None:
+                self.shared.publish(i, self.health[i].ejected_until - now)
 
     def _own_loads(self) -> list[int]:
         """This process's in-flight calls per replica (what it shares through Redis)."""
