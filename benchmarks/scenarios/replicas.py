@@ -1,11 +1,22 @@
 """Several replicas of one model behind one client: how the choice of replica changes TTFT.
 
-Four reference-server replicas (each its own process, engine and prefix cache; the suite's
-profile) serve multi-turn chat sessions: a few long system prompts shared by many sessions
-(Zipf), then each session's own context (a long first message: a document) and its history
-growing turn by turn, the turns of a session spread over the run. Open-loop Poisson arrivals at ~50% and ~80% of the fleet's knee, measured first as the
-throughput of a closed loop at 8 calls per replica under round-robin (no affinity). At each rate
-the same workload goes through llmclient's three policies (``Replicas(urls, policy=...)``):
+What it models: a fleet of four GPUs serving one model (each replica its own reference-server
+process on this machine, its own simulated GPU, engine and prefix cache; the suite's profile,
+``h100-8b`` by default, unchanged) and one app sending multi-turn chat sessions: a few long
+system prompts shared by many sessions (Zipf), then each session's own context (a long first
+message: a document) and its history growing turn by turn, the turns of a session spread over
+the run. Two workloads (``WORKLOADS``): ``chat``, documents of ~1.7k tokens (prompts ~3.2k
+tokens), and ``long``, documents of ~5.1k tokens (prompts ~6.4k tokens, as RAG or a code
+assistant sends; within the profile's 8k context).
+
+The knee, per workload: the fleet's throughput once its GPUs are saturated, under round-robin:
+closed loops at 8, 16, 32, ... calls in flight per replica until doubling them gains less than
+10%. Open-loop Poisson arrivals then run at 50% and 80% of it. (A closed loop at 8 calls per
+replica, the earlier knee, kept the GPUs' steps about a fifth full: the simulated GPU runs
+memory-bound decode steps back to back, so its busy time is near 100% long before its token
+budget is spent. Each run records both, and the CPU used, to show that the modelled GPUs, not
+this machine's cores, are what saturates.) At each rate the same workload goes through
+llmclient's three policies (``Replicas(urls, policy=...)``):
 
 * ``round_robin``: what a plain load balancer in front of the replicas does;
 * ``least_loaded``: the fewest calls in flight;
@@ -17,11 +28,17 @@ the caches warmed by another. Reported per run: TTFT and e2e p50/p99 (rows, with
 intervals), the prefix-cache hit rate read from each replica's ``/metrics`` (tokens served from
 cache / prompt tokens, the counters' change over the run) against the ideal rate of one replica
 with an unbounded cache (computed from the workload: the longest prefix each prompt shares with
-an earlier one, in 64-character blocks), and the load spread (calls per replica).
+an earlier one, in 64-character blocks), the load spread (calls per replica), and the usage:
+each simulated GPU's busy share and how full its steps were, the CPU of the replicas, of the
+client and of the whole machine.
 
-Then, at 50% of the knee: one replica 5x slower (round-robin and prefix: the slow replica's
-share of the calls early in the run and later), and one replica killed with SIGKILL halfway
-through a prefix run (failed calls: those in flight on it, those that started after).
+Then, at 50% of the ``chat`` knee: one replica 5x slower (round-robin and prefix: the slow
+replica's share of the calls early in the run and later), and one replica killed with SIGKILL
+halfway through a prefix run (failed calls: those in flight on it, those that started after).
+
+Subsets: ``BENCH_REPLICAS_LOADS=0.8``, ``BENCH_REPLICAS_WORKLOADS=long``,
+``BENCH_REPLICAS_FAULTS=0`` (without the slow and killed replica). The quick pass runs the
+``chat`` workload only, 32 calls per run, its knee from 8 and 16 calls per replica.
 """
 
 from __future__ import annotations
@@ -29,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import os
 import random
 import re
 import threading
@@ -54,17 +72,62 @@ POLICIES = ("round_robin", "least_loaded", "prefix")
 SYSTEM_PROMPTS = 4           # distinct long system prompts, drawn Zipf (s = 1.1)
 SYSTEM_WORDS = 1200          # ~1.4k tokens each, shared by many sessions
 DOC_WORDS = 1500             # a session's own context (a document, a codebase excerpt): ~1.7k tokens
+LONG_DOC_WORDS = 4500        # the same with long documents (RAG, a code assistant): ~5.1k tokens
+# The workloads: the words of a session's own document. With long documents a whole prompt
+# (system prompt, document, six turns) stays within the 8k context of the h100-8b profile.
+WORKLOADS = {"chat": DOC_WORDS, "long": LONG_DOC_WORDS}
 USER_WORDS, ASSISTANT_WORDS = 40, 80
 MAX_TURNS = 6
 TURN_GAP = 12                # requests between two turns of a session (~0.5-1 s at these rates)
 NEW_SESSION = 0.3            # chance that a new session starts while others are ready
 MAX_TOKENS = 24
 LOADS = (0.5, 0.8)           # fractions of the fleet's knee
+KNEE_LADDER = (8, 16, 32, 64, 128)  # calls in flight per replica, doubled until throughput levels off
+QUICK_LADDER = (8, 16)
+KNEE_ROUNDS = 4              # calls per client slot at each step of the ladder
+PLATEAU = 0.10               # doubling the calls in flight gained less than this: saturated
 SLOW = 5                     # the slow replica's engine time, x
 IDEAL_BLOCK = 64             # characters per block for the ideal hit rate
 
 
-def sessions_workload(n: int, rng: random.Random, systems: list[str]) -> list[list[dict[str, str]]]:
+def saturated(throughputs: list[float]) -> bool:
+    """Pure: whether the last step of the ladder (each step twice the calls in flight of the one
+    before) gained less than ``PLATEAU`` over the step before: the GPUs are saturated, more
+    calls in flight only queue."""
+    return len(throughputs) >= 2 and throughputs[-1] < throughputs[-2] * (1 + PLATEAU)
+
+
+def subset(loads: str | None, faults: str | None, workloads: str | None = None,
+           quick: bool = False) -> tuple[tuple[float, ...], bool, tuple[str, ...]]:
+    """Pure: what a run covers. ``BENCH_REPLICAS_LOADS``: comma-separated fractions of the knee
+    among ``LOADS`` (unset or empty: all); ``BENCH_REPLICAS_FAULTS=0``: without the slow-replica
+    and killed-replica runs; ``BENCH_REPLICAS_WORKLOADS``: names among ``WORKLOADS`` (unset:
+    all, or only the first in a quick run). Anything else raises ``ValueError`` naming it."""
+    chosen: list[float] = []
+    for item in (loads or "").split(","):
+        if not item.strip():
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise ValueError(f"BENCH_REPLICAS_LOADS: {item.strip()!r} is not a number") from None
+        if value not in LOADS:
+            raise ValueError(f"BENCH_REPLICAS_LOADS: {value:g} is not one of {', '.join(map(str, LOADS))}")
+        chosen.append(value)
+    flag = (faults or "1").strip()
+    if flag not in ("0", "1"):
+        raise ValueError(f"BENCH_REPLICAS_FAULTS must be 0 or 1, got {flag!r}")
+    names = [w.strip() for w in (workloads or "").split(",") if w.strip()]
+    for name in names:
+        if name not in WORKLOADS:
+            raise ValueError(f"BENCH_REPLICAS_WORKLOADS: unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
+    default = tuple(WORKLOADS)[:1] if quick else tuple(WORKLOADS)
+    return (tuple(sorted(set(chosen))) or LOADS, flag == "1",
+            tuple(w for w in WORKLOADS if w in names) or default)
+
+
+def sessions_workload(n: int, rng: random.Random, systems: list[str],
+                      doc_words: int = DOC_WORDS) -> list[list[dict[str, str]]]:
     """``n`` requests (message lists) from multi-turn sessions. A session's next turn comes at
     least ``TURN_GAP`` requests after its previous one (a person reads the answer first), from a
     random session that is ready; when none is, a new session starts. Pure given ``rng``."""
@@ -77,7 +140,7 @@ def sessions_workload(n: int, rng: random.Random, systems: list[str]) -> list[li
             session: dict[str, Any] = {"left": rng.randint(1, MAX_TURNS), "ready_at": 0,
                                        "history": [{"role": "system", "content": systems[system_of[len(out)]]}]}
             sessions.append(session)
-            session["history"].append({"role": "user", "content": readable_text(DOC_WORDS + USER_WORDS, rng)})
+            session["history"].append({"role": "user", "content": readable_text(doc_words + USER_WORDS, rng)})
         else:
             session = rng.choice(ready)
             session["history"].append({"role": "assistant", "content": readable_text(ASSISTANT_WORDS, rng)})
@@ -110,16 +173,121 @@ def ideal_hit_rate(prompts: list[list[dict[str, str]]]) -> float:
     return hit / total if total else 0.0
 
 
-_COUNTER = re.compile(r"^(llm_prefix_cache_(?:hits|queries)_total)(?:\{[^}]*\})? ([0-9.eE+]+)$", re.M)
+_COUNTER = re.compile(r"^(llm_(?:prefix_cache_hits_total|prefix_cache_queries_total|busy_seconds_total|"
+                      r"steps_total|generation_tokens_total))(?:\{[^}]*\})? ([0-9.eE+]+)$", re.M)
 
 
-def prefix_counters(server: ServerProcess) -> tuple[float, float]:
-    """(hits, queries) of a replica's prefix cache, in prompt tokens (its ``/metrics``)."""
+def engine_counters(server: ServerProcess) -> dict[str, float]:
+    """A replica's counters from its ``/metrics``: prefix-cache ``hits`` and ``queries`` (prompt
+    tokens), the simulated GPU's ``busy_s`` (the modelled time of the steps it ran), ``steps``."""
     import httpx
 
     text = httpx.get(server.origin + "/metrics", verify=server.ca_path or True, timeout=10).text
     values = {name: float(value) for name, value in _COUNTER.findall(text)}
-    return values.get("llm_prefix_cache_hits_total", 0.0), values.get("llm_prefix_cache_queries_total", 0.0)
+    return {"hits": values.get("llm_prefix_cache_hits_total", 0.0),
+            "queries": values.get("llm_prefix_cache_queries_total", 0.0),
+            "busy_s": values.get("llm_busy_seconds_total", 0.0),
+            "steps": values.get("llm_steps_total", 0.0),
+            "tokens": values.get("llm_generation_tokens_total", 0.0)}
+
+
+def prefix_counters(server: ServerProcess) -> tuple[float, float]:
+    """(hits, queries) of a replica's prefix cache, in prompt tokens (its ``/metrics``)."""
+    c = engine_counters(server)
+    return c["hits"], c["queries"]
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _proc_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) a process and its living children (the HTTP server's
+    workers) have used so far; None off Linux or once it exited."""
+    stats: dict[int, list[str]] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit() and (fields := _proc_stat(int(name))) is not None:
+                stats[int(name)] = fields
+    if pid not in stats:
+        return None
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, fields in stats.items():
+            if child not in tree and fields[1] == str(parent):
+                tree.add(child)
+                frontier.append(child)
+    return sum(int(stats[p][11]) + int(stats[p][12]) for p in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_busy_s() -> tuple[float, float] | None:
+    """(busy, total) CPU seconds of the whole machine, over every core (``/proc/stat``)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+        tick = os.sysconf("SC_CLK_TCK")
+        idle = values[3] + (values[4] if len(values) > 4 else 0)
+        return (sum(values) - idle) / tick, sum(values) / tick
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Usage:
+    """What a stretch of the run used: each replica's simulated-GPU busy time (the modelled
+    fleet) and the CPU of the replicas' processes, of this (client + network emulator) process
+    and of the whole machine (the VM the fleet is simulated on)."""
+
+    def __init__(self, servers: list[ServerProcess]) -> None:
+        self.servers = servers
+        self.t0 = time.perf_counter()
+        self.engines = [engine_counters(s) for s in servers]
+        self.cpu = [_proc_cpu_s(s.process.pid) for s in servers]
+        self.client = time.process_time()
+        self.machine = _machine_busy_s()
+
+    def summary(self) -> dict[str, Any]:
+        wall = time.perf_counter() - self.t0
+        engines = [engine_counters(s) for s in self.servers]
+        cpu = [_proc_cpu_s(s.process.pid) for s in self.servers]
+        machine = _machine_busy_s()
+        return usage_summary(wall, self.engines, engines, self.cpu, cpu, time.process_time() - self.client,
+                             self.machine, machine, os.cpu_count() or 1)
+
+
+def usage_summary(wall_s: float, engines_before: list[dict[str, float]], engines_after: list[dict[str, float]],
+                  cpu_before: list[float | None], cpu_after: list[float | None], client_cpu_s: float,
+                  machine_before: tuple[float, float] | None, machine_after: tuple[float, float] | None,
+                  cores: int, step_tokens: int = 2048) -> dict[str, Any]:
+    """Pure: fractions of ``wall_s``. ``gpu_busy``: per replica, the share of the time its
+    simulated GPU ran steps; ``tokens_per_step``: tokens generated per step (about the decode batch);
+    ``budget_use``: tokens computed (prompt tokens not served from cache, and generated ones) per
+    step over the step's token budget ``step_tokens`` (how full the GPU's steps were); ``server_cpu``: per
+    replica process, cores used; ``client_cpu``: cores this process used; ``machine_cpu``: the
+    share of all ``cores`` the machine had busy (None where not known)."""
+    wall = max(wall_s, 1e-9)
+
+    def delta(key: str) -> list[float]:
+        return [a[key] - b[key] for a, b in zip(engines_after, engines_before, strict=True)]
+
+    busy, steps, tokens = delta("busy_s"), delta("steps"), delta("tokens")
+    prefilled = [q - h for q, h in zip(delta("queries"), delta("hits"), strict=True)]
+    server_cpu = [round((a - b) / wall, 3) if a is not None and b is not None else None
+                  for a, b in zip(cpu_after, cpu_before, strict=True)]
+    machine = None
+    if machine_before and machine_after and machine_after[1] > machine_before[1]:
+        machine = round((machine_after[0] - machine_before[0]) / (machine_after[1] - machine_before[1]), 3)
+    return {"wall_s": round(wall_s, 2), "gpu_busy": [round(b / wall, 3) for b in busy],
+            "gpu_busy_mean": round(sum(busy) / wall / len(busy), 3) if busy else None,
+            "tokens_per_step": [round(t / s, 2) if s else None for t, s in zip(tokens, steps, strict=True)],
+            "budget_use": [round((p + t) / (s * step_tokens), 3) if s else None
+                           for p, t, s in zip(prefilled, tokens, steps, strict=True)],
+            "server_cpu": server_cpu, "client_cpu": round(client_cpu_s / wall, 3),
+            "machine_cpu": machine, "cores": cores}
 
 
 class ReplicaRouting:
@@ -133,17 +301,16 @@ class ReplicaRouting:
         assert ctx.spawn_server is not None
         rng = random.Random(ctx.seed + 85)
         profile = ctx.server.profile if ctx.server else "h100-8b"
+        loads, faults, workloads = subset(os.environ.get("BENCH_REPLICAS_LOADS"),
+                                          os.environ.get("BENCH_REPLICAS_FAULTS"),
+                                          os.environ.get("BENCH_REPLICAS_WORKLOADS"), ctx.quick)
         n = 32 if ctx.quick else 400
-        calib_c = 8 * REPLICAS
-        calib_n = calib_c * (2 if ctx.quick else 6)
         try:
-            servers = start_replicas(REPLICAS, profile, spawn=ctx.spawn_server,
-                                     extra_args=("--cold-start-s", "0"))
+            servers = start_replicas(REPLICAS, profile, spawn=ctx.spawn_server, extra_args=("--cold-start-s", "0"))
         except (ServerError, OSError) as exc:
             raise NotAvailable(f"could not start {REPLICAS} reference-server replicas: {exc}") from exc
         records: dict[str, list[RequestRecord]] = {}
-        series: dict[str, Any] = {"replicas": REPLICAS, "profile": profile, "runs": {}}
-        notes: list[str] = []
+        series: dict[str, Any] = {"replicas": REPLICAS, "profile": profile, "runs": {}, "workloads": {}}
         try:
             with contextlib.ExitStack() as stack:
                 urls = [stack.enter_context(ctx.routed(server)) for server in servers]
@@ -164,94 +331,156 @@ class ReplicaRouting:
                         out.append(ChatRequest(messages=tagged, max_tokens=MAX_TOKENS, stream=True))
                     return out
 
-                # The knee: what the fleet completes under round-robin at 8 calls per replica.
-                ctx.progress(f"  replicas: knee, {calib_n} calls at concurrency {calib_c} (round-robin)")
-                calib = requests("calibrate", sessions_workload(calib_n, rng, systems))
-                t0 = time.perf_counter()
-                done = run_closed_loop(sub, driver("round_robin", "calibrate"), calib, calib_c)
-                knee = sum(r.ok for r in done) / (time.perf_counter() - t0)
-                if knee <= 0:
-                    raise NotAvailable("the calibration run completed no call")
-                series["knee_rps"] = round(knee, 2)
-                prompts = sessions_workload(n, rng, systems)
-                ideal = ideal_hit_rate(prompts)
-                series["ideal_hit_rate"] = round(ideal, 4)
-                for load in LOADS:
-                    rate = knee * load
-                    arrivals = poisson_arrivals(rate, n, random.Random(ctx.seed + int(load * 100)))
-                    order = POLICIES if load == LOADS[0] else tuple(reversed(POLICIES))
-                    for policy in order:
-                        variant = f"{policy}@{round(load * 100)}%"
-                        ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s")
-                        before = [prefix_counters(s) for s in servers]
-                        out = run_open_loop(sub, driver(policy, variant), requests(variant, prompts), arrivals)
-                        after = [prefix_counters(s) for s in servers]
-                        for record in out:
-                            record.variant = variant
-                        records[variant] = out
-                        series["runs"][variant] = _run_summary(out, before, after, urls, ideal, rate)
+                chat: tuple[float, list[list[dict[str, str]]]] | None = None
+                for workload in workloads:
+                    doc_words = WORKLOADS[workload]
+                    suffix = variant_suffix(workload)
+                    # The knee: the fleet's throughput once its GPUs are saturated, under round-robin.
+                    ladder: list[tuple[int, float, dict[str, Any]]] = []
+                    for per_replica in (QUICK_LADDER if ctx.quick else KNEE_LADDER):
+                        c = per_replica * REPLICAS
+                        calib_n = c * (1 if ctx.quick else KNEE_ROUNDS)
+                        ctx.progress(f"  replicas{suffix}: knee, {calib_n} calls at {per_replica} per replica "
+                                     "(round-robin)")
+                        calib = requests(f"calibrate{per_replica}{suffix}",
+                                         sessions_workload(calib_n, rng, systems, doc_words))
+                        usage = Usage(servers)
+                        t0 = time.perf_counter()
+                        done = run_closed_loop(sub, driver("round_robin", "calibrate"), calib, c)
+                        rps = sum(r.ok for r in done) / (time.perf_counter() - t0)
+                        ladder.append((per_replica, rps, usage.summary()))
+                        ctx.progress(f"  replicas{suffix}: {rps:.1f} req/s at {per_replica} per replica; "
+                                     f"{_usage_note(ladder[-1][2])}")
+                        if saturated([x[1] for x in ladder]):
+                            break
+                    knee = max(x[1] for x in ladder)
+                    if knee <= 0:
+                        raise NotAvailable("the calibration run completed no call")
+                    prompts = sessions_workload(n, rng, systems, doc_words)
+                    ideal = ideal_hit_rate(prompts)
+                    series["workloads"][workload] = {
+                        "doc_words": doc_words, "knee_rps": round(knee, 2), "ideal_hit_rate": round(ideal, 4),
+                        "knee_ladder": [{"per_replica": c, "rps": round(r, 2), "usage": u} for c, r, u in ladder]}
+                    if chat is None:
+                        chat = (knee, prompts)
+                    for load in loads:
+                        rate = knee * load
+                        arrivals = poisson_arrivals(rate, n, random.Random(ctx.seed + int(load * 100)))
+                        order = POLICIES if load == LOADS[0] else tuple(reversed(POLICIES))
+                        for policy in order:
+                            variant = f"{policy}@{round(load * 100)}%{suffix}"
+                            ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s")
+                            usage = Usage(servers)
+                            before = [(e["hits"], e["queries"]) for e in usage.engines]
+                            out = run_open_loop(sub, driver(policy, variant), requests(variant, prompts), arrivals)
+                            used = usage.summary()
+                            after = [prefix_counters(s) for s in servers]
+                            for record in out:
+                                record.variant = variant
+                            records[variant] = out
+                            series["runs"][variant] = {**_run_summary(out, before, after, urls, ideal, rate),
+                                                       "workload": workload, "usage": used}
 
                 # One replica 5x slower (every request takes 5x its engine time), then one killed
-                # with SIGKILL halfway through: at 50% of the knee.
-                rate = knee * LOADS[0]
-                arrivals = poisson_arrivals(rate, n, random.Random(ctx.seed + 7))
-                slow = start_replicas(1, profile, spawn=ctx.spawn_server, cert_from=servers[0],
-                                      extra_args=("--cold-start-s", "0", "--faults", f"straggler={SLOW}"))[0]
-                servers.append(slow)
-                fleet = [*urls[:REPLICAS - 1], stack.enter_context(ctx.routed(slow))]
-                for policy in ("round_robin", "prefix"):
-                    variant = f"{policy}+slow"
-                    ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica {SLOW}x slower")
-                    out = run_open_loop(sub, driver(policy, variant, fleet), requests(variant, prompts), arrivals)
+                # with SIGKILL halfway through: at 50% of the first workload's knee.
+                if faults and chat is not None:
+                    knee, prompts = chat
+                    rate = knee * LOADS[0]
+                    arrivals = poisson_arrivals(rate, n, random.Random(ctx.seed + 7))
+                    slow = start_replicas(1, profile, spawn=ctx.spawn_server, cert_from=servers[0],
+                                          extra_args=("--cold-start-s", "0", "--faults", f"straggler={SLOW}"))[0]
+                    servers.append(slow)
+                    fleet = [*urls[:REPLICAS - 1], stack.enter_context(ctx.routed(slow))]
+                    for policy in ("round_robin", "prefix"):
+                        variant = f"{policy}+slow"
+                        ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica {SLOW}x slower")
+                        out = run_open_loop(sub, driver(policy, variant, fleet), requests(variant, prompts), arrivals)
+                        records[variant] = out
+                        series["runs"][variant] = _slow_summary(out, fleet[-1], rate)
+                    variant = "prefix+kill"
+                    victim = servers[REPLICAS - 1]
+                    kill_at = arrivals[len(arrivals) // 2]
+                    ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica "
+                                 f"killed (SIGKILL) at {kill_at:.1f} s")
+                    timer = threading.Timer(kill_at, victim.process.kill)
+                    timer.start()
+                    try:
+                        out = run_open_loop(sub, driver("prefix", variant), requests(variant, prompts), arrivals)
+                    finally:
+                        timer.cancel()
                     records[variant] = out
-                    series["runs"][variant] = _slow_summary(out, fleet[-1], rate)
-                variant = "prefix+kill"
-                victim = servers[REPLICAS - 1]
-                kill_at = arrivals[len(arrivals) // 2]
-                ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica "
-                             f"killed (SIGKILL) at {kill_at:.1f} s")
-                timer = threading.Timer(kill_at, victim.process.kill)
-                timer.start()
-                try:
-                    out = run_open_loop(sub, driver("prefix", variant), requests(variant, prompts), arrivals)
-                finally:
-                    timer.cancel()
-                records[variant] = out
-                series["runs"][variant] = _kill_summary(out, urls[REPLICAS - 1], kill_at)
+                    series["runs"][variant] = _kill_summary(out, urls[REPLICAS - 1], kill_at)
         finally:
             for server in servers:
                 server.stop()
-        rows = []
-        for load in LOADS:
+        return ScenarioResult.of(self, records, rows=_rows(workloads, loads), notes=_notes(series, n),
+                                 series=series)
+
+
+def variant_suffix(workload: str) -> str:
+    """What a workload adds to its variants' names: nothing for the first (``chat``)."""
+    return "" if workload == next(iter(WORKLOADS)) else f"/{workload}"
+
+
+def _rows(workloads: tuple[str, ...], loads: tuple[float, ...]) -> list[Row]:
+    rows = []
+    for workload in workloads:
+        suffix = variant_suffix(workload)
+        label = "" if not suffix else f", {workload} documents"
+        for load in loads:
             pct = f"{round(load * 100)}%"
             rows += [
-                Row(f"replicas {pct} of knee (TTFT): round-robin -> prefix affinity", f"round_robin@{pct}",
-                    f"prefix@{pct}", metric="ttft_ms",
-                    technique="prefix-affinity routing" if load == LOADS[0] else None),
-                Row(f"replicas {pct} of knee (TTFT p99): least-loaded -> prefix affinity",
-                    f"least_loaded@{pct}", f"prefix@{pct}", metric="ttft_ms", statistic="p99"),
-                Row(f"replicas {pct} of knee (e2e): round-robin -> prefix affinity", f"round_robin@{pct}",
-                    f"prefix@{pct}"),
+                Row(f"replicas {pct} of knee{label} (TTFT): round-robin -> prefix affinity",
+                    f"round_robin@{pct}{suffix}", f"prefix@{pct}{suffix}", metric="ttft_ms",
+                    technique="prefix-affinity routing" if load == LOADS[0] and not suffix else None),
+                Row(f"replicas {pct} of knee{label} (TTFT p99): least-loaded -> prefix affinity",
+                    f"least_loaded@{pct}{suffix}", f"prefix@{pct}{suffix}", metric="ttft_ms", statistic="p99"),
+                Row(f"replicas {pct} of knee{label} (e2e): round-robin -> prefix affinity",
+                    f"round_robin@{pct}{suffix}", f"prefix@{pct}{suffix}"),
             ]
-        for variant, run in series["runs"].items():
-            if "slow_share_early" in run:
-                notes.append(f"{variant}: the {SLOW}x slower replica served {run['slow_share_early']:.0%} of "
-                             f"the calls of the run's first quarter and {run['slow_share_late']:.0%} of its "
-                             f"second half (a fair share is {1 / REPLICAS:.0%}); TTFT p50 "
-                             f"{run['ttft_p50_ms']:.0f} ms, {run['failed']} failed")
-                continue
-            if "failed_after_kill" in run:
-                notes.append(f"{variant}: {run['failed']} failed of {run['n']} ({run['failed_in_flight']} were "
-                             f"in flight on the killed replica, {run['failed_after_kill']} started after the "
-                             f"kill); {run['served_by_victim_after']} served by it after the kill")
-                continue
-            notes.append(f"{variant}: prefix-cache hit rate {run['hit_rate']:.0%} "
-                         f"({run['hit_vs_ideal']:.0%} of the ideal {ideal:.0%}), calls per replica "
-                         f"{run['per_replica']}, {run['failed']} failed")
-        notes.insert(0, f"{REPLICAS} replicas ({profile}); knee {knee:.1f} req/s (closed loop, "
-                        f"round-robin, {calib_c} in flight); {n} calls per policy and load, the same "
-                        "sessions for every policy, each run's system prompts tagged (cold caches)")
-        return ScenarioResult.of(self, records, rows=rows, notes=notes, series=series)
+    return rows
+
+
+def _notes(series: dict[str, Any], n: int) -> list[str]:
+    notes = []
+    for workload, about in series["workloads"].items():
+        steps = ", ".join(f"{x['rps']:.1f} at {x['per_replica']}" for x in about["knee_ladder"])
+        notes.append(f"{workload} (documents of {about['doc_words']} words): knee {about['knee_rps']:.1f} req/s, "
+                     f"the fleet's throughput once saturated (closed loop, round-robin; req/s at calls in "
+                     f"flight per replica: {steps}; stopped when doubling gained < {PLATEAU:.0%}); at the "
+                     f"knee {_usage_note(about['knee_ladder'][-1]['usage'])}")
+    for variant, run in series["runs"].items():
+        if "slow_share_early" in run:
+            notes.append(f"{variant}: the {SLOW}x slower replica served {run['slow_share_early']:.0%} of "
+                         f"the calls of the run's first quarter and {run['slow_share_late']:.0%} of its "
+                         f"second half (a fair share is {1 / REPLICAS:.0%}); TTFT p50 "
+                         f"{run['ttft_p50_ms']:.0f} ms, {run['failed']} failed")
+            continue
+        if "failed_after_kill" in run:
+            notes.append(f"{variant}: {run['failed']} failed of {run['n']} ({run['failed_in_flight']} were "
+                         f"in flight on the killed replica, {run['failed_after_kill']} started after the "
+                         f"kill); {run['served_by_victim_after']} served by it after the kill")
+            continue
+        ideal = series["workloads"][run["workload"]]["ideal_hit_rate"]
+        notes.append(f"{variant}: prefix-cache hit rate {run['hit_rate']:.0%} "
+                     f"({run['hit_vs_ideal']:.0%} of the ideal {ideal:.0%}), calls per replica "
+                     f"{run['per_replica']}, {run['failed']} failed; {_usage_note(run['usage'])}")
+    notes.insert(0, f"{REPLICAS} replicas ({series['profile']}); {n} calls per policy and load, the same "
+                    "sessions for every policy, each run's system prompts tagged (cold caches)")
+    return notes
+
+
+def _usage_note(usage: dict[str, Any]) -> str:
+    """One line of a stretch's usage: the modelled GPUs against the VM's CPU."""
+    def mean(values: list[float | None]) -> float:
+        known = [v for v in values if v is not None]
+        return sum(known) / len(known) if known else float("nan")
+
+    machine = usage.get("machine_cpu")
+    return (f"GPU steps {mean(usage['budget_use']):.0%} full (token budget), busy "
+            f"{usage['gpu_busy_mean']:.0%}; CPU: replicas {mean(usage['server_cpu']):.2f} core each, "
+            f"client {usage['client_cpu']:.2f} core, machine "
+            f"{'?' if machine is None else f'{machine:.0%}'} of {usage['cores']} cores busy")
 
 
 def _run_summary(out: list[RequestRecord], before: list[tuple[float, float]],

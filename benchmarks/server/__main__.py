@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib
 import logging
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 from . import limits, ratelimit, shutdown, tracing
 from ._http import configure_logging
 from .app import App, AppConfig
-from .engine import ENGINES, Engine, create_engine
+from .engine import ENGINES, Engine, create_engine, load_profile
 from .engine.scheduler import POLICIES
 from .faults import FaultInjector, FaultSpecError, parse_fault_list
 from .serve import ServeOptions, serve
@@ -39,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="sim | torch | module:factory (a callable taking the profile name)")
     p.add_argument("--cold-start-s", type=float,
                    help="sim engine: override the profile's model load time (seconds)")
+    p.add_argument("--kv-blocks", type=int, metavar="N",
+                   help="sim engine: KV cache blocks instead of the profile's (as vLLM's "
+                        "--num-gpu-blocks-override): a smaller cache to model more sessions than "
+                        "one replica holds; the profile's cost figures are unchanged")
     p.add_argument("--faults", default="", help="run-wide faults, e.g. 'status=503;prob=0.05'")
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault RNG")
     p.add_argument("--allow-fault-headers", action="store_true",
@@ -79,17 +84,26 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def make_engine(kind: str, profile: str, cold_start_s: float | None = None,
-                scheduling_policy: str = "fcfs", preempt_for_waiting: bool = True) -> Engine:
+                scheduling_policy: str = "fcfs", preempt_for_waiting: bool = True,
+                kv_blocks: int | None = None) -> Engine:
     """``sim``/``torch`` via :func:`engine.create_engine`; ``module:factory`` plugs in any
     callable taking the profile name and returning an Engine. Only ``sim`` schedules by
-    priority (the others serve ``scheduling_policy="priority"`` without preemption: refused)."""
+    priority (the others serve ``scheduling_policy="priority"`` without preemption: refused).
+    ``kv_blocks``: the sim engine's KV cache size instead of the profile's."""
     if scheduling_policy != "fcfs" and kind != "sim":
         raise SystemExit(f"--scheduling-policy {scheduling_policy} needs --engine sim, got {kind!r}")
+    if kv_blocks is not None and kind != "sim":
+        raise SystemExit(f"--kv-blocks is for the sim engine, not --engine {kind}")
     if kind in ENGINES:
         try:
             kwargs: dict[str, Any] = {"cold_start_s": cold_start_s} if cold_start_s is not None else {}
             if kind == "sim":
                 kwargs.update(scheduling_policy=scheduling_policy, preempt_for_waiting=preempt_for_waiting)
+            if kv_blocks is not None:
+                if kv_blocks < 1:
+                    raise ValueError(f"--kv-blocks must be at least 1, got {kv_blocks}")
+                return create_engine(kind, dataclasses.replace(load_profile(profile), kv_blocks=kv_blocks),
+                                     **kwargs)
             return create_engine(kind, profile, **kwargs)
         except (ImportError, ValueError, OSError) as exc:
             raise SystemExit(f"--engine {kind} --profile {profile}: {exc}") from None
@@ -121,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.no_waiting_preemption and args.scheduling_policy != "priority":
         raise SystemExit("--no-waiting-preemption goes with --scheduling-policy priority")
     engine = make_engine(args.engine, args.profile, args.cold_start_s, args.scheduling_policy,
-                         not args.no_waiting_preemption)
+                         not args.no_waiting_preemption, args.kv_blocks)
     app = App(engine, AppConfig(faults=faults, fault_headers=args.allow_fault_headers,
                                 limits=limits.from_args(args),
                                 api_key=args.api_key, access_log=args.access_log,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from ..features.admit.priority import refused as refused_priority
-from ..features.route.attempt import Routed
+from ..features.route.attempt import Routed, model_not_found
 from ..features.route.cache_key import refused as refused_cache_key
 from ..wire.codec import JSON_CODEC, Codec, has_token
 
@@ -237,6 +237,11 @@ class Attempts:
             client._priority_field_refused(call)
             client._log_attempt(call, self.attempt, "priority field refused, sent without it", 0.0)
             self.content = client._encode(call, self.codec)
+            self.failover = True
+            return 0.0
+        if self.route is not None and model_not_found(response.status_code, raw) and self.route.missing_model():
+            # this replica has no such model (nothing was run): the next one, now
+            client._log_attempt(call, self.attempt, "404 model_not_found, trying the next replica", 0.0)
             self.failover = True
             return 0.0
         if self.route is not None:

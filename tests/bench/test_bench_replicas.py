@@ -7,15 +7,26 @@ from __future__ import annotations
 import random
 
 import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchmarks.harness.serverproc import start_replicas
 from benchmarks.scenarios import discover
 from benchmarks.scenarios.replicas import (
+    LOADS,
     MAX_TURNS,
+    PLATEAU,
     TURN_GAP,
+    WORKLOADS,
+    engine_counters,
     ideal_hit_rate,
     prefix_counters,
+    saturated,
     sessions_workload,
+    subset,
+    usage_summary,
+    variant_suffix,
 )
 
 SYSTEMS = ["system one " * 50, "system two " * 50]
@@ -45,6 +56,71 @@ def test_sessions_grow_turn_by_turn_with_a_gap() -> None:
         seen_at[session] = n
 
 
+def test_a_workload_sets_the_length_of_each_session_document() -> None:
+    short = sessions_workload(40, random.Random(3), SYSTEMS, doc_words=100)
+    long = sessions_workload(40, random.Random(3), SYSTEMS, doc_words=400)
+    first_turns = [(a[1]["content"], b[1]["content"]) for a, b in zip(short, long, strict=True) if len(a) == 2]
+    assert first_turns
+    for a, b in first_turns:
+        assert len(b.split()) - len(a.split()) == 300
+
+
+def test_the_ladder_stops_once_doubling_the_calls_in_flight_gains_little() -> None:
+    assert not saturated([])
+    assert not saturated([25.0])
+    assert not saturated([25.0, 35.0])  # +40%: not yet
+    assert saturated([25.0, 35.0, 35.0 * (1 + PLATEAU) - 0.01])
+    assert not saturated([25.0, 35.0, 35.0 * (1 + PLATEAU) + 0.01])
+    assert saturated([30.0, 20.0])  # worse: past it
+
+
+def test_subset_defaults_and_bad_input() -> None:
+    assert subset(None, None) == (LOADS, True, tuple(WORKLOADS))
+    assert subset("", "", "", quick=True) == (LOADS, True, tuple(WORKLOADS)[:1])
+    assert subset("0.8", "0", "long") == ((0.8,), False, ("long",))
+    assert subset("0.8,0.5", "1", "long,chat", quick=True) == ((0.5, 0.8), True, ("chat", "long"))
+    with pytest.raises(ValueError, match=r"BENCH_REPLICAS_LOADS: 0\.7 is not one of"):
+        subset("0.7", None)
+    with pytest.raises(ValueError, match="BENCH_REPLICAS_LOADS: 'half' is not a number"):
+        subset("half", None)
+    with pytest.raises(ValueError, match="BENCH_REPLICAS_FAULTS must be 0 or 1, got 'yes'"):
+        subset(None, "yes")
+    with pytest.raises(ValueError, match="unknown workload 'huge'"):
+        subset(None, None, "chat,huge")
+
+
+def test_variant_names_of_the_first_workload_are_unchanged() -> None:
+    first, *others = WORKLOADS
+    assert variant_suffix(first) == ""
+    assert all(variant_suffix(w) == f"/{w}" for w in others)
+
+
+def _engines(busy: float, steps: float, tokens: float, hits: float, queries: float) -> dict[str, float]:
+    return {"busy_s": busy, "steps": steps, "tokens": tokens, "hits": hits, "queries": queries}
+
+
+def test_usage_summary_is_per_second_of_the_stretch() -> None:
+    before = [_engines(1.0, 100, 500, 1000, 2000), _engines(0.0, 0, 0, 0, 0)]
+    after = [_engines(6.0, 300, 1500, 3000, 6048), _engines(0.0, 0, 0, 0, 0)]
+    u = usage_summary(10.0, before, after, [2.0, None], [3.0, 1.0], 1.5, (10.0, 40.0), (15.0, 60.0), 2,
+                      step_tokens=1024)
+    assert u["gpu_busy"] == [0.5, 0.0] and u["gpu_busy_mean"] == 0.25
+    assert u["tokens_per_step"] == [5.0, None]
+    # (4048 - 2000 prompt tokens computed + 1000 generated) / (200 steps x 1024)
+    assert u["budget_use"] == [round(3048 / 204800, 3), None]
+    assert u["server_cpu"] == [0.1, None]
+    assert u["client_cpu"] == 0.15 and u["machine_cpu"] == 0.25 and u["cores"] == 2
+    assert usage_summary(1.0, before, before, [None, None], [None, None], 0.0, None, None, 1)["machine_cpu"] is None
+
+
+@given(st.lists(st.floats(min_value=0.1, max_value=1e3), min_size=1, max_size=8))
+def test_a_ladder_that_keeps_gaining_is_never_saturated(gains: list[float]) -> None:
+    throughputs = [1.0]
+    for gain in gains:
+        throughputs.append(throughputs[-1] * (1 + PLATEAU + gain))
+        assert not saturated(throughputs)
+
+
 def test_the_ideal_hit_rate_counts_shared_leading_blocks() -> None:
     a = [{"role": "system", "content": "x" * 640}]
     assert ideal_hit_rate([a]) == 0.0
@@ -66,9 +142,29 @@ def test_start_replicas_gives_each_its_own_process_and_prefix_cache() -> None:
         hits1, queries1 = prefix_counters(servers[1])
         assert hits0 > 0 and queries0 > hits0
         assert (hits1, queries1) == (0.0, 0.0)
+        busy0, busy1 = engine_counters(servers[0])["busy_s"], engine_counters(servers[1])["busy_s"]
+        assert busy0 > 0 and busy1 == 0.0  # the simulated GPU's time went to the first only
     finally:
         for server in servers:
             server.stop()
+
+
+def test_kv_blocks_overrides_the_profile_cache_size() -> None:
+    servers = start_replicas(1, profile="h200-1b", extra_args=("--cold-start-s", "0", "--kv-blocks", "300"))
+    try:
+        text = httpx.get(servers[0].origin + "/metrics", timeout=10).text
+        assert "llm_kv_blocks_total 300.0" in text
+    finally:
+        servers[0].stop()
+
+
+def test_kv_blocks_must_be_positive() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "benchmarks.server", "--port", "0", "--kv-blocks", "0"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "--kv-blocks must be at least 1, got 0" in out.stderr
 
 
 def test_the_replicas_command_starts_and_stops_them() -> None:

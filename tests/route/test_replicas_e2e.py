@@ -266,3 +266,35 @@ def test_warmup_refuses_replicas_of_different_models(drive: Drive, fleet: list[R
         drive(same.warmup())  # the same model: nothing to say
     finally:
         stop_ref_server(other)
+
+
+@pytest.fixture(scope="module")
+def mixed() -> Iterator[list[RefServer]]:
+    # two replicas that serve different models: the zero profile's and the h200-1b profile's
+    servers = [start_ref_server(profile="zero"), start_ref_server(profile=PROFILE)]
+    yield servers
+    for server in servers:
+        stop_ref_server(server)
+
+
+def test_a_replica_without_the_model_the_others_serve_is_ejected(drive: Drive, mixed: list[RefServer]) -> None:
+    has, lacks = mixed
+    client = drive.client(api_key="k", base_url=Replicas([lacks.base_url, has.base_url], policy="round_robin"),
+                          max_retries=0)
+    served = [drive(client.chat.completions.create(model="sim-zero", messages=chat(drive.kind, [f"q{n}"]),
+                                                   max_tokens=2)).timings.replica for n in range(4)]
+    assert served == [has.base_url] * 4  # the 404 moved each call on, nothing failed
+    stats = {r["url"]: r for r in client.replica_stats()}
+    assert stats[lacks.base_url]["state"] == "down"
+    assert stats[lacks.base_url]["last_error"] == (f"{lacks.base_url} has no model 'sim-zero' "
+                                                   "(404 model_not_found) while other replicas serve it")
+    assert stats[has.base_url]["state"] == "up" and stats[has.base_url]["served"] == 4
+    assert all(r["in_flight"] == 0 for r in stats.values())
+
+
+def test_a_model_no_replica_serves_is_the_apps_404(drive: Drive, mixed: list[RefServer]) -> None:
+    client = drive.client(api_key="k", base_url=[s.base_url for s in mixed], max_retries=0)
+    with pytest.raises(llmclient.NotFoundError):
+        drive(client.chat.completions.create(model="no-such-model", messages=chat(drive.kind, ["q"]), max_tokens=2))
+    stats = client.replica_stats()
+    assert all(r["state"] == "up" and r["in_flight"] == 0 for r in stats)  # no replica blamed

@@ -12,7 +12,7 @@ from llmclient.features.route.affinity import PrefixIndex
 from llmclient.features.route.health import Ejection, Health, on_failure, on_success, state
 from llmclient.features.route.key import BLOCK_CHARS, MAX_BLOCKS, RouteKey, route_key
 from llmclient.features.route.ring import Ring, bound, hash64, pick_bounded
-from llmclient.features.route.router import Router, plan
+from llmclient.features.route.router import Router, holder_keeps, plan
 
 NAMES = st.lists(st.text("abcdefgh0123456789", min_size=1, max_size=8), min_size=1, max_size=8, unique=True)
 KEYS = st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=200)
@@ -256,6 +256,53 @@ def test_prefix_policy_follows_the_longest_cached_prefix() -> None:
     assert router.plan(key)[0] == other
 
 
+def test_the_holder_keeps_a_call_a_few_calls_beyond_its_bound() -> None:
+    loads = [5, 3, 3, 2]  # 13 in flight: the holder's bound is ceil(1.25 x 14 / 4) = 5
+    load, even = (lambda i: loads[i]), (lambda i: 1.0)
+    assert pick_bounded([0, 1, 2, 3], load, even, 1.25) != 0  # the bound alone spills it
+    assert holder_keeps(0, [0, 1, 2, 3], load, even, 1.25)  # 5 < 5 + 4
+    loads[0] = 10
+    assert not holder_keeps(0, [0, 1, 2, 3], load, even, 1.25)  # bound ceil(1.25 x 19 / 4) = 6, 4 beyond
+    assert holder_keeps(0, [0, 1, 2, 3], load, even, 1.25, slack=5)
+    loads[0] = 5
+    assert not holder_keeps(0, [0, 1, 2, 3], load, even, 1.25, slack=0)
+
+
+def test_a_slow_holder_gets_no_slack() -> None:
+    loads = [2, 3, 3, 3]
+    weights = [0.2, 1.0, 1.0, 1.0]  # five times slower: its weight scaled down
+    load, weight = (lambda i: loads[i]), (lambda i: weights[i])
+    # bound ceil(1.25 x 12 x 0.2 / 3.2) = 1; slack floor(4 x 0.2 / 0.8) = 1: two calls at most
+    assert not holder_keeps(0, [0, 1, 2, 3], load, weight, 1.25)
+    loads[0] = 1
+    assert holder_keeps(0, [0, 1, 2, 3], load, weight, 1.25)
+    weights[0] = 0.1  # floor(4 x 0.1 / 0.775) = 0: the bound alone
+    assert not holder_keeps(0, [0, 1, 2, 3], load, weight, 1.25)
+
+
+@settings(max_examples=60)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=6), st.data(), st.sampled_from([1.0, 1.25, 2.0]),
+       st.integers(0, 8))
+def test_the_holder_keeps_exactly_below_bound_plus_slack(loads: list[int], data: st.DataObject, c: float,
+                                                         slack: int) -> None:
+    holder = data.draw(st.integers(0, len(loads) - 1))
+    order = list(range(len(loads)))
+    keeps = holder_keeps(holder, order, lambda i: loads[i], lambda i: 1.0, c, slack)
+    assert keeps == (loads[holder] < bound(c, sum(loads), 1.0, float(len(loads))) + slack)
+
+
+def test_a_conversation_stays_on_its_replica_a_little_above_its_share() -> None:
+    router = _fleet(4)
+    key = route_key("/chat/completions", _chat("q1 " * 200, "a1 " * 200, "q2"))
+    holder = (router.plan(key)[0] + 1) % 4
+    router.index.record(holder, key.blocks)
+    for i, h in enumerate(router.health):
+        h.in_flight = 5 if i == holder else 3  # the bound alone (5) would spill it
+    assert router.plan(key)[0] == holder
+    router.health[holder].in_flight = 12
+    assert router.plan(key)[0] != holder
+
+
 def test_a_slow_replica_spills_sooner() -> None:
     health = [Health(in_flight=4, ttft_ms=100.0), Health(in_flight=4, ttft_ms=100.0),
               Health(in_flight=4, ttft_ms=100.0), Health(in_flight=2, ttft_ms=1000.0)]
@@ -328,3 +375,15 @@ def test_model_mismatch_names_each_replica() -> None:
     assert model_mismatch({"http://a/v1": ["m"], "http://b/v1": None}) is None  # not a list: no say
     problem = model_mismatch({"http://a/v1": ["m"], "http://b/v1": ["x"]})
     assert problem is not None and "http://a/v1: m" in problem and "http://b/v1: x" in problem
+
+
+def test_model_not_found_reads_the_error_code() -> None:
+    from llmclient.features.route.attempt import model_not_found
+
+    body = b'{"error": {"message": "no such model", "type": "invalid_request_error", "code": "model_not_found"}}'
+    assert model_not_found(404, body)
+    assert not model_not_found(400, body)
+    assert not model_not_found(404, b'{"error": {"code": "not_found"}}')
+    assert not model_not_found(404, b"<html>not found</html>")
+    assert not model_not_found(404, b'["error"]')
+    assert not model_not_found(404, b'{"error": "model_not_found"}')

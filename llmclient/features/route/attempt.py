@@ -9,6 +9,11 @@ outside ``max_retries``; a 5xx or 429 sends the retry, if the retry policy allow
 next replica too. The replica's in-flight slot is held until the answer's body is closed (a
 stream: until it ends or is closed), and what the call showed (TTFT, Server-Timing queue
 time) is then reported to the router.
+
+A 404 ``model_not_found`` (nothing was run) moves on to the next replica at once too: when
+another replica serves that model (now, or earlier in this router's life) the one that said
+it has no such model is ejected, its ``last_error`` naming it and the model; when none does,
+the app's 404 is raised as with one URL and no replica is blamed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import orjson
 
 from ..hedge import HEDGE_HEADER
 from ..held_body import HeldBody
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
     from ...pipeline.timings import CallRecord
     from .router import Router
 
-__all__ = ["Routed", "nothing_sent"]
+__all__ = ["Routed", "model_not_found", "nothing_sent"]
 
 
 def nothing_sent(exc: BaseException) -> bool:
@@ -35,8 +41,25 @@ def nothing_sent(exc: BaseException) -> bool:
     return isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)) or bool(getattr(exc, "unprocessed", False))
 
 
+def model_not_found(status: int, raw: bytes) -> bool:
+    """True when an error answer says the server has no such model: a 404 whose OpenAI-style
+    error ``code`` is ``model_not_found``. Pure."""
+    if status != 404:
+        return False
+    try:
+        error = orjson.loads(raw).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return isinstance(error, dict) and error.get("code") == "model_not_found"
+
+
+def lacks_model(url: str, model: str) -> str:
+    """The reason a replica is ejected for a model the others serve."""
+    return f"{url} has no model {model!r} (404 model_not_found) while other replicas serve it"
+
+
 class Routed:
-    __slots__ = ("__weakref__", "current", "headers", "key", "order", "pos", "router", "tried")
+    __slots__ = ("__weakref__", "current", "headers", "key", "lacking", "model", "order", "pos", "router", "tried")
 
     def __init__(self, router: Router, call: Call) -> None:
         self.router = router
@@ -50,6 +73,9 @@ class Routed:
         self.headers = call.headers  # the call's own: a replica's API key replaces its credentials
         self.current: int | None = None  # the replica whose slot this attempt holds
         self.tried: list[str] = []
+        model = call.body.get("model") if isinstance(call.body, dict) else None
+        self.model = model if isinstance(model, str) else None
+        self.lacking: list[int] = []  # replicas that said 404 model_not_found to this call
 
     def begin(self, call: Call) -> None:
         """Point the attempt at its replica."""
@@ -92,10 +118,32 @@ class Routed:
         if code >= 500 or code == 429:
             self.pos += 1  # a retry goes elsewhere
 
+    def missing_model(self) -> bool:
+        """The attempt was answered 404 ``model_not_found``; True when the call should go on
+        to the next replica at once (one it has not tried is left). A replica is ejected for
+        it once another has served the model."""
+        if self.current is None or self.model is None:
+            return False
+        i, self.current = self.current, None
+        url = self.router.replicas[i].url
+        self.tried.append(f"{url} (404 model_not_found)")
+        self.router.let_go(i)
+        if self.router.serves(self.model):
+            self.router.eject(i, lacks_model(url, self.model))
+        else:
+            self.lacking.append(i)
+        self.pos += 1
+        return self.pos < len(self.order)
+
     def answered(self, response: httpx.Response, record: CallRecord) -> None:
         """A good answer: its body holds the replica's slot until it is closed."""
         i, self.current = self.current, None
         if i is not None:
+            if self.model is not None:
+                self.router.served_model(self.model)
+                for j in self.lacking:  # they said they have no such model: this one had it
+                    self.router.eject(j, lacks_model(self.router.replicas[j].url, self.model))
+                self.lacking.clear()
             response.stream = _Held(response.stream, self.router, i, record)
 
     def resent(self) -> None:

@@ -18,25 +18,33 @@ ejected ones, soonest back first. A call fails over along that order.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .affinity import PrefixIndex
 from .health import Ejection, Health, on_failure, on_success, state
 from .key import RouteKey, route_key
-from .ring import Ring, pick_bounded
+from .ring import Ring, bound, pick_bounded
 from .shared import SharedEjections, merge
 
-__all__ = ["DEFAULT_BALANCE", "POLICIES", "Policy", "Replica", "Replicas", "Router", "model_mismatch", "plan"]
+__all__ = ["DEFAULT_BALANCE", "HOLDER_SLACK", "POLICIES", "Policy", "Replica", "Replicas", "Router", "holder_keeps",
+           "model_mismatch", "plan"]
 
 Policy = Literal["prefix", "least_loaded", "round_robin"]
 POLICIES: tuple[str, ...] = ("prefix", "least_loaded", "round_robin")
 DEFAULT_BALANCE = 1.25  # c: a replica takes at most 1.25x its share of the in-flight calls
 MIN_SPEED = 0.1         # a slow replica keeps at least a tenth of its weight
 MATCH_RATIO = 0.5       # a replica holding half the prompt or more keeps it (if not overloaded)
+# Calls beyond its bound that the replica holding a call's prefix still takes (per unit of its
+# speed-scaled weight, relative to the fleet's mean; rounded down, so a slow replica gets none).
+# A continuous-batching server adds a few sequences to its batch at almost no cost, while a
+# spill recomputes the whole prefix elsewhere: with a handful of calls in flight, c = 1.25
+# alone moved a quarter of the conversations' turns off their replica (benchmarks, replicas).
+HOLDER_SLACK = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +149,18 @@ def _speeds(health: Sequence[Health], eligible: Sequence[int]) -> dict[int, floa
             if (t := health[i].ttft_ms)}
 
 
+def holder_keeps(holder: int, eligible: Sequence[int], load: Callable[[int], int],
+                 weight: Callable[[int], float], balance: float, slack: int = HOLDER_SLACK) -> bool:
+    """Whether the replica holding a call's prefix takes it: its load is below its bounded-load
+    bound plus ``slack`` calls scaled by its weight against the eligible replicas' mean weight
+    (rounded down). Pure."""
+    total_weight = sum(weight(i) for i in eligible)
+    mean = total_weight / len(eligible) if eligible else 1.0
+    extra = math.floor(slack * weight(holder) / mean) if mean > 0 else 0
+    total_load = sum(load(i) for i in eligible)
+    return load(holder) < bound(balance, total_load, weight(holder), total_weight) + extra
+
+
 def plan(policy: Policy, key: RouteKey, health: Sequence[Health], weights: Sequence[float],
          ring: Ring, index: PrefixIndex, turn: int, balance: float, now: float,
          others: Sequence[int] | None = None) -> list[int]:
@@ -165,10 +185,14 @@ def plan(policy: Policy, key: RouteKey, health: Sequence[Health], weights: Seque
             load = lambda i: loads[i]  # noqa: E731
             weight = lambda i: weights[i] * speed.get(i, 1.0)  # noqa: E731
             holder, depth = index.best(key.blocks, walk)
+            first = None
             if holder is not None and depth >= MATCH_RATIO * len(key.blocks):
-                # the holder's own place in the walk: it keeps the call unless above its bound
+                # the holder keeps the call unless above its bound plus the slack; else the walk
                 walk = [holder] + [i for i in walk if i != holder]
-            first = pick_bounded(walk, load, weight, balance)
+                if holder_keeps(holder, walk, load, weight, balance):
+                    first = holder
+            if first is None:
+                first = pick_bounded(walk, load, weight, balance)
             ordered = [first] + [i for i in walk if i != first]
     return probes[:1] + ordered + probes[1:] + down
 
@@ -189,6 +213,27 @@ class Router:
                        if spec.redis else None)
         self._turn = 0
         self._lock = threading.Lock()
+        self._models: set[str] = set()  # models some replica has answered a call for
+
+    def served_model(self, model: str) -> None:
+        """A replica answered a call for ``model`` (2xx)."""
+        if model not in self._models:
+            with self._lock:
+                self._models.add(model)
+
+    def serves(self, model: str) -> bool:
+        """Whether some replica has answered a call for ``model``."""
+        return model in self._models
+
+    def eject(self, i: int, reason: str) -> None:
+        """Take replica ``i`` out now for ``reason`` (its in-flight count untouched): it said it
+        has no model that the others serve."""
+        with self._lock:
+            now = time.monotonic()
+            on_failure(self.health[i], reason, now, self.spec.ejection, at_once=True)
+            self.index.forget(i)
+            if self.shared is not None:
+                self.shared.publish(i, self.health[i].ejected_until - now)
 
     def _own_loads(self) -> list[int]:
         """This process's in-flight calls per replica (what it shares through Redis)."""
