@@ -23,6 +23,7 @@ from tests._both import Drive
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
 
 MODEL = "gpt-4o-mini"
+EMBED_MODEL = "text-embedding-3-small"
 MSGS = [{"role": "user", "content": "hello"}]
 
 
@@ -91,7 +92,9 @@ def test_the_header_follows_the_option_and_the_field_only_low_generation_calls()
     assert priority.body_value(low, "/chat/completions", {"model": "m"}, True) == priority.VLLM_LOW
     assert priority.body_value(low, "/completions", {"model": "m"}, True) == priority.VLLM_LOW
     assert priority.body_value({}, "/chat/completions", {"model": "m"}, True) is None
-    assert priority.body_value(low, "/embeddings", {"model": "m"}, True) is None
+    assert priority.body_value(low, "/embeddings", {"model": "m"}, True) == priority.VLLM_LOW
+    assert priority.body_value(low, "/responses", {"model": "m"}, True) == priority.VLLM_LOW
+    assert priority.body_value(low, "/models", {"model": "m"}, True) is None
     assert priority.body_value(low, "/chat/completions", {"priority": 7}, True) is None  # the app's own
     assert priority.body_value(low, "/chat/completions", {"model": "m"}, False) is None  # refused before
 
@@ -166,6 +169,20 @@ def test_a_priority_origin_takes_the_field_on_low_calls_only(drive: Drive, prio:
     assert sent.fields == [None, priority.VLLM_LOW]
     assert normal.timings.priority_field is None and low.timings.priority_field == priority.VLLM_LOW
     assert low.timings.retries == 0
+
+
+def test_embeddings_and_responses_carry_the_field_too(drive: Drive, fcfs: RefServer, prio: RefServer) -> None:
+    sent = Sent()
+    client = _client(drive, prio, sent, priority="low", priority_field=True)
+    vectors = drive(client.embeddings.create(model=EMBED_MODEL, input="a low-priority document"))
+    answer = drive(client.responses.create(model=MODEL, input="hi", max_output_tokens=16))
+    assert sent.fields == [priority.VLLM_LOW, priority.VLLM_LOW]
+    assert vectors.timings.priority_field == answer.timings.priority_field == priority.VLLM_LOW
+    refusing = Sent()
+    client = _client(drive, fcfs, refusing, priority="low", priority_field=True)
+    vectors = drive(client.embeddings.create(model=EMBED_MODEL, input="a low-priority document"))
+    assert vectors.data[0].embedding and vectors.timings.retries == 1
+    assert refusing.fields == [priority.VLLM_LOW, None]   # refused once, sent again without it
 
 
 def _metric(server: RefServer, name: str) -> float:

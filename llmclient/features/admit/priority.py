@@ -5,7 +5,8 @@ Two forms reach a server:
 * The ``x-llm-priority: low`` header, always (prefetches and warm-ups carry it too). llmclient's
   own admit stage reads it (a low call leaves a share of the rate-limit budget to the others)
   and so does the reference server; other servers ignore it.
-* vLLM's ``priority`` body field, only with ``priority_field=True``: vLLM's
+* vLLM's ``priority`` body field (chat, completions, embeddings, responses), only with
+  ``priority_field=True``: vLLM's
   ``--scheduling-policy priority`` runs lower values first (default 0) and, where a waiting
   request outranks running ones, preempts them. A low call is sent :data:`VLLM_LOW`. Opt-in
   because no answer tells a client what the field means: vLLM under its default ``fcfs`` policy
@@ -35,8 +36,9 @@ FIELD = "priority"
 # read 2026-12: "lower means earlier handling; default: 0. Any priority other than 0 will raise
 # an error if the served model does not use priority scheduling"). A low call sends 1.
 VLLM_LOW = 1
-# Where vLLM reads the field and answers 400 under fcfs: the generation endpoints.
-PATHS = frozenset({"/chat/completions", "/completions"})
+# Where vLLM reads the field (and answers 400 under fcfs): its chat, completion, embedding and
+# responses requests each carry ``priority: int = 0``.
+PATHS = frozenset({"/chat/completions", "/completions", "/embeddings", "/responses"})
 
 
 def check(value: Any) -> str | None:
