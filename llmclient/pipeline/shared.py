@@ -223,22 +223,18 @@ class Attempts:
         """The delay before retrying an error status, or raises its public error."""
         call, client = self.call, self.client
         call.record.bytes_received += response.num_bytes_downloaded
-        if call.record.cache_key is not None and refused_cache_key(response.status_code, raw):
-            # the origin does not take a derived prompt_cache_key: remembered, and the call
-            # sent once more without it (a 400 or 422 proves the request was not run)
-            client._cache_key_refused(call)
-            client._log_attempt(call, self.attempt, "prompt_cache_key refused, sent without it", 0.0)
-            self.content = client._encode(call, self.codec)
-            self.failover = True
-            return 0.0
-        if call.record.priority_field is not None and refused_priority(response.status_code, raw):
-            # vLLM's priority field refused (fcfs policy, a strict gateway): remembered, and sent
-            # once more without it; the x-llm-priority header stays
-            client._priority_field_refused(call)
-            client._log_attempt(call, self.attempt, "priority field refused, sent without it", 0.0)
-            self.content = client._encode(call, self.codec)
-            self.failover = True
-            return 0.0
+        # A field llmclient added on its own (a derived prompt_cache_key; vLLM's priority, which
+        # its default fcfs policy refuses) that the origin does not take: remembered per origin,
+        # and the call sent once more without it (a 400 or 422 proves the request was not run).
+        for added, refused, forget, name in (
+                (call.record.cache_key, refused_cache_key, client._cache_key_refused, "prompt_cache_key"),
+                (call.record.priority_field, refused_priority, client._priority_field_refused, "priority field")):
+            if added is not None and refused(response.status_code, raw):
+                forget(call)
+                client._log_attempt(call, self.attempt, f"{name} refused, sent without it", 0.0)
+                self.content = client._encode(call, self.codec)
+                self.failover = True
+                return 0.0
         if self.route is not None and model_not_found(response.status_code, raw) and self.route.missing_model():
             # this replica has no such model (nothing was run): the next one, now
             client._log_attempt(call, self.attempt, "404 model_not_found, trying the next replica", 0.0)
