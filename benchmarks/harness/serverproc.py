@@ -117,6 +117,9 @@ def start_server(profile: str = "zero", tls: bool = False, faults: str | None = 
     args = [sys.executable, "-m", f"{_PACKAGE}.server", "--port", "0", "--profile", profile]
     if tls:
         args.append("--tls")
+        if log_dir is not None and not {"--cert", "--cert-dir"} & set(extra_args):
+            # the generated certificate lives with the run's logs, not in a /tmp folder of its own
+            args += ["--cert-dir", tempfile.mkdtemp(prefix="certs-", dir=log_dir)]
     if faults:
         args += ["--faults", faults]
     args += list(extra_args)

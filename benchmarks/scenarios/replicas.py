@@ -30,7 +30,10 @@ cache / prompt tokens, the counters' change over the run) against the ideal rate
 with an unbounded cache (computed from the workload: the longest prefix each prompt shares with
 an earlier one, in 64-character blocks), the load spread (calls per replica), and the usage:
 each simulated GPU's busy share and how full its steps were, the CPU of the replicas, of the
-client and of the whole machine.
+client and of the whole machine. A note splits TTFT p50 between the turns that open a session
+(a new document: a miss for any router) and the follow-up turns, where routing decides
+(``turn_split``); a p50 over all calls sits near the boundary of those two groups, since about
+a third of the calls open a session.
 
 Then, at 50% of the ``chat`` knee: one replica 5x slower (round-robin and prefix: the slow
 replica's share of the calls early in the run and later), and one replica killed with SIGKILL
@@ -64,6 +67,7 @@ from ..harness.load import (
 )
 from ..harness.records import ChatRequest
 from ..harness.serverproc import ServerError, ServerProcess, start_replicas
+from ..harness.stats import bootstrap_ratio, percentile
 
 ORDER = 85
 
@@ -175,6 +179,54 @@ def ideal_hit_rate(prompts: list[list[dict[str, str]]]) -> float:
 
 _COUNTER = re.compile(r"^(llm_(?:prefix_cache_hits_total|prefix_cache_queries_total|busy_seconds_total|"
                       r"steps_total|generation_tokens_total))(?:\{[^}]*\})? ([0-9.eE+]+)$", re.M)
+
+
+def first_turns(prompts: list[list[dict[str, str]]]) -> list[bool]:
+    """Pure: which prompts open their session (a system prompt and the first user message,
+    its document): no router can find those in a prefix cache beyond the system prompt."""
+    return [len(messages) <= 2 for messages in prompts]
+
+
+def turn_split(baseline: list[RequestRecord], candidate: list[RequestRecord],
+               prompts: list[list[dict[str, str]]], seed: str = "") -> dict[str, Any] | None:
+    """TTFT p50 of first turns and of follow-up turns apart, baseline against candidate, with
+    a bootstrap interval on the ratio (paired: entry i of both runs is the same prompt at the
+    same arrival time). Where routing can matter is the follow-ups; a p50 over all calls
+    sits near the boundary between the two groups when a third or more of the calls open a
+    session. None when a run's records do not line up with its prompts (a call dropped by the
+    harness). Pure."""
+    if len(baseline) != len(prompts) or len(candidate) != len(prompts):
+        return None
+    first = first_turns(prompts)
+    out: dict[str, Any] = {}
+    for group, want in (("first", True), ("follow_up", False)):
+        b = [r.ttft_ms if r.ok else None for r, f in zip(baseline, first, strict=True) if f is want]
+        c = [r.ttft_ms if r.ok else None for r, f in zip(candidate, first, strict=True) if f is want]
+        b_ok = [v for v in b if v is not None]
+        c_ok = [v for v in c if v is not None]
+        if not b_ok or not c_ok:
+            out[group] = {"n": len(b)}
+            continue
+        b50, c50 = percentile(b_ok, 50), percentile(c_ok, 50)
+        ci = bootstrap_ratio(b, c, "p50", seed=f"turns:{seed}:{group}")
+        out[group] = {"n": len(b), "baseline_p50_ms": round(b50, 1), "candidate_p50_ms": round(c50, 1),
+                      "ratio": round(b50 / c50, 3) if c50 > 0 else None,
+                      "ci": [round(ci[0], 3), round(ci[1], 3)] if ci else None}
+    return out
+
+
+def _turns_note(variant: str, turns: dict[str, Any]) -> str | None:
+    parts = []
+    for group, name in (("follow_up", "follow-up turns"), ("first", "first turns")):
+        g = turns.get(group, {})
+        if g.get("ratio") is None:
+            continue
+        ci = f" [{g['ci'][0]:.2f}-{g['ci'][1]:.2f}]" if g.get("ci") else ""
+        parts.append(f"{name} (n={g['n']}) {g['baseline_p50_ms']:.0f} -> {g['candidate_p50_ms']:.0f} ms, "
+                     f"{g['ratio']:.2f}x{ci}")
+    if not parts:
+        return None
+    return f"{variant}: TTFT p50 round-robin -> prefix affinity, " + "; ".join(parts)
 
 
 def engine_counters(server: ServerProcess) -> dict[str, float]:
@@ -380,6 +432,9 @@ class ReplicaRouting:
                             records[variant] = out
                             series["runs"][variant] = {**_run_summary(out, before, after, urls, ideal, rate),
                                                        "workload": workload, "usage": used}
+                        pct = f"{round(load * 100)}%{suffix}"
+                        series["runs"][f"prefix@{pct}"]["turns"] = turn_split(
+                            records[f"round_robin@{pct}"], records[f"prefix@{pct}"], prompts, seed=pct)
 
                 # One replica 5x slower (every request takes 5x its engine time), then one killed
                 # with SIGKILL halfway through: at 50% of the first workload's knee.
@@ -465,6 +520,8 @@ def _notes(series: dict[str, Any], n: int) -> list[str]:
         notes.append(f"{variant}: prefix-cache hit rate {run['hit_rate']:.0%} "
                      f"({run['hit_vs_ideal']:.0%} of the ideal {ideal:.0%}), calls per replica "
                      f"{run['per_replica']}, {run['failed']} failed; {_usage_note(run['usage'])}")
+        if run.get("turns") and (line := _turns_note(variant, run["turns"])):
+            notes.append(line)
     notes.insert(0, f"{REPLICAS} replicas ({series['profile']}); {n} calls per policy and load, the same "
                     "sessions for every policy, each run's system prompts tagged (cold caches)")
     return notes

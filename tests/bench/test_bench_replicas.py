@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks.harness.records import RequestRecord
 from benchmarks.harness.serverproc import start_replicas
 from benchmarks.scenarios import discover
 from benchmarks.scenarios.replicas import (
@@ -19,12 +20,15 @@ from benchmarks.scenarios.replicas import (
     PLATEAU,
     TURN_GAP,
     WORKLOADS,
+    _turns_note,
     engine_counters,
+    first_turns,
     ideal_hit_rate,
     prefix_counters,
     saturated,
     sessions_workload,
     subset,
+    turn_split,
     usage_summary,
     variant_suffix,
 )
@@ -119,6 +123,44 @@ def test_a_ladder_that_keeps_gaining_is_never_saturated(gains: list[float]) -> N
     for gain in gains:
         throughputs.append(throughputs[-1] * (1 + PLATEAU + gain))
         assert not saturated(throughputs)
+
+
+def _record(ttft: float | None) -> RequestRecord:
+    if ttft is None:
+        return RequestRecord(variant="v", trace_id="t", start_s=0.0, latency_ms=0.0, status=503,
+                             error_kind="status")
+    return RequestRecord(variant="v", trace_id="t", start_s=0.0, latency_ms=ttft * 2, status=200, ttft_ms=ttft)
+
+
+def test_the_turns_that_open_a_session_are_the_two_message_prompts() -> None:
+    prompts = sessions_workload(60, random.Random(3), SYSTEMS)
+    first = first_turns(prompts)
+    assert first == [len(p) == 2 for p in prompts]
+    assert 0 < sum(first) < len(first)  # some sessions, each with one opening turn
+    assert sum(first) == sum(1 for p in prompts if p[1]["role"] == "user" and len(p) == 2)
+
+
+def test_turn_split_compares_first_turns_and_follow_ups_apart() -> None:
+    opening = [{"role": "system", "content": "s"}, {"role": "user", "content": "doc"}]
+    follow = [*opening, {"role": "assistant", "content": "a"}, {"role": "user", "content": "q"}]
+    prompts = [opening] * 10 + [follow] * 30
+    # round-robin: openings 100 ms, follow-ups 90 ms; prefix: openings 100 ms, follow-ups 30 ms
+    base = [_record(100.0)] * 10 + [_record(90.0)] * 30
+    cand = [_record(100.0)] * 10 + [_record(30.0)] * 29 + [_record(None)]
+    split = turn_split(base, cand, prompts, seed="t")
+    assert split is not None
+    assert split["first"]["n"] == 10 and split["first"]["ratio"] == 1.0
+    assert split["follow_up"]["n"] == 30
+    assert split["follow_up"]["baseline_p50_ms"] == 90.0 and split["follow_up"]["candidate_p50_ms"] == 30.0
+    assert split["follow_up"]["ratio"] == 3.0 and split["follow_up"]["ci"] == [3.0, 3.0]
+    note = _turns_note("prefix@50%", split)
+    assert note is not None and "follow-up turns (n=30) 90 -> 30 ms, 3.00x" in note
+    assert "first turns (n=10) 100 -> 100 ms, 1.00x" in note
+
+
+def test_turn_split_refuses_records_that_do_not_line_up() -> None:
+    prompts = [[{"role": "system", "content": "s"}, {"role": "user", "content": "d"}]] * 3
+    assert turn_split([_record(1.0)] * 2, [_record(1.0)] * 3, prompts) is None
 
 
 def test_the_ideal_hit_rate_counts_shared_leading_blocks() -> None:

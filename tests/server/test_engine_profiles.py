@@ -10,7 +10,7 @@ import pytest
 from benchmarks.server.profile_check import main, percentile, virtual_sweep
 from benchmarks.server.profiles import PROFILE_DIR, Profile, list_profiles, load_profile
 
-SHIPPED = ("a100-175b", "h100-8b", "h100x8-70b", "tiny-fast", "zero")
+SHIPPED = ("a100-175b", "h100-8b", "h100-8b-lean", "h100x8-70b", "tiny-fast", "zero")
 
 
 def test_the_issue_profiles_ship() -> None:
@@ -25,7 +25,7 @@ def test_each_profile_loads_and_names_its_calibration(name: str) -> None:
     assert profile.block_size * profile.kv_blocks >= profile.context_window
 
 
-@pytest.mark.parametrize("name", ["h100-8b", "h100x8-70b"])
+@pytest.mark.parametrize("name", ["h100-8b", "h100-8b-lean", "h100x8-70b"])
 def test_low_load_model_matches_the_target_figures(name: str) -> None:
     p = load_profile(name)
     assert p.predicted_ttft_ms(256) == pytest.approx(p.targets["ttft_ms_256"], rel=0.01)
