@@ -508,8 +508,10 @@ def _notes(series: dict[str, Any], n: int) -> list[str]:
         if "slow_share_early" in run:
             notes.append(f"{variant}: the {SLOW}x slower replica served {run['slow_share_early']:.0%} of "
                          f"the calls of the run's first quarter and {run['slow_share_late']:.0%} of its "
-                         f"second half (a fair share is {1 / REPLICAS:.0%}); TTFT p50 "
-                         f"{run['ttft_p50_ms']:.0f} ms, {run['failed']} failed")
+                         f"second half (a fair share is {1 / REPLICAS:.0%}); "
+                         + (f"at most half its fair share from {run['halved_after_s']:.0f} s on; "
+                            if run.get("halved_after_s") is not None else "")
+                         + f"TTFT p50 {run['ttft_p50_ms']:.0f} ms, {run['failed']} failed")
             continue
         if "failed_after_kill" in run:
             notes.append(f"{variant}: {run['failed']} failed of {run['n']} ({run['failed_in_flight']} were "
@@ -558,18 +560,51 @@ def _run_summary(out: list[RequestRecord], before: list[tuple[float, float]],
             "failed": sum(not r.ok for r in out)}
 
 
+SHARE_WINDOW_S = 2.0  # the slow replica's share of the calls, per window of the run
+
+
+def share_windows(starts: list[float], slow: list[bool], window_s: float = SHARE_WINDOW_S
+                  ) -> list[tuple[float, float, int]]:
+    """Pure: per ``window_s`` of the run (from its first call), the share of the calls started
+    in it that went to the slow replica: ``(window start s, share, calls)``, empty windows left
+    out."""
+    if not starts:
+        return []
+    t0 = min(starts)
+    counts: dict[int, list[int]] = {}
+    for start, is_slow in zip(starts, slow, strict=True):
+        c = counts.setdefault(int((start - t0) // window_s), [0, 0])
+        c[0] += is_slow
+        c[1] += 1
+    return [(k * window_s, c[0] / c[1], c[1]) for k, c in sorted(counts.items())]
+
+
+def halved_after(windows: list[tuple[float, float, int]], fair: float, window_s: float = SHARE_WINDOW_S
+                 ) -> float | None:
+    """Pure: the time from which every later window gives the slow replica at most half its
+    fair share (the end of the last window above it); None when the last window is above."""
+    if not windows or windows[-1][1] > fair / 2:
+        return None
+    above = [start for start, share, _ in windows if share > fair / 2]
+    return above[-1] + window_s if above else 0.0
+
+
 def _slow_summary(out: list[RequestRecord], slow_url: str, rate: float) -> dict[str, Any]:
     """The slow replica's share of the calls started in the run's first quarter and in its
-    second half, and the run's TTFT p50."""
+    second half, per 2 s window and from when it stayed at half its fair share or less, and
+    the run's TTFT p50."""
     ok = sorted((r for r in out if r.ok), key=lambda r: r.start_s)
     quarter, half = ok[:max(1, len(ok) // 4)], ok[len(ok) // 2:]
 
     def share(rs: list[RequestRecord]) -> float:
         return sum(r.extra.get("replica") == slow_url for r in rs) / len(rs) if rs else 0.0
 
+    windows = share_windows([r.start_s for r in ok], [r.extra.get("replica") == slow_url for r in ok])
     ttfts = sorted(r.ttft_ms for r in ok if r.ttft_ms is not None)
     return {"rate_rps": round(rate, 2), "slow_share_early": round(share(quarter), 3),
             "slow_share_late": round(share(half), 3),
+            "slow_share_windows": [(w, round(x, 3), n) for w, x, n in windows],
+            "halved_after_s": halved_after(windows, 1 / REPLICAS),
             "ttft_p50_ms": ttfts[len(ttfts) // 2] if ttfts else float("nan"),
             "failed": sum(not r.ok for r in out)}
 

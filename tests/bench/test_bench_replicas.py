@@ -23,10 +23,12 @@ from benchmarks.scenarios.replicas import (
     _turns_note,
     engine_counters,
     first_turns,
+    halved_after,
     ideal_hit_rate,
     prefix_counters,
     saturated,
     sessions_workload,
+    share_windows,
     subset,
     turn_split,
     usage_summary,
@@ -161,6 +163,20 @@ def test_turn_split_compares_first_turns_and_follow_ups_apart() -> None:
 def test_turn_split_refuses_records_that_do_not_line_up() -> None:
     prompts = [[{"role": "system", "content": "s"}, {"role": "user", "content": "d"}]] * 3
     assert turn_split([_record(1.0)] * 2, [_record(1.0)] * 3, prompts) is None
+
+
+def test_the_slow_replicas_share_per_window_and_when_it_halved() -> None:
+    # calls at 0.5 s steps for 10 s; the slow replica takes every 4th until 3 s, then none
+    starts = [10.0 + 0.5 * i for i in range(20)]
+    slow = [i % 4 == 0 and 10.0 + 0.5 * i < 13.0 for i in range(20)]
+    windows = share_windows(starts, slow)
+    assert [w for w, _, _ in windows] == [0.0, 2.0, 4.0, 6.0, 8.0]
+    assert [n for _, _, n in windows] == [4, 4, 4, 4, 4]
+    assert [x for _, x, _ in windows] == [0.25, 0.25, 0.0, 0.0, 0.0]
+    assert halved_after(windows, 0.25) == 4.0  # the last window above 12.5% ends at 4 s
+    assert halved_after([(0.0, 0.1, 5)], 0.25) == 0.0
+    assert halved_after([(0.0, 0.0, 5), (2.0, 0.3, 5)], 0.25) is None  # back above at the end
+    assert share_windows([], []) == [] and halved_after([], 0.25) is None
 
 
 def test_the_ideal_hit_rate_counts_shared_leading_blocks() -> None:
