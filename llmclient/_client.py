@@ -53,7 +53,7 @@ from .features.route import Replica, Replicas
 from .features.route.cache_key import FIELD as CACHE_KEY_FIELD
 from .features.route.cache_key import derive as derive_cache_key
 from .features.route.cache_key import wanted as wants_cache_key
-from .features.route.router import model_mismatch
+from .features.route.router import model_labels, model_mismatch
 from .pipeline import retry as _retry
 from .pipeline.call import (
     NOT_GIVEN,
@@ -597,9 +597,11 @@ class BaseClient:
         served: dict[str, list[str] | None] = {}
         for call, response in answers:
             try:
-                served[call.base_url] = [str(m["id"]) for m in orjson.loads(response.content)["data"]]
-            except (ValueError, KeyError, TypeError):
-                served[call.base_url] = None  # not a model list: nothing to compare
+                listed = orjson.loads(response.content)
+            except ValueError:
+                listed = None
+            # None where the answer is not a model list: nothing to compare
+            served[call.base_url] = model_labels(listed.get("data")) if isinstance(listed, dict) else None
         problem = model_mismatch(served)
         if problem is not None:
             raise ValueError(problem)

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ._client import OpenAI
+from .features.route.router import model_labels
 from .pipeline.timings import parse_server_timing
 
 __all__ = ["Check", "Report", "diagnose", "fleet_check", "main"]
@@ -212,7 +213,9 @@ def _models(report: Report, t: _Target, http: Any, api_key: str, model: str | No
                          ms, {"status": resp.status_code}))
         return None
     try:
-        ids = [str(m["id"]) for m in resp.json()["data"]]
+        data = resp.json()["data"]
+        ids = [str(m["id"]) for m in data]
+        labels = model_labels(data) or ids  # with the weights behind a served name (vLLM's root)
     except Exception:  # a 200 that is not a model list (an HTML page, another API)
         report.add(Check("api", "fail", f"GET /models answered 200 ({ctype or 'no type'}) but not a "
                          "model list: not an OpenAI-compatible API at this base URL", ms))
@@ -221,7 +224,7 @@ def _models(report: Report, t: _Target, http: Any, api_key: str, model: str | No
     report.add(Check("api", "ok" if chosen else "warn",
                      f"{len(ids)} models ({', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''})"
                      + (f"; probing with {chosen}" if chosen else "; none to probe with (--model)"),
-                     ms, {"models": ids[:50], "model": chosen}))
+                     ms, {"models": ids[:50], "labels": labels[:50], "model": chosen}))
     return chosen
 
 
@@ -453,7 +456,7 @@ def fleet_check(reports: list[Report]) -> Check:
         if api is None or api.status == "fail" or "models" not in api.data:
             down.append(report.url)
         else:
-            served[report.url] = tuple(sorted(api.data["models"]))
+            served[report.url] = tuple(sorted(api.data.get("labels", api.data["models"])))
     if len(set(served.values())) > 1:
         listing = "; ".join(f"{url}: {', '.join(ids) or 'none'}" for url, ids in served.items())
         return Check("replicas", "fail", f"the replicas serve different models ({listing})",

@@ -121,6 +121,10 @@ class AppConfig:
     api_key: str | None = None
     max_body_bytes: int = 32 * 1024 * 1024
     models: tuple[str, ...] = DEFAULT_ALIASES
+    # vLLM's --served-model-name: the chat model ids served, instead of the engine's own id and
+    # the aliases; /v1/models lists each with ``root``, the engine's model, as vLLM lists the
+    # weights behind a served name. Empty: the engine's id and ``models``.
+    served_names: tuple[str, ...] = ()
     # One INFO line per request (method, path, status, ms, Server-Timing; the log format adds
     # request_id and traceparent), so a slow request found in a benchmark's result.json is one
     # grep away. Off by default: benchmarks count the server's CPU as noise.
@@ -179,8 +183,9 @@ class App:
         self.engine = engine
         self.config = config or AppConfig()
         name = getattr(engine, "model", None) or getattr(getattr(engine, "profile", None), "model", None)
-        self.chat_models = tuple(dict.fromkeys([*([name] if isinstance(name, str) else []),
-                                                *self.config.models]))
+        self.root = name if isinstance(name, str) else None  # the weights behind every chat id
+        self.chat_models = self.config.served_names or tuple(dict.fromkeys(
+            [*([name] if isinstance(name, str) else []), *self.config.models]))
         self.counters = HttpCounters()
         self._start_task: asyncio.Task[None] | None = None
         self._cpu = ThreadPoolExecutor(CPU_WORKERS, thread_name_prefix="ref-server-cpu")
@@ -466,8 +471,11 @@ class App:
         await send_bytes(send, 200, text.encode(), METRICS_TYPE)
 
     def _model_card(self, model_id: str) -> dict[str, Any]:
-        return {"id": model_id, "object": "model", "created": CREATED,
-                "owned_by": "llmclient-reference"}
+        card: dict[str, Any] = {"id": model_id, "object": "model", "created": CREATED,
+                                "owned_by": "llmclient-reference"}
+        if self.root is not None and model_id in self.chat_models:
+            card["root"] = self.root  # as vLLM: the model a served name stands for
+        return card
 
     async def _models(self, send: Send, req: _Req) -> None:
         ids = [*self.chat_models, *EMBEDDING_MODELS]

@@ -268,6 +268,31 @@ def test_warmup_refuses_replicas_of_different_models(drive: Drive, fleet: list[R
         stop_ref_server(other)
 
 
+def test_one_served_name_over_different_weights_is_refused(drive: Drive) -> None:
+    # vLLM's --served-model-name: both replicas list "llama", each with its own root (weights)
+    a = start_ref_server("--served-model-name", "llama", profile="zero")
+    b = start_ref_server("--served-model-name", "llama", profile="tiny-fast")
+    twin = start_ref_server("--served-model-name", "llama", profile="zero")
+    try:
+        listed = httpx.get(a.base_url + "/models", headers={"authorization": "Bearer k"}).json()["data"]
+        assert [(m["id"], m.get("root")) for m in listed if m["id"] == "llama"] == [("llama", "sim-zero")]
+        client = drive.client(api_key="k", base_url=[a.base_url, b.base_url])
+        with pytest.raises(ValueError, match="different models") as info:
+            drive(client.warmup())
+        assert f"{a.base_url}: " in str(info.value) and "llama (sim-zero)" in str(info.value)
+        assert f"{b.base_url}: " in str(info.value)
+        same = drive.client(api_key="k", base_url=[a.base_url, twin.base_url])
+        drive(same.warmup())  # one name, the same weights: nothing to say
+        from llmclient._doctor import diagnose, fleet_check
+
+        check = fleet_check([diagnose(a.base_url, api_key="k"), diagnose(b.base_url, api_key="k")])
+        assert check.status == "fail" and "llama (sim-zero)" in check.summary
+        assert fleet_check([diagnose(a.base_url, api_key="k"), diagnose(twin.base_url, api_key="k")]).status == "ok"
+    finally:
+        for server in (a, b, twin):
+            stop_ref_server(server)
+
+
 @pytest.fixture(scope="module")
 def mixed() -> Iterator[list[RefServer]]:
     # two replicas that serve different models: the zero profile's and the h200-1b profile's

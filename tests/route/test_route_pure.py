@@ -377,6 +377,23 @@ def test_model_mismatch_names_each_replica() -> None:
     assert problem is not None and "http://a/v1: m" in problem and "http://b/v1: x" in problem
 
 
+def test_model_labels_name_the_weights_behind_a_served_name() -> None:
+    from llmclient.features.route.router import model_labels, model_mismatch
+
+    # vLLM: {"id": <--served-model-name>, "root": <the model path>}; OpenAI lists no root
+    assert model_labels([{"id": "gpt-4o", "object": "model"}]) == ["gpt-4o"]
+    assert model_labels([{"id": "m", "root": "m"}, {"id": "llama", "root": "meta/Llama-3.1-8B"}]) == [
+        "m", "llama (meta/Llama-3.1-8B)"]
+    assert model_labels([{"id": "m", "root": None}, {"id": "n", "root": ""}]) == ["m", "n"]
+    for not_a_list in (None, {"id": "m"}, [{"name": "m"}], ["m"]):
+        assert model_labels(not_a_list) is None
+    # one served name over two checkpoints (a rolling upgrade half done): the replicas differ
+    a = model_labels([{"id": "llama", "root": "meta/Llama-3.1-8B"}])
+    b = model_labels([{"id": "llama", "root": "meta/Llama-3.3-8B"}])
+    problem = model_mismatch({"http://a/v1": a, "http://b/v1": b})
+    assert problem is not None and "llama (meta/Llama-3.1-8B)" in problem and "llama (meta/Llama-3.3-8B)" in problem
+
+
 def test_model_not_found_reads_the_error_code() -> None:
     from llmclient.features.route.attempt import model_not_found
 

@@ -32,7 +32,7 @@ from .ring import Ring, bound, pick_bounded
 from .shared import SharedEjections, merge
 
 __all__ = ["DEFAULT_BALANCE", "HOLDER_SLACK", "POLICIES", "Policy", "Replica", "Replicas", "Router", "holder_keeps",
-           "model_mismatch", "plan"]
+           "model_labels", "model_mismatch", "plan"]
 
 Policy = Literal["prefix", "least_loaded", "round_robin"]
 POLICIES: tuple[str, ...] = ("prefix", "least_loaded", "round_robin")
@@ -126,6 +126,22 @@ class Replicas:
 
     def __repr__(self) -> str:
         return f"Replicas({list(self.replicas)!r}, policy={self.policy!r}, balance={self.balance})"
+
+
+def model_labels(entries: Any) -> list[str] | None:
+    """The models of a ``GET /models`` answer's ``data``: each its id, or ``id (root)`` where the
+    entry names other weights behind the id (vLLM's ``root``: the model a
+    ``--served-model-name`` stands for), so two replicas serving one name over different
+    weights differ too. None when ``entries`` is not a model list. Pure."""
+    if not isinstance(entries, list):
+        return None
+    labels = []
+    for entry in entries:
+        if not isinstance(entry, dict) or "id" not in entry:
+            return None
+        ident, root = str(entry["id"]), entry.get("root")
+        labels.append(f"{ident} ({root})" if isinstance(root, str) and root and root != ident else ident)
+    return labels
 
 
 def model_mismatch(served: dict[str, list[str] | None]) -> str | None:
