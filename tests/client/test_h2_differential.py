@@ -144,6 +144,14 @@ def _kind(f: bytes) -> tuple[int, int, int, int]:
     return f[3], f[4], struct.unpack(">I", f[5:9])[0], n
 
 
+def _enables_push(f: bytes) -> bool:
+    """A SETTINGS frame (not an ACK) whose payload sets SETTINGS_ENABLE_PUSH to 1."""
+    payload = f[9:]
+    if f[4] & ACK or len(payload) % 6:
+        return False
+    return any(struct.unpack(">HI", payload[i:i + 6]) == (0x2, 1) for i in range(0, len(payload), 6))
+
+
 def _known(frames: list[bytes], ours: int | None, theirs: int | None) -> str | None:
     """The rule behind a difference we chose, or None."""
     at = min(x for x in (ours, theirs) if x is not None)
@@ -166,6 +174,11 @@ def _known(frames: list[bytes], ours: int | None, theirs: int | None) -> str | N
         # Section 6.9 / 6.9.1: an increment of 0, or one past 2^31-1, on a stream is a stream
         # error (we reset the stream); h2 ends the connection.
         return "stream window error is a stream error"
+    if ours == at and theirs != at and ftype == SETTINGS and sid == 0 and _enables_push(frames[at]):
+        # RFC 9113 section 6.5.2: a client MUST treat SETTINGS_ENABLE_PUSH = 1 from a server as
+        # a connection error PROTOCOL_ERROR (a server may only send 0); h2 follows RFC 7540,
+        # where any 0 or 1 is accepted.
+        return "server enables push"
     if theirs == at and ours != at and any(_kind(f)[0] == GOAWAY for f in frames[:at]):
         # Section 6.8: after GOAWAY the server goes on answering streams up to last-stream-id
         # (and may send control frames); h2 closes its state machine at GOAWAY and refuses
@@ -185,6 +198,16 @@ def test_we_end_the_connection_where_h2_does(frames: list[bytes]) -> None:
         f"connection error at frame {ours} (ours) vs {theirs} (h2): "
         f"{[_kind(f) for f in frames]}"
     )
+
+
+def test_a_server_that_enables_push_ends_the_connection() -> None:
+    # Found by the differential test above: ENABLE_PUSH = 1, then 0, in one SETTINGS frame.
+    # RFC 9113 section 6.5.2 makes a 1 from a server a connection error; h2 (RFC 7540) takes it.
+    push_on = frame(SETTINGS, 0, 0, struct.pack(">HI", 0x2, 1) + struct.pack(">HI", 0x2, 0))
+    assert _first_error_ours([push_on]) == 0 and _first_error_theirs([push_on]) is None
+    assert _known([push_on], 0, None) == "server enables push"
+    push_off = frame(SETTINGS, 0, 0, struct.pack(">HI", 0x2, 0))
+    assert _first_error_ours([push_off]) is None and _first_error_theirs([push_off]) is None
 
 
 def test_a_malformed_block_ended_by_continuation_is_a_stream_error_only() -> None:
