@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="the chat model id(s) served instead of the engine's own and the OpenAI "
                         "aliases, as vLLM's flag; /v1/models lists each with root = the engine's model "
                         "(repeatable)")
+    p.add_argument("--no-server-timing", action="store_true",
+                   help="send no Server-Timing (no header, no closing SSE comment), as vLLM, SGLang "
+                        "and llama.cpp send none")
     p.add_argument("--faults", default="", help="run-wide faults, e.g. 'status=503;prob=0.05'")
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault RNG")
     p.add_argument("--allow-fault-headers", action="store_true",
@@ -148,7 +151,8 @@ def main(argv: list[str] | None = None) -> None:
                                 ratelimits=ratelimit.from_args(args),
                                 reject_fields=frozenset(f for f in args.reject_fields.split(",") if f),
                                 scheduling_policy=args.scheduling_policy,
-                                served_names=tuple(dict.fromkeys(n for n in args.served_model_name if n))))
+                                served_names=tuple(dict.fromkeys(n for n in args.served_model_name if n)),
+                                server_timing=not args.no_server_timing))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None, args.uvicorn_http)
     shutdown.configure(args.shutdown_grace_s)

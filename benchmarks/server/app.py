@@ -125,6 +125,9 @@ class AppConfig:
     # the aliases; /v1/models lists each with ``root``, the engine's model, as vLLM lists the
     # weights behind a served name. Empty: the engine's id and ``models``.
     served_names: tuple[str, ...] = ()
+    # Server-Timing on every answer (a header, and for streams a final SSE comment). False: none,
+    # as vLLM, SGLang and llama.cpp send none (--no-server-timing).
+    server_timing: bool = True
     # One INFO line per request (method, path, status, ms, Server-Timing; the log format adds
     # request_id and traceparent), so a slow request found in a benchmark's result.json is one
     # grep away. Off by default: benchmarks count the server's CPU as noise.
@@ -163,6 +166,11 @@ class _Req:
     priority: int = 0
     engine_priority: int = 0
     ratelimit_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # on its answer
+    send_timing: bool = True  # AppConfig.server_timing
+
+    def timing_comment(self) -> bytes:
+        """A stream's closing ``: server-timing ...`` SSE comment; nothing with --no-server-timing."""
+        return b": server-timing " + self.header_value() + b"\n\n" if self.send_timing else b""
 
     def add_engine_timing(self, t: RequestTiming | None) -> None:
         if t is None:
@@ -235,7 +243,7 @@ class App:
         REQUEST_ID.set(rid)
         TRACEPARENT.set(header(scope, b"traceparent") or "-")
         req = _Req(rid, header(scope, b"accept"), None, time.perf_counter(),
-                   header(scope, b"accept-encoding"))
+                   header(scope, b"accept-encoding"), send_timing=self.config.server_timing)
         if header(scope, b"x-llm-priority") == "low":
             req.priority = 1
         status_box = [0]
@@ -249,7 +257,7 @@ class App:
                 status_box[0] = message["status"]
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode()),
                                       *wire.ADVERTISED_HEADERS, *req.ratelimit_headers]
-                if not any(k == b"server-timing" for k, _ in message["headers"]):
+                if req.send_timing and not any(k == b"server-timing" for k, _ in message["headers"]):
                     message["headers"].append((b"server-timing", req.header_value()))
             await send(message)
 
@@ -696,7 +704,7 @@ class App:
             results = await self._stream_choices(req, iters, p, chat, emit, ereqs)
             if p.include_usage:
                 await emit({"choices": [], "usage": _usage(ereqs, results)})
-            trailer = writer.comment(b"server-timing " + req.header_value())
+            trailer = writer.comment(b"server-timing " + req.header_value()) if req.send_timing else b""
             await send({"type": "http.response.body", "body": trailer + writer.done(),
                         "more_body": False})
         except Cut:

@@ -363,7 +363,7 @@ async def _stream(send: Send, req: Any, gen: _Generation) -> None:
         if req.fault is not None and req.fault.reset:
             raise Abort("injected reset")
         await gen.events(put)
-        trailer = b": server-timing " + req.header_value() + b"\n\n"
+        trailer = req.timing_comment()
         await send({"type": "http.response.body", "body": trailer, "more_body": False})
     except Cut:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -423,7 +423,7 @@ async def _tail(send: Send, req: Any, run: BackgroundRun, start: int) -> None:
             if run.done or run.dropped:
                 break
             await run.changed()
-        trailer = b": server-timing " + req.header_value() + b"\n\n"
+        trailer = req.timing_comment()
         await send({"type": "http.response.body", "body": trailer, "more_body": False})
     except Cut:
         await send({"type": "http.response.body", "body": b"", "more_body": False})

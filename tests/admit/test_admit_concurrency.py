@@ -15,10 +15,12 @@ import llmclient
 from llmclient.features.admit.concurrency import (
     MIN_BASELINE_MS,
     MIN_ROUND,
+    NO_SIGNAL,
     AdaptiveConfig,
     AdaptiveLimit,
     adaptive_config,
     observe,
+    unsignalled,
 )
 from tests._both import Drive
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
@@ -38,6 +40,20 @@ def test_latency_at_the_baseline_grows_the_limit_by_one_per_round_while_it_is_us
     assert lim.allowed == 5 and lim.cuts == 1
     idle = observe(CONFIG, lim, 10.0, in_flight=1)
     assert idle.value == lim.value  # an unused limit is not evidence that a bigger one is safe
+
+
+def test_answers_without_a_sample_lift_the_limit_only_before_any_sample() -> None:
+    blind = unsignalled(CONFIG, AdaptiveLimit(4.0))
+    assert blind.allowed == CONFIG.maximum and blind.reason == NO_SIGNAL and blind.samples == 0
+    assert unsignalled(CONFIG, blind) == blind
+    # once a sample came (a stream's TTFT, Server-Timing), answers without one change nothing
+    learned = observe(CONFIG, AdaptiveLimit(4.0), 10.0, in_flight=1)
+    assert unsignalled(CONFIG, learned) is learned
+    # the first sample after the lift hands the limit back to observe(): a standing queue cuts it
+    lim = blind
+    for _ in range(3 * CONFIG.maximum):  # the first round holds the 30 ms sample, the second cuts
+        lim = observe(CONFIG, lim, 30.0 if lim.samples == 0 else 500.0, in_flight=CONFIG.maximum)
+    assert lim.cuts >= 1 and lim.allowed < CONFIG.maximum
 
 
 def test_before_the_first_cut_the_limit_doubles_per_round() -> None:
@@ -129,6 +145,45 @@ def test_a_plain_call_gives_its_slot_back_when_its_body_is_read(drive: Drive, re
     (stats,) = client.concurrency_limits.values()
     assert stats["in_flight"] == 0
     assert drive.client(base_url=ref_server.base_url, api_key="k").concurrency_limits == {}  # opt-in
+
+
+@pytest.fixture(scope="module")
+def silent_server() -> Iterator[RefServer]:
+    # vLLM's shape: no Server-Timing on answers or at the end of streams
+    server = start_ref_server("--no-server-timing")
+    yield server
+    stop_ref_server(server)
+
+
+def test_plain_calls_without_server_timing_are_not_held_at_the_initial_limit(
+        drive: Drive, silent_server: RefServer, caplog: pytest.LogCaptureFixture) -> None:
+    client = drive.client(base_url=silent_server.base_url, api_key="k",
+                          concurrency={"initial": 2, "minimum": 1, "maximum": 64})
+    with caplog.at_level("WARNING", logger="llmclient.admit"):
+        for _ in range(3):
+            r = drive(client.chat.completions.create(model="gpt-4o-mini", max_tokens=2,
+                                                     messages=[{"role": "user", "content": "hi"}]))
+            assert r.timings.server_timing == {}  # the server really sent none
+    (stats,) = client.concurrency_limits.values()
+    assert stats["samples"] == 0 and stats["in_flight"] == 0
+    assert stats["limit"] == 64 and stats["reason"] == NO_SIGNAL  # not a cap of 2 learned from nothing
+    warned = [r.getMessage() for r in caplog.records if "no signal" in r.getMessage()]
+    assert len(warned) == 1 and silent_server.base_url.rstrip("/") in warned[0]
+    # a stream's time to first token is a signal even without Server-Timing: the limit learns
+    stream = _stream(drive, client)
+    assert drive.iterate(stream)
+    _close(drive, stream)
+    (stats,) = client.concurrency_limits.values()
+    assert stats["samples"] == 1 and stats["reason"] != NO_SIGNAL
+
+
+def test_with_server_timing_plain_calls_are_samples(drive: Drive, ref_server: RefServer) -> None:
+    client = drive.client(base_url=ref_server.base_url, api_key="k",
+                          concurrency={"initial": 2, "minimum": 1, "maximum": 64})
+    drive(client.chat.completions.create(model="gpt-4o-mini", max_tokens=2,
+                                         messages=[{"role": "user", "content": "hi"}]))
+    (stats,) = client.concurrency_limits.values()
+    assert stats["samples"] == 1 and stats["limit"] <= 3 and stats["reason"] != NO_SIGNAL
 
 
 @pytest.fixture(scope="module")

@@ -190,3 +190,22 @@ def test_stream_stop_sequence_ends_the_stream(ref_server):
     assert full.choices[0].message.content.startswith(text) and word not in text
     assert [ch.choices[0].finish_reason for ch in chunks if ch.choices][-1] == "stop"
     assert 0 < chunks[-1].usage.completion_tokens < full.usage.completion_tokens
+
+
+def test_no_server_timing_sends_none_as_vllm_does(ref_server):
+    from tests.conftest import start_ref_server, stop_ref_server
+
+    server = start_ref_server("--no-server-timing")
+    try:
+        body = {"model": MODEL, "messages": MESSAGES, "max_tokens": 3}
+        with httpx.Client(base_url=server.base_url) as http:
+            plain = http.post("/chat/completions", json=body)
+            assert plain.status_code == 200 and "server-timing" not in plain.headers
+            streamed = http.post("/chat/completions", json={**body, "stream": True})
+            assert streamed.status_code == 200 and "server-timing" not in streamed.headers
+            assert "data: [DONE]" in streamed.text and "server-timing" not in streamed.text
+        with httpx.Client(base_url=ref_server.base_url) as http:  # the default sends it
+            streamed = http.post("/chat/completions", json={**body, "stream": True})
+            assert ": server-timing " in streamed.text
+    finally:
+        stop_ref_server(server)

@@ -25,7 +25,15 @@ under a limit learned from latency alone:
   additive climb from ``initial`` to a knee of tens of calls takes tens of rounds (measured:
   4 to 11 in 8 s on the adaptive scenario, a batch job at 58% of the best fixed cap).
 
-The decision is :func:`observe`; the gate that holds calls at the limit is ``gate.py``.
+A plain (non-streamed) call to a server that sends no Server-Timing gives no sample: its
+latency mixes queueing with however long its answer is. vLLM, SGLang, llama.cpp and OpenAI
+send none, so a job of plain calls would leave the limit at ``initial`` for good, a cap
+learned from nothing. Such an answer is :func:`unsignalled`: while no sample has ever come,
+the limit is lifted to ``maximum`` and says why (the gate logs it once); the first sample (a
+stream's, or Server-Timing's) hands the limit back to :func:`observe`.
+
+The decisions are :func:`observe` and :func:`unsignalled`; the gate that holds calls at the
+limit is ``gate.py``.
 """
 
 from __future__ import annotations
@@ -33,8 +41,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["AdaptiveConfig", "AdaptiveLimit", "adaptive_config", "observe"]
+__all__ = ["NO_SIGNAL", "AdaptiveConfig", "AdaptiveLimit", "adaptive_config", "observe", "unsignalled"]
 
+NO_SIGNAL = ("no signal: plain calls to a server that sends no Server-Timing carry no queue time, so "
+             "nothing is learned and calls are not held; stream the calls (their time to first token "
+             "is the signal) or set a fixed cap ({'initial': N, 'maximum': N})")
 FORGET_EVERY = 50
 MIN_ROUND = 8  # a round is at least this many samples: the minimum of fewer is jitter too
 MIN_BASELINE_MS = 25.0  # about one batching step of a large model: below it, jitter, not queueing
@@ -118,7 +129,18 @@ def observe(config: AdaptiveConfig, limit: AdaptiveLimit, sample_ms: float, in_f
         else:
             value = min(float(config.maximum), value + 1.0 / limit.value)
             reason = "grow: the limit is in use and the latency is at its baseline"
+    elif limit.reason == NO_SIGNAL:  # the first sample after answers that had none
+        reason = "learning: samples came (streams' time to first token or Server-Timing)"
     else:
         reason = limit.reason
     return replace(limit, value=value, baseline_ms=baseline, since_cut=since, samples=samples, reason=reason,
                    round_n=round_n, round_min_ms=round_min)
+
+
+def unsignalled(config: AdaptiveConfig, limit: AdaptiveLimit) -> AdaptiveLimit:
+    """The limit after an answer that carried no sample: lifted to ``maximum`` while no sample
+    has ever come (nothing to learn from, so nothing to hold calls back on), else unchanged
+    (the samples that came decide). Pure."""
+    if limit.samples:
+        return limit
+    return replace(limit, value=float(config.maximum), reason=NO_SIGNAL)

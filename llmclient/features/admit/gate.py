@@ -9,6 +9,7 @@ whose timeout passes while it waits raises ``APITimeoutError`` and was never sen
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from typing import Any
@@ -17,9 +18,11 @@ import httpx
 
 from ..._errors import APITimeoutError
 from ..held_body import HeldBody
-from .concurrency import AdaptiveConfig, AdaptiveLimit, observe
+from .concurrency import AdaptiveConfig, AdaptiveLimit, observe, unsignalled
 
 __all__ = ["Gate", "Gates", "sample_ms"]
+
+log = logging.getLogger("llmclient.admit")
 
 
 def sample_ms(record: Any, stream: bool) -> float | None:
@@ -91,10 +94,17 @@ class Gate:
                 raise _timed_out(self.base_url, timeout) from None
             raise
 
-    def release(self, sample: float | None) -> None:
+    def release(self, sample: float | None, answered: bool = False) -> None:
+        """Give a slot back: with the answer's sample, or ``answered`` without one (a plain call
+        and no Server-Timing); neither for a call that failed."""
+        blind = False
         with self._lock:
             if sample is not None:
                 self.limit = observe(self.config, self.limit, sample, self.in_flight)
+            elif answered:
+                before = self.limit
+                self.limit = unsignalled(self.config, before)
+                blind = self.limit is not before and before.reason != self.limit.reason
             self.in_flight -= 1
             while self._waiters and self.in_flight < self.limit.allowed:
                 waiter = self._waiters.popleft()
@@ -105,10 +115,18 @@ class Gate:
                 else:
                     waiter.set_result(None)
                 self.in_flight += 1
+        if blind:  # once per gate: the limit is lifted once, and only before any sample
+            log.warning("concurrency='adaptive' at %s: %s", self.base_url, self.limit.reason)
 
     def hold(self, response: httpx.Response, record: Any, stream: bool) -> None:
-        """Give the slot back when ``response`` closes, with the call's sample then."""
-        response.stream = _Releasing(response.stream, lambda: self.release(sample_ms(record, stream)))
+        """Give the slot back when ``response`` closes, with the call's sample then (a plain
+        call answered without Server-Timing: :func:`~.concurrency.unsignalled`)."""
+
+        def close(failure: str | None) -> None:
+            sample = sample_ms(record, stream)
+            self.release(sample, answered=sample is None and not stream and failure is None)
+
+        response.stream = _Releasing(response.stream, close)
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -118,15 +136,15 @@ class Gate:
 
 
 class _Releasing(HeldBody):
-    """A response body that calls ``on_close`` once, when it is closed (a failure mid-body
-    counts as an answer: the slot is free either way)."""
+    """A response body that calls ``on_close(failure)`` once, when it is closed (a failure
+    mid-body frees the slot too; ``failure`` says what went wrong, None for a whole body)."""
 
     def __init__(self, inner: Any, on_close: Any) -> None:
         super().__init__(inner)
         self._on_close = on_close
 
     def _give_back(self, failure: str | None) -> None:
-        self._on_close()
+        self._on_close(failure)
 
 
 class Gates:
