@@ -102,6 +102,8 @@ class Context:
     # Puts the same emulated network in front of another server (e.g. one from spawn_server);
     # yields that server's base URL as seen through it.
     through_network: Callable[[ServerProcess], AbstractContextManager[str]] | None = None
+    # --base-url with several URLs: the user's replicas of one model (the replicas scenario)
+    replica_urls: tuple[str, ...] = ()
     epoch: float = field(default_factory=time.perf_counter)
     # One event loop for the whole suite: async clients bound to it stay warm across calls.
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)

@@ -65,7 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-tls", action="store_true", help="reference server over plain HTTP")
     p.add_argument("--out", default="results", help="results directory (a timestamped folder "
                    "is created inside)")
-    p.add_argument("--base-url", help="an OpenAI-compatible server instead of the embedded one")
+    p.add_argument("--base-url", help="an OpenAI-compatible server instead of the embedded one; "
+                   "several, comma-separated: replicas of one model (the first serves every "
+                   "scenario, all of them the replicas scenario)")
     p.add_argument("--api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
     p.add_argument("--model", default=None, help="model name (default: the server's first)")
     p.add_argument("--capability", action="append", default=[],
@@ -266,6 +268,24 @@ def _one_line(result: ScenarioResult, seconds: float) -> str:
     return f"[{result.name}] done in {seconds:.1f}s: {shown}"
 
 
+def parse_base_urls(value: str | None) -> tuple[str, ...]:
+    """``--base-url``: one URL or several, comma-separated (replicas of one model); each
+    ``http(s)://host[:port][/path]``, no duplicates. ValueError naming the bad one. Pure."""
+    if value is None:
+        return ()
+    urls = [u.strip().rstrip("/") for u in value.split(",") if u.strip()]
+    if not urls:
+        raise ValueError("--base-url is empty")
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"--base-url: {url!r} is not an http(s) URL")
+    seen = [u for i, u in enumerate(urls) if u in urls[:i]]
+    if seen:
+        raise ValueError(f"--base-url: {seen[0]!r} is listed twice")
+    return tuple(urls)
+
+
 def run_suite(args: argparse.Namespace) -> int:
     from ..scenarios import discover, select
     from .load import measure_scheduler_overhead
@@ -288,9 +308,12 @@ def run_suite(args: argparse.Namespace) -> int:
 
     try:
         slo = parse_slo(args.slo)
+        replica_urls = parse_base_urls(args.base_url)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if replica_urls:
+        args.base_url = replica_urls[0]
     api_key = args.api_key or default_api_key()
     if args.full:
         args.quick = False
@@ -360,7 +383,8 @@ def run_suite(args: argparse.Namespace) -> int:
                       api_key=api_key, model=model, budget=24 if args.quick else 200,
                       capabilities=frozenset(caps), verify=verify, seed=args.seed,
                       network_measured=measured, server=server, spawn_server=spawn,
-                      progress=_progress, through_network=through)
+                      progress=_progress, through_network=through,
+                      replica_urls=replica_urls if len(replica_urls) > 1 else ())
         stack.callback(ctx.close)
         _progress(f"model {model}; capabilities: {', '.join(sorted(caps))}")
         results: list[ScenarioResult] = []
@@ -394,7 +418,8 @@ def run_suite(args: argparse.Namespace) -> int:
                      "cpus": os.cpu_count()},
             "server": ({"profile": server.profile, "tls": server.tls, "origin": server.origin,
                         "log": server.log_path, "start_s": server.started_s}
-                       if server else {"base_url": redact_url(args.base_url)}),
+                       if server else {"base_url": redact_url(args.base_url),
+                                       "replicas": [redact_url(u) for u in replica_urls]}),
             "model": model,
             "network": measured,
             "harness_overhead": overhead,

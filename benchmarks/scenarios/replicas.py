@@ -39,6 +39,12 @@ Then, at 50% of the ``chat`` knee: one replica 5x slower (round-robin and prefix
 replica's share of the calls early in the run and later), and one replica killed with SIGKILL
 halfway through a prefix run (failed calls: those in flight on it, those that started after).
 
+Your own replicas: ``python -m benchmarks --full --scenarios replicas --base-url
+URL1,URL2,... --model M`` runs the same comparison on them (vLLM or any OpenAI-compatible
+server of one model, whose context must hold the ~6.4k-token ``long`` prompts), without the
+slow and killed replica (not ours to break); hit rates come from vLLM's
+``vllm:prefix_cache_{hits,queries}_total`` where ``/metrics`` has them.
+
 Subsets: ``BENCH_REPLICAS_LOADS=0.8``, ``BENCH_REPLICAS_WORKLOADS=long``,
 ``BENCH_REPLICAS_FAULTS=0`` (without the slow and killed replica). The quick pass runs the
 ``chat`` workload only, 32 calls per run, its knee from 8 and 16 calls per replica.
@@ -47,6 +53,7 @@ Subsets: ``BENCH_REPLICAS_LOADS=0.8``, ``BENCH_REPLICAS_WORKLOADS=long``,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
 import os
@@ -56,6 +63,7 @@ import threading
 import time
 from collections import Counter
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
 from ..harness.load import (
@@ -177,8 +185,32 @@ def ideal_hit_rate(prompts: list[list[dict[str, str]]]) -> float:
     return hit / total if total else 0.0
 
 
-_COUNTER = re.compile(r"^(llm_(?:prefix_cache_hits_total|prefix_cache_queries_total|busy_seconds_total|"
-                      r"steps_total|generation_tokens_total))(?:\{[^}]*\})? ([0-9.eE+]+)$", re.M)
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+([-0-9.eE+]+|NaN|[+-]Inf)(?:\s+\d+)?$", re.M)
+# Prefix-cache counters in prompt tokens: the reference server's, and vLLM's (V1: queried and
+# hit tokens, a sample per engine and model, summed).
+_HITS = ("llm_prefix_cache_hits_total", "vllm:prefix_cache_hits_total")
+_QUERIES = ("llm_prefix_cache_queries_total", "vllm:prefix_cache_queries_total")
+
+
+def metric_sums(text: str) -> dict[str, float]:
+    """Pure: each metric of a Prometheus text exposition, its samples (label sets) summed."""
+    sums: dict[str, float] = {}
+    for name, value in _SAMPLE.findall(text):
+        with contextlib.suppress(ValueError):
+            sums[name] = sums.get(name, 0.0) + float(value)
+    return sums
+
+
+def counters_of(values: dict[str, float]) -> dict[str, float]:
+    """Pure: the counters the scenario reads, from :func:`metric_sums`; ``known`` is 1.0 when
+    the server reports prefix-cache counters (the reference server or vLLM), else 0.0."""
+    hits = next((values[n] for n in _HITS if n in values), None)
+    queries = next((values[n] for n in _QUERIES if n in values), None)
+    return {"hits": hits or 0.0, "queries": queries or 0.0,
+            "known": 1.0 if hits is not None and queries is not None else 0.0,
+            "busy_s": values.get("llm_busy_seconds_total", 0.0),
+            "steps": values.get("llm_steps_total", 0.0),
+            "tokens": values.get("llm_generation_tokens_total", 0.0)}
 
 
 def first_turns(prompts: list[list[dict[str, str]]]) -> list[bool]:
@@ -229,21 +261,40 @@ def _turns_note(variant: str, turns: dict[str, Any]) -> str | None:
     return f"{variant}: TTFT p50 round-robin -> prefix affinity, " + "; ".join(parts)
 
 
-def engine_counters(server: ServerProcess) -> dict[str, float]:
+@dataclasses.dataclass
+class Remote:
+    """A replica the user runs (``--base-url URL1,URL2,...``): no process of ours, its
+    ``/metrics`` (vLLM serves it on the API port) read where it answers."""
+
+    base_url: str
+    verify: str | bool = True
+    process: Any = None
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def ca_path(self) -> str | None:
+        return self.verify if isinstance(self.verify, str) else None
+
+
+def engine_counters(server: ServerProcess | Remote) -> dict[str, float]:
     """A replica's counters from its ``/metrics``: prefix-cache ``hits`` and ``queries`` (prompt
-    tokens), the simulated GPU's ``busy_s`` (the modelled time of the steps it ran), ``steps``."""
+    tokens; ``known`` 0.0 where the server reports none), the simulated GPU's ``busy_s`` (the
+    modelled time of the steps it ran), ``steps``."""
     import httpx
 
-    text = httpx.get(server.origin + "/metrics", verify=server.ca_path or True, timeout=10).text
-    values = {name: float(value) for name, value in _COUNTER.findall(text)}
-    return {"hits": values.get("llm_prefix_cache_hits_total", 0.0),
-            "queries": values.get("llm_prefix_cache_queries_total", 0.0),
-            "busy_s": values.get("llm_busy_seconds_total", 0.0),
-            "steps": values.get("llm_steps_total", 0.0),
-            "tokens": values.get("llm_generation_tokens_total", 0.0)}
+    try:
+        response = httpx.get(server.origin + "/metrics", verify=server.ca_path or True, timeout=10)
+        text = response.text if response.status_code == 200 else ""
+    except httpx.HTTPError:
+        text = ""
+    return counters_of(metric_sums(text))
 
 
-def prefix_counters(server: ServerProcess) -> tuple[float, float]:
+def prefix_counters(server: ServerProcess | Remote) -> tuple[float, float]:
     """(hits, queries) of a replica's prefix cache, in prompt tokens (its ``/metrics``)."""
     c = engine_counters(server)
     return c["hits"], c["queries"]
@@ -289,23 +340,27 @@ def _machine_busy_s() -> tuple[float, float] | None:
         return None
 
 
+def _cpu_of(server: ServerProcess | Remote) -> float | None:
+    return _proc_cpu_s(server.process.pid) if server.process is not None else None
+
+
 class Usage:
     """What a stretch of the run used: each replica's simulated-GPU busy time (the modelled
     fleet) and the CPU of the replicas' processes, of this (client + network emulator) process
     and of the whole machine (the VM the fleet is simulated on)."""
 
-    def __init__(self, servers: list[ServerProcess]) -> None:
+    def __init__(self, servers: list[ServerProcess] | list[Remote]) -> None:
         self.servers = servers
         self.t0 = time.perf_counter()
         self.engines = [engine_counters(s) for s in servers]
-        self.cpu = [_proc_cpu_s(s.process.pid) for s in servers]
+        self.cpu = [_cpu_of(s) for s in servers]
         self.client = time.process_time()
         self.machine = _machine_busy_s()
 
     def summary(self) -> dict[str, Any]:
         wall = time.perf_counter() - self.t0
         engines = [engine_counters(s) for s in self.servers]
-        cpu = [_proc_cpu_s(s.process.pid) for s in self.servers]
+        cpu = [_cpu_of(s) for s in self.servers]
         machine = _machine_busy_s()
         return usage_summary(wall, self.engines, engines, self.cpu, cpu, time.process_time() - self.client,
                              self.machine, machine, os.cpu_count() or 1)
@@ -347,22 +402,33 @@ class ReplicaRouting:
     description = (f"{REPLICAS} replicas, multi-turn sessions over shared system prompts (Zipf), "
                    "open loop at 50% and 80% of the fleet's knee: round-robin vs least-loaded "
                    "vs llmclient's prefix affinity")
-    requires = ("llmclient", "spawn_server", "reference_server")
+    requires = ("llmclient",)  # and the embedded server (spawn_server) or --base-url URL1,URL2,...
 
     def run(self, ctx: Context) -> ScenarioResult:
-        assert ctx.spawn_server is not None
+        own = not ctx.replica_urls  # replicas this run starts, else the user's
+        if own and ctx.spawn_server is None:
+            raise NotAvailable("needs the embedded reference server (it starts the replicas) or your "
+                               "replicas of one model: --base-url URL1,URL2,... (two or more)")
         rng = random.Random(ctx.seed + 85)
         profile = ctx.server.profile if ctx.server else "h100-8b"
         loads, faults, workloads = subset(os.environ.get("BENCH_REPLICAS_LOADS"),
                                           os.environ.get("BENCH_REPLICAS_FAULTS"),
                                           os.environ.get("BENCH_REPLICAS_WORKLOADS"), ctx.quick)
         n = 32 if ctx.quick else 400
-        try:
-            servers = start_replicas(REPLICAS, profile, spawn=ctx.spawn_server, extra_args=("--cold-start-s", "0"))
-        except (ServerError, OSError) as exc:
-            raise NotAvailable(f"could not start {REPLICAS} reference-server replicas: {exc}") from exc
+        servers: list[Any]
+        if own:
+            assert ctx.spawn_server is not None
+            try:
+                servers = start_replicas(REPLICAS, profile, spawn=ctx.spawn_server,
+                                         extra_args=("--cold-start-s", "0"))
+            except (ServerError, OSError) as exc:
+                raise NotAvailable(f"could not start {REPLICAS} reference-server replicas: {exc}") from exc
+        else:  # the user's fleet: no profile of ours, no faults we could inject into it
+            servers = [Remote(url, ctx.verify) for url in ctx.replica_urls]
+            profile, faults = f"yours: {ctx.model}", False
+        fleet_n = len(servers)
         records: dict[str, list[RequestRecord]] = {}
-        series: dict[str, Any] = {"replicas": REPLICAS, "profile": profile, "runs": {}, "workloads": {}}
+        series: dict[str, Any] = {"replicas": fleet_n, "profile": profile, "runs": {}, "workloads": {}}
         try:
             with contextlib.ExitStack() as stack:
                 urls = [stack.enter_context(ctx.routed(server)) for server in servers]
@@ -390,7 +456,7 @@ class ReplicaRouting:
                     # The knee: the fleet's throughput once its GPUs are saturated, under round-robin.
                     ladder: list[tuple[int, float, dict[str, Any]]] = []
                     for per_replica in (QUICK_LADDER if ctx.quick else KNEE_LADDER):
-                        c = per_replica * REPLICAS
+                        c = per_replica * fleet_n
                         calib_n = c * (1 if ctx.quick else KNEE_ROUNDS)
                         ctx.progress(f"  replicas{suffix}: knee, {calib_n} calls at {per_replica} per replica "
                                      "(round-robin)")
@@ -430,7 +496,8 @@ class ReplicaRouting:
                             for record in out:
                                 record.variant = variant
                             records[variant] = out
-                            series["runs"][variant] = {**_run_summary(out, before, after, urls, ideal, rate),
+                            known = all(e["known"] for e in usage.engines)
+                            series["runs"][variant] = {**_run_summary(out, before, after, urls, ideal, rate, known),
                                                        "workload": workload, "usage": used}
                         pct = f"{round(load * 100)}%{suffix}"
                         series["runs"][f"prefix@{pct}"]["turns"] = turn_split(
@@ -438,7 +505,7 @@ class ReplicaRouting:
 
                 # One replica 5x slower (every request takes 5x its engine time), then one killed
                 # with SIGKILL halfway through: at 50% of the first workload's knee.
-                if faults and chat is not None:
+                if faults and own and chat is not None:
                     knee, prompts = chat
                     rate = knee * LOADS[0]
                     arrivals = poisson_arrivals(rate, n, random.Random(ctx.seed + 7))
@@ -466,8 +533,9 @@ class ReplicaRouting:
                     records[variant] = out
                     series["runs"][variant] = _kill_summary(out, urls[REPLICAS - 1], kill_at)
         finally:
-            for server in servers:
-                server.stop()
+            if own:
+                for server in servers:
+                    server.stop()
         return ScenarioResult.of(self, records, rows=_rows(workloads, loads), notes=_notes(series, n),
                                  series=series)
 
@@ -519,12 +587,14 @@ def _notes(series: dict[str, Any], n: int) -> list[str]:
                          f"kill); {run['served_by_victim_after']} served by it after the kill")
             continue
         ideal = series["workloads"][run["workload"]]["ideal_hit_rate"]
-        notes.append(f"{variant}: prefix-cache hit rate {run['hit_rate']:.0%} "
-                     f"({run['hit_vs_ideal']:.0%} of the ideal {ideal:.0%}), calls per replica "
-                     f"{run['per_replica']}, {run['failed']} failed; {_usage_note(run['usage'])}")
+        hits = (f"prefix-cache hit rate {run['hit_rate']:.0%} ({run['hit_vs_ideal']:.0%} of the ideal {ideal:.0%})"
+                if run["hit_rate"] is not None else
+                "prefix-cache hit rate not reported (no vLLM or reference-server counters in /metrics)")
+        notes.append(f"{variant}: {hits}, calls per replica {run['per_replica']}, {run['failed']} failed; "
+                     f"{_usage_note(run['usage'])}")
         if run.get("turns") and (line := _turns_note(variant, run["turns"])):
             notes.append(line)
-    notes.insert(0, f"{REPLICAS} replicas ({series['profile']}); {n} calls per policy and load, the same "
+    notes.insert(0, f"{series['replicas']} replicas ({series['profile']}); {n} calls per policy and load, the same "
                     "sessions for every policy, each run's system prompts tagged (cold caches)")
     return notes
 
@@ -536,14 +606,21 @@ def _usage_note(usage: dict[str, Any]) -> str:
         return sum(known) / len(known) if known else float("nan")
 
     machine = usage.get("machine_cpu")
-    return (f"GPU steps {mean(usage['budget_use']):.0%} full (token budget), busy "
-            f"{usage['gpu_busy_mean']:.0%}; CPU: replicas {mean(usage['server_cpu']):.2f} core each, "
-            f"client {usage['client_cpu']:.2f} core, machine "
+    here = (f"client {usage['client_cpu']:.2f} core, machine "
             f"{'?' if machine is None else f'{machine:.0%}'} of {usage['cores']} cores busy")
+    if all(v is None for v in usage["budget_use"]):  # not simulated GPUs (the user's replicas)
+        return f"CPU here: {here}"
+    replicas = ("" if all(v is None for v in usage["server_cpu"])
+                else f"replicas {mean(usage['server_cpu']):.2f} core each, ")
+    return (f"GPU steps {mean(usage['budget_use']):.0%} full (token budget), busy "
+            f"{usage['gpu_busy_mean']:.0%}; CPU: {replicas}{here}")
 
 
 def _run_summary(out: list[RequestRecord], before: list[tuple[float, float]],
-                 after: list[tuple[float, float]], urls: list[str], ideal: float, rate: float) -> dict[str, Any]:
+                 after: list[tuple[float, float]], urls: list[str], ideal: float, rate: float,
+                 known: bool = True) -> dict[str, Any]:
+    """One policy's run: prefix-cache hit rate from the replicas' counters (None where they
+    report none: ``known``), calls per replica and their spread, failures."""
     hits = sum(a[0] - b[0] for a, b in zip(after, before, strict=True))
     queries = sum(a[1] - b[1] for a, b in zip(after, before, strict=True))
     per_replica_hits = [round((a[0] - b[0]) / (a[1] - b[1]), 3) if a[1] > b[1] else None
@@ -552,10 +629,10 @@ def _run_summary(out: list[RequestRecord], before: list[tuple[float, float]],
     counts = [served.get(url, 0) for url in urls]
     mean = sum(counts) / len(counts) if counts else 0.0
     spread = math.sqrt(sum((c - mean) ** 2 for c in counts) / len(counts)) / mean if mean else None
-    hit_rate = hits / queries if queries else 0.0
-    return {"rate_rps": round(rate, 2), "hit_rate": round(hit_rate, 4),
-            "hit_vs_ideal": round(hit_rate / ideal, 3) if ideal else None,
-            "hit_rate_per_replica": per_replica_hits, "per_replica": counts,
+    hit_rate = (hits / queries if queries else 0.0) if known else None
+    return {"rate_rps": round(rate, 2), "hit_rate": round(hit_rate, 4) if hit_rate is not None else None,
+            "hit_vs_ideal": round(hit_rate / ideal, 3) if ideal and hit_rate is not None else None,
+            "hit_rate_per_replica": per_replica_hits if known else None, "per_replica": counts,
             "load_cv": round(spread, 3) if spread is not None else None,
             "failed": sum(not r.ok for r in out)}
 

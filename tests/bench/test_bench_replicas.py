@@ -5,6 +5,7 @@ prefix cache, as its ``/metrics`` shows."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import httpx
 import pytest
@@ -229,7 +230,6 @@ def test_the_replicas_command_starts_and_stops_them() -> None:
     import signal
     import subprocess
     import sys
-    from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "benchmarks.harness.serverproc", "--replicas", "2",
@@ -249,3 +249,66 @@ def test_the_replicas_command_starts_and_stops_them() -> None:
             raise AssertionError(f"{origin} still answers")
         except httpx.ConnectError:
             pass
+
+
+def test_base_url_takes_several_replicas_and_names_a_bad_one() -> None:
+    from benchmarks.harness.cli import parse_base_urls
+
+    assert parse_base_urls(None) == ()
+    assert parse_base_urls("http://a:8000/v1/") == ("http://a:8000/v1",)
+    assert parse_base_urls(" http://a/v1, https://b:8443/v1 ,") == ("http://a/v1", "https://b:8443/v1")
+    for bad, says in (("", "empty"), ("http://a/v1,gpu2:8000", "'gpu2:8000' is not an http"),
+                      ("http://a/v1,http://a/v1/", "listed twice")):
+        with pytest.raises(ValueError, match=says):
+            parse_base_urls(bad)
+
+
+def test_prefix_counters_are_read_from_vllm_and_reference_metrics() -> None:
+    from benchmarks.scenarios.replicas import counters_of, metric_sums
+
+    vllm = ("# HELP vllm:prefix_cache_hits_total Prefix cache hits, in tokens.\n"
+            "# TYPE vllm:prefix_cache_hits_total counter\n"
+            'vllm:prefix_cache_hits_total{engine="0",model_name="llama"} 1500.0\n'
+            'vllm:prefix_cache_hits_total{engine="1",model_name="llama"} 500.0\n'
+            'vllm:prefix_cache_queries_total{engine="0",model_name="llama"} 4000.0\n'
+            'vllm:num_requests_waiting{model_name="llama"} 3.0\n')
+    c = counters_of(metric_sums(vllm))
+    assert (c["hits"], c["queries"], c["known"]) == (2000.0, 4000.0, 1.0)
+    ours = "llm_prefix_cache_hits_total 7\nllm_prefix_cache_queries_total 9\nllm_steps_total 3\n"
+    c = counters_of(metric_sums(ours))
+    assert (c["hits"], c["queries"], c["known"], c["steps"]) == (7.0, 9.0, 1.0, 3.0)
+    assert counters_of(metric_sums("sglang:cache_hit_rate 0.5\n"))["known"] == 0.0
+    assert counters_of(metric_sums(""))["known"] == 0.0
+
+
+def test_the_scenario_runs_on_the_users_own_replicas(tmp_path: Path) -> None:
+    # two servers started apart from the suite, given as --base-url URL1,URL2 (the user's fleet)
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import start_ref_server, stop_ref_server
+
+    fleet = [start_ref_server(profile="zero"), start_ref_server(profile="zero")]
+    try:
+        root = Path(__file__).resolve().parents[2]
+        urls = ",".join(s.base_url for s in fleet)
+        done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--scenarios", "replicas",
+                               "--base-url", urls, "--out", str(tmp_path)],
+                              cwd=root, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        (result,) = tmp_path.glob("*/result.json")
+        doc = json.loads(result.read_text())
+        (scenario,) = doc["scenarios"] if isinstance(doc["scenarios"], list) else doc["scenarios"].values()
+        assert not scenario["skipped"]
+        assert scenario["series"]["replicas"] == 2 and scenario["notes"][0].startswith("2 replicas (yours: ")
+        runs = scenario["series"]["runs"]
+        assert {"round_robin@50%", "least_loaded@50%", "prefix@50%"} <= set(runs)
+        assert not any("+" in name for name in runs)  # no slow or killed replica: not ours to break
+        served = {r["extra"]["replica"] for r in scenario["records"]["prefix@50%"] if r["status"] == 200}
+        assert served <= {s.base_url.rstrip("/") for s in fleet} | {s.base_url for s in fleet}
+        assert all(r["failed"] == 0 for r in runs.values())
+        assert doc["server"]["replicas"] == [s.base_url.rstrip("/") for s in fleet]
+    finally:
+        for server in fleet:
+            stop_ref_server(server)
