@@ -214,16 +214,29 @@ def _main(argv: list[str] | None = None) -> None:
     p.add_argument("--tls", action="store_true")
     args, extra = p.parse_known_args(argv)
     servers = start_replicas(args.replicas, args.profile, args.tls, tuple(extra))
-    for server in servers:
-        print(f"READY {server.origin}" + (f" CA {server.ca_path}" if server.ca_path else ""), flush=True)
-    try:
+    try:  # from here a Ctrl-C at any point stops them (one right after READY included)
+        for server in servers:
+            print(f"READY {server.origin}" + (f" CA {server.ca_path}" if server.ca_path else ""), flush=True)
         while all(s.process.poll() is None for s in servers):
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
-        for server in servers:
-            server.stop()
+        stop_all(servers)
+
+
+def stop_all(servers: list[ServerProcess], timeout: float = 10.0) -> None:
+    """Stop several servers together: the signal to each first, then the waits (one after
+    the other, each server's drain would add up)."""
+    for server in servers:
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGINT)
+    for server in servers:  # a second SIGINT would cut the drain short: wait, then kill
+        try:
+            server.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait(timeout)
 
 
 if __name__ == "__main__":
