@@ -213,6 +213,10 @@ def _main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", default="h100-8b")
     p.add_argument("--tls", action="store_true")
     args, extra = p.parse_known_args(argv)
+    # Ctrl-C and SIGTERM stop the replicas. Python leaves SIGINT ignored when it starts ignored,
+    # as it does under a shell's background job (`cmd &`): the command then never stopped.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     servers = start_replicas(args.replicas, args.profile, args.tls, tuple(extra))
     try:  # from here a Ctrl-C at any point stops them (one right after READY included)
         for server in servers:
