@@ -104,7 +104,7 @@ class Gate:
             elif answered:
                 before = self.limit
                 self.limit = unsignalled(self.config, before)
-                blind = self.limit is not before and before.reason != self.limit.reason
+                blind = self.limit.reason != before.reason  # lifted just now (it says so once)
             self.in_flight -= 1
             while self._waiters and self.in_flight < self.limit.allowed:
                 waiter = self._waiters.popleft()
