@@ -207,3 +207,22 @@ def test_interrupted_stream_is_incomplete_and_not_cached_async(llama_server: Thi
     assert isinstance(err, llmclient.IncompleteStreamError) and INCOMPLETE in str(err)
     assert err.trace_id == stream.trace_id and len(got) < 3000
     assert finish_reasons(again) == ["length"] and cache.stats()["stores"] == 1
+
+
+def test_adaptive_concurrency_is_not_held_at_its_start_by_a_server_without_server_timing(
+        llama_server: ThirdPartyServer, caplog: pytest.LogCaptureFixture) -> None:
+    # llama-cpp-python's server sends no Server-Timing (as vLLM, SGLang, llama.cpp's own): plain
+    # calls carry no sample, so the limit is lifted (and says so) rather than kept at 2 for good
+    from llmclient.features.admit.concurrency import NO_SIGNAL
+
+    client = ours(llama_server, concurrency={"initial": 2, "minimum": 1, "maximum": 32})
+    with caplog.at_level("WARNING", logger="llmclient.admit"):
+        r = client.chat.completions.create(messages=MSG, **KW)
+    assert r.choices[0].message.content and r.timings.server_timing == {}
+    (stats,) = client.concurrency_limits.values()
+    assert stats["limit"] == 32 and stats["samples"] == 0 and stats["reason"] == NO_SIGNAL
+    assert any("no signal" in rec.getMessage() for rec in caplog.records)
+    with client.chat.completions.create(messages=MSG, stream=True, **KW) as stream:
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    (stats,) = client.concurrency_limits.values()
+    assert stats["samples"] == 1 and stats["in_flight"] == 0  # a stream's TTFT is a sample
