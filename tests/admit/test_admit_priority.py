@@ -18,8 +18,8 @@ import pytest
 import llmclient
 from benchmarks.server.profiles import PROFILE_DIR
 from llmclient.features.admit import priority
-from llmclient.transport.origins import forget_all
 from tests._both import Drive
+from tests._sent import Sent
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
 
 MODEL = "gpt-4o-mini"
@@ -41,27 +41,8 @@ def prio() -> Iterator[RefServer]:
     stop_ref_server(server)
 
 
-class Sent:
-    """What the client put on the wire: each POST's body and priority header."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.headers: list[str | None] = []
-
-    def hook(self, request: Any) -> None:
-        if request.method == "POST":
-            self.bodies.append(orjson.loads(request.content))
-            self.headers.append(request.headers.get(priority.HEADER))
-
-    @property
-    def fields(self) -> list[Any]:
-        return [b.get(priority.FIELD) for b in self.bodies]
-
-
 def _client(drive: Drive, server: RefServer, sent: Sent, **kw: Any) -> Any:
-    forget_all()  # each test learns the origin afresh
-    http = drive.http_client(event_hooks={"request": [sent.hook]})
-    return drive.client(api_key="k", base_url=server.base_url, http_client=http, max_retries=0, compress=False, **kw)
+    return sent.client(drive, server.base_url, **kw)
 
 
 def _ask(drive: Drive, client: Any, **kw: Any) -> Any:
@@ -137,8 +118,8 @@ def test_priority_low_sends_the_header_per_client_and_per_call_and_normal_clears
     plain = _client(drive, fcfs, sent)
     _ask(drive, plain, priority="low")
     _ask(drive, plain)
-    assert sent.headers == ["low", None, "low", None]
-    assert sent.fields == [None] * 4                       # the body field is opt-in
+    assert sent.header(priority.HEADER) == ["low", None, "low", None]
+    assert sent.field(priority.FIELD) == [None] * 4                       # the body field is opt-in
     assert all("priority" not in b for b in sent.bodies)
     assert batch.with_options(timeout=5)._options.priority == "low"  # a copy keeps it
     with pytest.raises(ValueError, match="priority"):
@@ -154,8 +135,8 @@ def test_an_fcfs_origin_refuses_the_field_once_and_is_never_sent_it_again(drive:
     _ask(drive, client)
     stream = drive(client.chat.completions.create(model=MODEL, messages=MSGS, max_tokens=4, stream=True))
     assert drive.iterate(stream)
-    assert sent.fields == [priority.VLLM_LOW, None, None, None]
-    assert sent.headers == ["low"] * 4                    # the header stays on every attempt
+    assert sent.field(priority.FIELD) == [priority.VLLM_LOW, None, None, None]
+    assert sent.header(priority.HEADER) == ["low"] * 4                    # the header stays on every attempt
     # the app's own field is the app's business: the 400 is raised, not worked around
     with pytest.raises(llmclient.BadRequestError, match="Priority scheduling is not enabled"):
         _ask(drive, client, extra_body={"priority": 3})
@@ -166,7 +147,7 @@ def test_a_priority_origin_takes_the_field_on_low_calls_only(drive: Drive, prio:
     client = _client(drive, prio, sent, priority_field=True)
     normal = _ask(drive, client)
     low = _ask(drive, client, priority="low")
-    assert sent.fields == [None, priority.VLLM_LOW]
+    assert sent.field(priority.FIELD) == [None, priority.VLLM_LOW]
     assert normal.timings.priority_field is None and low.timings.priority_field == priority.VLLM_LOW
     assert low.timings.retries == 0
 
@@ -176,13 +157,13 @@ def test_embeddings_and_responses_carry_the_field_too(drive: Drive, fcfs: RefSer
     client = _client(drive, prio, sent, priority="low", priority_field=True)
     vectors = drive(client.embeddings.create(model=EMBED_MODEL, input="a low-priority document"))
     answer = drive(client.responses.create(model=MODEL, input="hi", max_output_tokens=16))
-    assert sent.fields == [priority.VLLM_LOW, priority.VLLM_LOW]
+    assert sent.field(priority.FIELD) == [priority.VLLM_LOW, priority.VLLM_LOW]
     assert vectors.timings.priority_field == answer.timings.priority_field == priority.VLLM_LOW
     refusing = Sent()
     client = _client(drive, fcfs, refusing, priority="low", priority_field=True)
     vectors = drive(client.embeddings.create(model=EMBED_MODEL, input="a low-priority document"))
     assert vectors.data[0].embedding and vectors.timings.retries == 1
-    assert refusing.fields == [priority.VLLM_LOW, None]   # refused once, sent again without it
+    assert refusing.field(priority.FIELD) == [priority.VLLM_LOW, None]   # refused once, sent again without it
 
 
 def _metric(server: RefServer, name: str) -> float:

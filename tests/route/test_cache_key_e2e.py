@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
 import pytest
 
 import llmclient
-from llmclient.transport.origins import forget_all
 from tests._both import Drive
+from tests._sent import Sent
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
 from tests.route._common import MODEL, chat
 
@@ -26,27 +25,9 @@ def strict() -> Iterator[RefServer]:
     stop_ref_server(server)
 
 
-class Sent:
-    """The JSON bodies the client sent, in order."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-
-    def hook(self, request: Any) -> None:
-        if request.method == "POST":
-            self.bodies.append(orjson.loads(request.content))
-
-    @property
-    def keys(self) -> list[str | None]:
-        return [b.get("prompt_cache_key") for b in self.bodies]
-
-
 def _client(drive: Drive, server: RefServer, sent: Sent, **kw: Any) -> Any:
     """A client for ``server`` that derives keys (by default only api.openai.com is sent one)."""
-    forget_all()  # each run learns the origin afresh (the records are per process)
-    http = drive.http_client(event_hooks={"request": [sent.hook]})
-    return drive.client(api_key="k", base_url=server.base_url, http_client=http, max_retries=0,
-                        compress=False, **{"auto_cache_key": True, **kw})
+    return sent.client(drive, server.base_url, **{"auto_cache_key": True, **kw})
 
 
 def _ask(drive: Drive, client: Any, session: str, turns: list[str], **kw: Any) -> Any:
@@ -62,7 +43,7 @@ def test_a_derived_key_per_conversation(drive: Drive, ref_server: RefServer) -> 
     stream = drive(client.chat.completions.create(model=MODEL, messages=chat("s1", ["hello"]), max_tokens=4,
                                                   stream=True))
     drive.iterate(stream)
-    k1, k1_later, k2, k1_stream = sent.keys
+    k1, k1_later, k2, k1_stream = sent.field("prompt_cache_key")
     assert k1 is not None and k1.startswith("llmc-")
     assert k1 == k1_later == k1_stream and k2 is not None and k2 != k1
     assert a1.timings.cache_key == k1
@@ -73,7 +54,7 @@ def test_the_apps_own_key_or_user_is_left_alone(drive: Drive, ref_server: RefSer
     client = _client(drive, ref_server, sent)
     mine = _ask(drive, client, "s1", ["hello"], prompt_cache_key="mine")
     _ask(drive, client, "s1", ["hello"], user="u-1")
-    assert sent.keys == ["mine", None]
+    assert sent.field("prompt_cache_key") == ["mine", None]
     assert mine.timings.cache_key is None
 
 
@@ -86,7 +67,7 @@ def test_opt_out_per_client_and_per_call(drive: Drive, ref_server: RefServer) ->
     _ask(drive, on, "s1", ["hello"], auto_cache_key=False)
     default = _client(drive, ref_server, sent, auto_cache_key=None)  # a self-hosted origin: none
     _ask(drive, default, "s1", ["hello"])
-    assert sent.keys[0] is None and sent.keys[1] is not None and sent.keys[2] is None and sent.keys[3] is None
+    assert sent.field("prompt_cache_key")[0] is None and sent.field("prompt_cache_key")[1] is not None and sent.field("prompt_cache_key")[2] is None and sent.field("prompt_cache_key")[3] is None
     assert all("auto_cache_key" not in b for b in sent.bodies)
     assert client.with_options(timeout=5)._options.auto_cache_key is False  # a copy keeps it
     with pytest.raises(ValueError, match="auto_cache_key"):
@@ -103,7 +84,7 @@ def test_an_origin_that_refuses_the_field_is_sent_the_call_again_without_it(driv
     stream = drive(client.chat.completions.create(model=MODEL, messages=chat("s3", ["hi"]), max_tokens=4,
                                                   stream=True))
     assert drive.iterate(stream)
-    assert [k is not None for k in sent.keys] == [True, False, False, False]
+    assert [k is not None for k in sent.field("prompt_cache_key")] == [True, False, False, False]
     # the app's own key is the app's business: the 400 is raised, not worked around
     with pytest.raises(llmclient.BadRequestError, match="prompt_cache_key"):
         _ask(drive, client, "s1", ["hello"], prompt_cache_key="mine")
@@ -113,20 +94,17 @@ def test_responses_carry_it_and_the_server_echoes_it(drive: Drive, ref_server: R
     sent = Sent()
     client = _client(drive, ref_server, sent)
     answer = drive(client.responses.create(model=MODEL, input="hello", instructions="be brief", max_output_tokens=16))
-    key = sent.keys[0]
+    key = sent.field("prompt_cache_key")[0]
     assert key is not None and answer.timings.cache_key == key
     assert getattr(answer, "prompt_cache_key", None) == key
 
 
 def test_several_replicas_get_no_derived_key(drive: Drive, ref_server: RefServer, strict: RefServer) -> None:
     sent = Sent()
-    forget_all()
-    http = drive.http_client(event_hooks={"request": [sent.hook]})
-    client = drive.client(api_key="k", base_url=[ref_server.base_url, strict.base_url],
-                          http_client=http, max_retries=0, compress=False)
+    client = sent.client(drive, [ref_server.base_url, strict.base_url])
     for n in range(6):
         _ask(drive, client, f"s{n}", ["hello"])
-    assert sent.keys == [None] * 6  # routed by the prefix hash itself (features/route/key)
+    assert sent.field("prompt_cache_key") == [None] * 6  # routed by the prefix hash itself (features/route/key)
 
 
 def test_the_reference_server_checks_the_field(ref_server: RefServer, strict: RefServer) -> None:
