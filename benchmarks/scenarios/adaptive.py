@@ -39,6 +39,7 @@ import time
 from typing import Any
 
 from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness.sampler import parse_prometheus
 from ..harness.serverproc import ServerError
 from ..harness.stats import bootstrap_ratio, percentile
 
@@ -260,12 +261,8 @@ def _preemptions(origin: str, verify: Any) -> dict[str, float]:
         text = httpx.get(origin + "/metrics", verify=verify, timeout=10.0).text
     except httpx.HTTPError:
         return {}
-    out = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in names:
-            out[names[name]] = float(value)
-    return out
+    values = parse_prometheus(text, tuple(names))
+    return {key: values[name] for name, key in names.items() if name in values}
 
 
 def _model(url: str, verify: Any) -> str:

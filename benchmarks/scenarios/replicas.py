@@ -58,7 +58,6 @@ import hashlib
 import math
 import os
 import random
-import re
 import threading
 import time
 from collections import Counter
@@ -74,6 +73,7 @@ from ..harness.load import (
     zipf_indices,
 )
 from ..harness.records import ChatRequest
+from ..harness.sampler import parse_prometheus
 from ..harness.serverproc import ServerError, ServerProcess, start_replicas
 from ..harness.stats import bootstrap_ratio, percentile
 
@@ -185,25 +185,18 @@ def ideal_hit_rate(prompts: list[list[dict[str, str]]]) -> float:
     return hit / total if total else 0.0
 
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+([-0-9.eE+]+|NaN|[+-]Inf)(?:\s+\d+)?$", re.M)
 # Prefix-cache counters in prompt tokens: the reference server's, and vLLM's (V1: queried and
 # hit tokens, a sample per engine and model, summed).
 _HITS = ("llm_prefix_cache_hits_total", "vllm:prefix_cache_hits_total")
 _QUERIES = ("llm_prefix_cache_queries_total", "vllm:prefix_cache_queries_total")
+_SIMULATED = ("llm_busy_seconds_total", "llm_steps_total", "llm_generation_tokens_total")
 
 
-def metric_sums(text: str) -> dict[str, float]:
-    """Pure: each metric of a Prometheus text exposition, its samples (label sets) summed."""
-    sums: dict[str, float] = {}
-    for name, value in _SAMPLE.findall(text):
-        with contextlib.suppress(ValueError):
-            sums[name] = sums.get(name, 0.0) + float(value)
-    return sums
-
-
-def counters_of(values: dict[str, float]) -> dict[str, float]:
-    """Pure: the counters the scenario reads, from :func:`metric_sums`; ``known`` is 1.0 when
-    the server reports prefix-cache counters (the reference server or vLLM), else 0.0."""
+def counters_of(text: str) -> dict[str, float]:
+    """Pure: the counters the scenario reads from a ``/metrics`` text (each summed over its
+    label sets); ``known`` is 1.0 when the server reports prefix-cache counters (the reference
+    server or vLLM), else 0.0."""
+    values = parse_prometheus(text, _HITS + _QUERIES + _SIMULATED)
     hits = next((values[n] for n in _HITS if n in values), None)
     queries = next((values[n] for n in _QUERIES if n in values), None)
     return {"hits": hits or 0.0, "queries": queries or 0.0,
@@ -291,7 +284,7 @@ def engine_counters(server: ServerProcess | Remote) -> dict[str, float]:
         text = response.text if response.status_code == 200 else ""
     except httpx.HTTPError:
         text = ""
-    return counters_of(metric_sums(text))
+    return counters_of(text)
 
 
 def prefix_counters(server: ServerProcess | Remote) -> tuple[float, float]:

@@ -264,7 +264,7 @@ def test_base_url_takes_several_replicas_and_names_a_bad_one() -> None:
 
 
 def test_prefix_counters_are_read_from_vllm_and_reference_metrics() -> None:
-    from benchmarks.scenarios.replicas import counters_of, metric_sums
+    from benchmarks.scenarios.replicas import counters_of
 
     vllm = ("# HELP vllm:prefix_cache_hits_total Prefix cache hits, in tokens.\n"
             "# TYPE vllm:prefix_cache_hits_total counter\n"
@@ -272,13 +272,13 @@ def test_prefix_counters_are_read_from_vllm_and_reference_metrics() -> None:
             'vllm:prefix_cache_hits_total{engine="1",model_name="llama"} 500.0\n'
             'vllm:prefix_cache_queries_total{engine="0",model_name="llama"} 4000.0\n'
             'vllm:num_requests_waiting{model_name="llama"} 3.0\n')
-    c = counters_of(metric_sums(vllm))
+    c = counters_of(vllm)
     assert (c["hits"], c["queries"], c["known"]) == (2000.0, 4000.0, 1.0)
     ours = "llm_prefix_cache_hits_total 7\nllm_prefix_cache_queries_total 9\nllm_steps_total 3\n"
-    c = counters_of(metric_sums(ours))
+    c = counters_of(ours)
     assert (c["hits"], c["queries"], c["known"], c["steps"]) == (7.0, 9.0, 1.0, 3.0)
-    assert counters_of(metric_sums("sglang:cache_hit_rate 0.5\n"))["known"] == 0.0
-    assert counters_of(metric_sums(""))["known"] == 0.0
+    assert counters_of("sglang:cache_hit_rate 0.5\n")["known"] == 0.0
+    assert counters_of("")["known"] == 0.0
 
 
 def test_the_scenario_runs_on_the_users_own_replicas(tmp_path: Path) -> None:
