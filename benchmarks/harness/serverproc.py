@@ -96,6 +96,10 @@ class ServerProcess:
         if self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGINT)
+        self.wait_or_kill(timeout)
+
+    def wait_or_kill(self, timeout: float = 10.0) -> None:
+        """Wait for the process to end (it was asked to); kill it if it is alive ``timeout`` on."""
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -235,12 +239,8 @@ def stop_all(servers: list[ServerProcess], timeout: float = 10.0) -> None:
     for server in servers:
         if server.process.poll() is None:
             server.process.send_signal(signal.SIGINT)
-    for server in servers:  # a second SIGINT would cut the drain short: wait, then kill
-        try:
-            server.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait(timeout)
+    for server in servers:  # a second SIGINT (stop()) would cut the drain short
+        server.wait_or_kill(timeout)
 
 
 if __name__ == "__main__":
