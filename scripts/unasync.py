@@ -52,7 +52,8 @@ PART_RENAMES: dict[str, str] = {
     "anext": "next", "aenter": "enter", "aexit": "exit", "abegin": "begin", "aget": "get",
     "aset": "set", "adelete": "delete", "alookup": "lookup", "aput": "put", "astore": "store",
     "areplay": "replay", "aflights": "flights", "abackend": "backend", "asend": "send",
-    "aafter": "after",
+    "aafter": "after", "aoff": "off", "awarm": "warm", "aacquire": "acquire", "aadmit": "admit",
+    "asubmit": "submit",
 }
 
 HEADER = ("# Generated from {name} by scripts/unasync.py: do not edit here, edit that\n"

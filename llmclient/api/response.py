@@ -21,7 +21,7 @@ import httpx
 from .._errors import OpenAIError
 
 if TYPE_CHECKING:
-    from .._client import RawResponse
+    from .raw import RawResponse
 
 __all__ = [
     "APIResponse", "AsyncAPIResponse", "AsyncResponseContextManager", "ResponseContextManager",

@@ -60,12 +60,11 @@ from llmclient.speculative import (
 
 from .._logging import get_logger
 from .._redact import redact_text
-from ..api.models import ChatCompletion
-from ..pipeline.call import NOT_GIVEN, Call, CallOptions, split_options
+from ..pipeline.call import NOT_GIVEN, Call
 from . import otel as _otel
 
 if TYPE_CHECKING:
-    from ..pipeline.shared import Port
+    from .port import Port
 
 __all__ = [
     "PREFETCH_HEADER",
@@ -354,7 +353,7 @@ def _forced_cache_option(setting: Any, single_use: bool, ttl_s: float) -> Any:
     return CacheOptions(force=True, ttl=ttl)
 
 
-def _read_options(options: CallOptions, single_use: bool, ttl_s: float) -> CallOptions:
+def _read_options(options: Any, single_use: bool, ttl_s: float) -> Any:
     """Options that make a matched app call read (and join) the prefetch's cache entry."""
     if not single_use:
         return options
@@ -375,11 +374,11 @@ def _build_prefetch_call(port: Port, state: SpeculationState, origin: Call, pref
     warm = prefetch.kind == "warm"
     if warm:
         # Nothing worth keeping comes back (one token); never store it.
-        options = CallOptions(cache=False, prefetch=None, images=False, wire=origin.options.wire)
+        options = port.options(cache=False, prefetch=None, images=False, wire=origin.options.wire)
     else:
         single_use = _single_use(port, body)
         cache = _forced_cache_option(origin.options.cache, single_use, state.config.single_use_ttl_s)
-        options = CallOptions(cache=cache, prefetch=None, images=False, wire=origin.options.wire)
+        options = port.options(cache=cache, prefetch=None, images=False, wire=origin.options.wire)
         # Streamed so that cancelling closes the stream and the server stops generating;
         # stream/stream_options are not part of the cache key or of the exact-match fingerprint.
         body["stream"] = True
@@ -742,9 +741,9 @@ async def _asend_warm(port: Port, state: SpeculationState, origin: Call, wcall: 
 def _warm_call(port: Port, state: SpeculationState, args: dict[str, Any]) -> Call:
     extra_headers = args.get("extra_headers") or {}
     params = {k: v for k, v in args.items() if k not in ("extra_headers", "extra_query", "extra_body", "timeout")}
-    body, _ = split_options(params, port.defaults)
+    body, _ = port.split(params)
     body = warm_request(body)
-    options = CallOptions(cache=False, prefetch=None, images=None, wire=port.defaults.wire)
+    options = port.options(cache=False, prefetch=None, images=None, wire=port.defaults.wire)
     headers = {**dict(extra_headers), **{k.lower(): str(v) for k, v in state.config.headers.items()},
                PREFETCH_HEADER: "warm"}
     if state.config.priority:
@@ -779,7 +778,7 @@ def _keeper(state: SpeculationState, args: dict[str, Any], ttl: float) -> _KeepW
 def warm(port: Port, state: SpeculationState, keep_warm: bool | float, args: dict[str, Any]) -> Any:
     """``client.warm(...)``: send the prefix now (raises on failure); maybe keep it warm."""
     ttl = _keep_warm_ttl(state, keep_warm)
-    result = port.request(_warm_call(port, state, args), _completion_model())
+    result = port.request(_warm_call(port, state, args), port.chat_completion)
     _count_warm(state)
     if ttl is not None:
         keeper = _keeper(state, args, ttl)
@@ -793,7 +792,7 @@ def warm(port: Port, state: SpeculationState, keep_warm: bool | float, args: dic
 
 async def awarm(port: Port, state: SpeculationState, keep_warm: bool | float, args: dict[str, Any]) -> Any:
     ttl = _keep_warm_ttl(state, keep_warm)
-    result = await port.request(_warm_call(port, state, args), _completion_model())
+    result = await port.request(_warm_call(port, state, args), port.chat_completion)
     _count_warm(state)
     if ttl is not None:
         keeper = _keeper(state, args, ttl)
@@ -802,9 +801,6 @@ async def awarm(port: Port, state: SpeculationState, keep_warm: bool | float, ar
             state.keepers.append(keeper)
     return result
 
-
-def _completion_model() -> Any:
-    return ChatCompletion
 
 
 def _next_wait(keeper: _KeepWarm) -> float:

@@ -52,7 +52,7 @@ def test_concurrent_callers_share_requests_and_get_their_own_answers(drive: Driv
     for text, answer in zip(texts, answers, strict=True):
         assert len(answer.data) == 1 and answer.data[0].index == 0
         assert answer.data[0].embedding == _embed(drive, alone, text).data[0].embedding
-    stats = batched._features.batcher.stats()
+    stats = batched._ctx.batcher.stats()
     assert stats["calls"] == 16 and stats["requests"] < 16
     # Each answer carries the timings and trace id of the request that carried its input.
     assert all(a.timings.total_ms is not None and a.timings.batched >= 1 for a in answers)

@@ -17,11 +17,13 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .. import _official
-from .._client import AsyncOpenAI, BaseClient, OpenAI
-from .._errors import OpenAIError
-from ..pipeline.call import Call
-from .passthrough import API_KEY_SENTINEL  # the official client's placeholder api_key for a token
+from . import _official
+from ._client import AsyncOpenAI, BaseClient, OpenAI
+from ._errors import OpenAIError
+from .api.passthrough import (
+    API_KEY_SENTINEL,  # the official client's placeholder api_key for a token
+)
+from .pipeline.call import Call
 
 __all__ = ["AsyncAzureOpenAI", "AzureOpenAI"]
 

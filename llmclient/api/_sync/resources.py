@@ -1,8 +1,10 @@
+# Generated from llmclient/api/_async/resources.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
 """The API resources of the clients, written once: ``client.chat.completions.create(...)`` etc.
 
 Each method only turns its arguments into a ``Call`` and names the result type (the shared
 parts are ``llmclient/api/resources.py``'s). Written once, as coroutines; ``scripts/unasync.py``
-generates the blocking twin (``llmclient/_sync/resources.py``).
+generates the blocking twin (``llmclient/api/_sync/resources.py``).
 """
 
 from __future__ import annotations
@@ -10,16 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ..api import models as _models
-from ..api.models import (
+from ...lib._structured import parse, stream
+from ...pipeline.call import NOT_GIVEN
+from .. import models as _models
+from ..models import (
     chat_completion,
     chat_completion_chunk,
     completion,
     response_stream_event,
 )
-from ..api.models import model as model_object
-from ..api.models import response as response_object
-from ..api.resources import (
+from ..models import model as model_object
+from ..models import response as response_object
+from ..resources import (
     Headers,
     _is_stream,
     _make_embeddings,
@@ -28,35 +32,33 @@ from ..api.resources import (
     _Resource,
     _ResponsesBase,
 )
-from ..lib._structured import async_parse, async_stream
-from ..pipeline.call import NOT_GIVEN
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionChunk
     from openai.types.responses import Response, ResponseStreamEvent
 
-    from .._client import AsyncOpenAI
-    from ..api.models import TracedChatCompletion as ChatCompletion
-    from ..api.models import TracedCompletion as Completion
-    from ..api.streaming import AsyncStream
-    from ..pipeline.call import NotGiven
+    from ..._client import OpenAI
+    from ...pipeline.call import NotGiven
+    from ..models import TracedChatCompletion as ChatCompletion
+    from ..models import TracedCompletion as Completion
+    from ..streaming import Stream
 
 __all__ = [
-    "AsyncChat",
-    "AsyncChatCompletions",
-    "AsyncCompletions",
-    "AsyncEmbeddings",
-    "AsyncModels",
-    "AsyncResponses",
+    "Chat",
+    "ChatCompletions",
+    "Completions",
+    "Embeddings",
+    "Models",
+    "Responses",
 ]
 
 
-class AsyncChatCompletions(_Resource):
-    _client: AsyncOpenAI
+class ChatCompletions(_Resource):
+    _client: OpenAI
     _official = ("chat", "completions")  # stored completions: retrieve, update, list, delete, messages
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         messages: Iterable[Any],
@@ -70,7 +72,7 @@ class AsyncChatCompletions(_Resource):
     ) -> ChatCompletion: ...
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         messages: Iterable[Any],
@@ -81,10 +83,10 @@ class AsyncChatCompletions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> AsyncStream[ChatCompletionChunk]: ...
+    ) -> Stream[ChatCompletionChunk]: ...
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         messages: Iterable[Any],
@@ -95,9 +97,9 @@ class AsyncChatCompletions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
+    ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
 
-    async def create(
+    def create(
         self,
         *,
         messages: Any,
@@ -116,39 +118,39 @@ class AsyncChatCompletions(_Resource):
             params["stream"] = False
         call = self._call("POST", "/chat/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return await self._client._request(call, chat_completion, _raw, chat_completion_chunk)
+        return self._client._request(call, chat_completion, _raw, chat_completion_chunk)
 
-    async def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
+    def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
         """Structured outputs (``response_format=MyModel``, strict tools): the official
         ``ParsedChatCompletion``, with the official semantics (``llmclient.lib._structured``)."""
         if not _raw:
-            return await async_parse(self.create, messages=messages, model=model, **params)
+            return parse(self.create, messages=messages, model=model, **params)
         raws: list[Any] = []  # with_raw_response.parse (LangChain's with_structured_output)
 
-        async def create(**kw: Any) -> Any:
-            raws.append(await self.create(_raw=True, **kw))
+        def create(**kw: Any) -> Any:
+            raws.append(self.create(_raw=True, **kw))
             return raws[-1].parse()
 
-        parsed = await async_parse(create, messages=messages, model=model, **params)
+        parsed = parse(create, messages=messages, model=model, **params)
         return _raw_with(raws[-1], parsed)
 
     def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
-        """The official streaming helper (``async with ... as stream: async for event in stream``,
+        """The official streaming helper (``with ... as stream: for event in stream``,
         events, ``get_final_completion()``) over llmclient's stream."""
-        return async_stream(self.create, messages=messages, model=model, **params)
+        return stream(self.create, messages=messages, model=model, **params)
 
 
-class AsyncChat:
-    def __init__(self, client: AsyncOpenAI) -> None:
-        self.completions = AsyncChatCompletions(client)
+class Chat:
+    def __init__(self, client: OpenAI) -> None:
+        self.completions = ChatCompletions(client)
 
 
-class AsyncCompletions(_Resource):
-    _client: AsyncOpenAI
+class Completions(_Resource):
+    _client: OpenAI
     _official = ("completions",)
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         model: str,
@@ -162,7 +164,7 @@ class AsyncCompletions(_Resource):
     ) -> Completion: ...
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         model: str,
@@ -173,10 +175,10 @@ class AsyncCompletions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> AsyncStream[Completion]: ...
+    ) -> Stream[Completion]: ...
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         model: str,
@@ -187,9 +189,9 @@ class AsyncCompletions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> Completion | AsyncStream[Completion]: ...
+    ) -> Completion | Stream[Completion]: ...
 
-    async def create(
+    def create(
         self,
         *,
         model: str,
@@ -206,14 +208,14 @@ class AsyncCompletions(_Resource):
         params["prompt"] = prompt
         call = self._call("POST", "/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return await self._client._request(call, completion, _raw)
+        return self._client._request(call, completion, _raw)
 
 
-class AsyncResponses(_ResponsesBase):
-    _client: AsyncOpenAI
+class Responses(_ResponsesBase):
+    _client: OpenAI
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         stream: Literal[False] | NotGiven | None = NOT_GIVEN,
@@ -225,7 +227,7 @@ class AsyncResponses(_ResponsesBase):
     ) -> Response: ...
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         stream: Literal[True],
@@ -234,10 +236,10 @@ class AsyncResponses(_ResponsesBase):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> AsyncStream[ResponseStreamEvent]: ...
+    ) -> Stream[ResponseStreamEvent]: ...
 
     @overload
-    async def create(
+    def create(
         self,
         *,
         stream: bool,
@@ -246,9 +248,9 @@ class AsyncResponses(_ResponsesBase):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> Response | AsyncStream[ResponseStreamEvent]: ...
+    ) -> Response | Stream[ResponseStreamEvent]: ...
 
-    async def create(
+    def create(
         self,
         *,
         stream: Any = NOT_GIVEN,
@@ -260,14 +262,14 @@ class AsyncResponses(_ResponsesBase):
         **params: Any,
     ) -> Any:
         call = self._create_call(params, stream, extra_headers, extra_query, extra_body, timeout)
-        return await self._client._request(call, response_object, _raw, response_stream_event)
+        return self._client._request(call, response_object, _raw, response_stream_event)
 
 
-class AsyncEmbeddings(_Resource):
-    _client: AsyncOpenAI
+class Embeddings(_Resource):
+    _client: OpenAI
     _official = ("embeddings",)
 
-    async def create(
+    def create(
         self,
         *,
         input: Any,
@@ -284,22 +286,11 @@ class AsyncEmbeddings(_Resource):
         decode = _prepare_embedding_params(params)
         call = self._call("POST", "/embeddings", params, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        batcher = self._client._features.batcher  # embedding_batch= (features/batch.py)
-        key = (batcher.key(call.base_url, call.scope, call.body, not (extra_headers or extra_query or extra_body))
-               if batcher is not None and not _raw else None)
-        if batcher is not None and key is not None and call.body is not None:
-            async def send(body: dict[str, Any]) -> Any:  # one request of the batch: (answer as data, its Call)
-                sent = self._call("POST", "/embeddings", dict(body), timeout=timeout)
-                return await self._client._request(sent, dict), sent
-
-            value, sent, shared = await batcher.asubmit(key, call.body, send)  # unasync: sync=value, sent, shared = batcher.submit(key, call.body, send)
-            sent.record.batched = shared  # the answer's timings and trace id: the request that carried it
-            return self._client._finish(sent, _make_embeddings(decode)(value), None)
-        return await self._client._request(call, _make_embeddings(decode), _raw)
+        return self._client._request(call, _make_embeddings(decode), _raw)
 
 
-class AsyncModels(_Resource):
-    _client: AsyncOpenAI
+class Models(_Resource):
+    _client: OpenAI
     _official = ("models",)  # delete
 
     def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
@@ -307,11 +298,11 @@ class AsyncModels(_Resource):
         def fetch() -> Any:
             call = self._call("GET", "/models", None, extra_headers=extra_headers, extra_query=extra_query,
                               extra_body=extra_body, timeout=timeout)
-            return self._client._request(call, _models.async_models_page, _raw)
+            return self._client._request(call, _models.models_page, _raw)
 
-        return fetch() if _raw else _models.AsyncPaginator(fetch)  # unasync: sync=return fetch()
+        return fetch()
 
-    async def retrieve(
+    def retrieve(
         self, model: str, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
         extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False,
     ) -> Any:
@@ -319,4 +310,4 @@ class AsyncModels(_Resource):
             raise ValueError(f"Expected a non-empty value for `model` but received {model!r}")
         call = self._call("GET", f"/models/{model}", None, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return await self._client._request(call, model_object, _raw)
+        return self._client._request(call, model_object, _raw)

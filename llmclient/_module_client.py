@@ -14,8 +14,8 @@ import sys
 import threading
 from typing import Any
 
-from .._client import OpenAI
-from ..pipeline.call import NOT_GIVEN
+from ._client import OpenAI
+from .pipeline.call import NOT_GIVEN
 
 __all__ = ["SETTINGS", "load_client", "resource_proxy"]
 

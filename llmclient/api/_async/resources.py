@@ -1,10 +1,8 @@
-# Generated from llmclient/_async/resources.py by scripts/unasync.py: do not edit here, edit that
-# file and run `python scripts/unasync.py` (make lint checks that this file is current).
 """The API resources of the clients, written once: ``client.chat.completions.create(...)`` etc.
 
 Each method only turns its arguments into a ``Call`` and names the result type (the shared
 parts are ``llmclient/api/resources.py``'s). Written once, as coroutines; ``scripts/unasync.py``
-generates the blocking twin (``llmclient/_sync/resources.py``).
+generates the blocking twin (``llmclient/api/_sync/resources.py``).
 """
 
 from __future__ import annotations
@@ -12,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ..api import models as _models
-from ..api.models import (
+from ...lib._structured import async_parse, async_stream
+from ...pipeline.call import NOT_GIVEN
+from .. import models as _models
+from ..models import (
     chat_completion,
     chat_completion_chunk,
     completion,
     response_stream_event,
 )
-from ..api.models import model as model_object
-from ..api.models import response as response_object
-from ..api.resources import (
+from ..models import model as model_object
+from ..models import response as response_object
+from ..resources import (
     Headers,
     _is_stream,
     _make_embeddings,
@@ -30,35 +30,33 @@ from ..api.resources import (
     _Resource,
     _ResponsesBase,
 )
-from ..lib._structured import parse, stream
-from ..pipeline.call import NOT_GIVEN
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionChunk
     from openai.types.responses import Response, ResponseStreamEvent
 
-    from .._client import OpenAI
-    from ..api.models import TracedChatCompletion as ChatCompletion
-    from ..api.models import TracedCompletion as Completion
-    from ..api.streaming import Stream
-    from ..pipeline.call import NotGiven
+    from ..._client import AsyncOpenAI
+    from ...pipeline.call import NotGiven
+    from ..models import TracedChatCompletion as ChatCompletion
+    from ..models import TracedCompletion as Completion
+    from ..streaming import AsyncStream
 
 __all__ = [
-    "Chat",
-    "ChatCompletions",
-    "Completions",
-    "Embeddings",
-    "Models",
-    "Responses",
+    "AsyncChat",
+    "AsyncChatCompletions",
+    "AsyncCompletions",
+    "AsyncEmbeddings",
+    "AsyncModels",
+    "AsyncResponses",
 ]
 
 
-class ChatCompletions(_Resource):
-    _client: OpenAI
+class AsyncChatCompletions(_Resource):
+    _client: AsyncOpenAI
     _official = ("chat", "completions")  # stored completions: retrieve, update, list, delete, messages
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         messages: Iterable[Any],
@@ -72,7 +70,7 @@ class ChatCompletions(_Resource):
     ) -> ChatCompletion: ...
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         messages: Iterable[Any],
@@ -83,10 +81,10 @@ class ChatCompletions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> Stream[ChatCompletionChunk]: ...
+    ) -> AsyncStream[ChatCompletionChunk]: ...
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         messages: Iterable[Any],
@@ -97,9 +95,9 @@ class ChatCompletions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
+    ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
 
-    def create(
+    async def create(
         self,
         *,
         messages: Any,
@@ -118,39 +116,39 @@ class ChatCompletions(_Resource):
             params["stream"] = False
         call = self._call("POST", "/chat/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return self._client._request(call, chat_completion, _raw, chat_completion_chunk)
+        return await self._client._request(call, chat_completion, _raw, chat_completion_chunk)
 
-    def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
+    async def parse(self, *, messages: Iterable[Any], model: str, _raw: bool = False, **params: Any) -> Any:
         """Structured outputs (``response_format=MyModel``, strict tools): the official
         ``ParsedChatCompletion``, with the official semantics (``llmclient.lib._structured``)."""
         if not _raw:
-            return parse(self.create, messages=messages, model=model, **params)
+            return await async_parse(self.create, messages=messages, model=model, **params)
         raws: list[Any] = []  # with_raw_response.parse (LangChain's with_structured_output)
 
-        def create(**kw: Any) -> Any:
-            raws.append(self.create(_raw=True, **kw))
+        async def create(**kw: Any) -> Any:
+            raws.append(await self.create(_raw=True, **kw))
             return raws[-1].parse()
 
-        parsed = parse(create, messages=messages, model=model, **params)
+        parsed = await async_parse(create, messages=messages, model=model, **params)
         return _raw_with(raws[-1], parsed)
 
     def stream(self, *, messages: Iterable[Any], model: str, **params: Any) -> Any:
-        """The official streaming helper (``with ... as stream: for event in stream``,
+        """The official streaming helper (``async with ... as stream: async for event in stream``,
         events, ``get_final_completion()``) over llmclient's stream."""
-        return stream(self.create, messages=messages, model=model, **params)
+        return async_stream(self.create, messages=messages, model=model, **params)
 
 
-class Chat:
-    def __init__(self, client: OpenAI) -> None:
-        self.completions = ChatCompletions(client)
+class AsyncChat:
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self.completions = AsyncChatCompletions(client)
 
 
-class Completions(_Resource):
-    _client: OpenAI
+class AsyncCompletions(_Resource):
+    _client: AsyncOpenAI
     _official = ("completions",)
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         model: str,
@@ -164,7 +162,7 @@ class Completions(_Resource):
     ) -> Completion: ...
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         model: str,
@@ -175,10 +173,10 @@ class Completions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> Stream[Completion]: ...
+    ) -> AsyncStream[Completion]: ...
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         model: str,
@@ -189,9 +187,9 @@ class Completions(_Resource):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> Completion | Stream[Completion]: ...
+    ) -> Completion | AsyncStream[Completion]: ...
 
-    def create(
+    async def create(
         self,
         *,
         model: str,
@@ -208,14 +206,14 @@ class Completions(_Resource):
         params["prompt"] = prompt
         call = self._call("POST", "/completions", params, stream=_is_stream(stream), extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return self._client._request(call, completion, _raw)
+        return await self._client._request(call, completion, _raw)
 
 
-class Responses(_ResponsesBase):
-    _client: OpenAI
+class AsyncResponses(_ResponsesBase):
+    _client: AsyncOpenAI
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         stream: Literal[False] | NotGiven | None = NOT_GIVEN,
@@ -227,7 +225,7 @@ class Responses(_ResponsesBase):
     ) -> Response: ...
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         stream: Literal[True],
@@ -236,10 +234,10 @@ class Responses(_ResponsesBase):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> Stream[ResponseStreamEvent]: ...
+    ) -> AsyncStream[ResponseStreamEvent]: ...
 
     @overload
-    def create(
+    async def create(
         self,
         *,
         stream: bool,
@@ -248,9 +246,9 @@ class Responses(_ResponsesBase):
         extra_body: Mapping[str, Any] | None = None,
         timeout: Any = NOT_GIVEN,
         **params: Any,
-    ) -> Response | Stream[ResponseStreamEvent]: ...
+    ) -> Response | AsyncStream[ResponseStreamEvent]: ...
 
-    def create(
+    async def create(
         self,
         *,
         stream: Any = NOT_GIVEN,
@@ -262,14 +260,14 @@ class Responses(_ResponsesBase):
         **params: Any,
     ) -> Any:
         call = self._create_call(params, stream, extra_headers, extra_query, extra_body, timeout)
-        return self._client._request(call, response_object, _raw, response_stream_event)
+        return await self._client._request(call, response_object, _raw, response_stream_event)
 
 
-class Embeddings(_Resource):
-    _client: OpenAI
+class AsyncEmbeddings(_Resource):
+    _client: AsyncOpenAI
     _official = ("embeddings",)
 
-    def create(
+    async def create(
         self,
         *,
         input: Any,
@@ -286,22 +284,11 @@ class Embeddings(_Resource):
         decode = _prepare_embedding_params(params)
         call = self._call("POST", "/embeddings", params, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        batcher = self._client._features.batcher  # embedding_batch= (features/batch.py)
-        key = (batcher.key(call.base_url, call.scope, call.body, not (extra_headers or extra_query or extra_body))
-               if batcher is not None and not _raw else None)
-        if batcher is not None and key is not None and call.body is not None:
-            def send(body: dict[str, Any]) -> Any:  # one request of the batch: (answer as data, its Call)
-                sent = self._call("POST", "/embeddings", dict(body), timeout=timeout)
-                return self._client._request(sent, dict), sent
-
-            value, sent, shared = batcher.submit(key, call.body, send)
-            sent.record.batched = shared  # the answer's timings and trace id: the request that carried it
-            return self._client._finish(sent, _make_embeddings(decode)(value), None)
-        return self._client._request(call, _make_embeddings(decode), _raw)
+        return await self._client._request(call, _make_embeddings(decode), _raw)
 
 
-class Models(_Resource):
-    _client: OpenAI
+class AsyncModels(_Resource):
+    _client: AsyncOpenAI
     _official = ("models",)  # delete
 
     def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
@@ -309,11 +296,11 @@ class Models(_Resource):
         def fetch() -> Any:
             call = self._call("GET", "/models", None, extra_headers=extra_headers, extra_query=extra_query,
                               extra_body=extra_body, timeout=timeout)
-            return self._client._request(call, _models.models_page, _raw)
+            return self._client._request(call, _models.async_models_page, _raw)
 
-        return fetch()
+        return fetch() if _raw else _models.AsyncPaginator(fetch)  # unasync: sync=return fetch()
 
-    def retrieve(
+    async def retrieve(
         self, model: str, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
         extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, _raw: bool = False,
     ) -> Any:
@@ -321,4 +308,4 @@ class Models(_Resource):
             raise ValueError(f"Expected a non-empty value for `model` but received {model!r}")
         call = self._call("GET", f"/models/{model}", None, extra_headers=extra_headers,
                           extra_query=extra_query, extra_body=extra_body, timeout=timeout)
-        return self._client._request(call, model_object, _raw)
+        return await self._client._request(call, model_object, _raw)
