@@ -30,11 +30,11 @@ from ._errors import (
     UnprocessableEntityError,
 )
 from ._module_client import resource_proxy
-from .api.partial import PartialAnswer, PartialChoice
 from .api.streaming import AsyncStream, Stream
 from .features.route import Ejection, Replica, Replicas
 from .layers.options import CallOptions
 from .pipeline.call import NOT_GIVEN, Call, NotGiven, Omit, not_given, omit
+from .pipeline.partial import PartialAnswer, PartialChoice
 from .pipeline.timings import CallRecord
 from .pipeline.tracing import TraceContext
 from .transport.lanes import aclose_all, close_all

@@ -53,7 +53,7 @@ PART_RENAMES: dict[str, str] = {
     "aset": "set", "adelete": "delete", "alookup": "lookup", "aput": "put", "astore": "store",
     "areplay": "replay", "aflights": "flights", "abackend": "backend", "asend": "send",
     "aafter": "after", "aoff": "off", "awarm": "warm", "aacquire": "acquire", "aadmit": "admit",
-    "asubmit": "submit",
+    "asubmit": "submit", "aearly": "early", "adropped": "dropped",
 }
 
 HEADER = ("# Generated from {name} by scripts/unasync.py: do not edit here, edit that\n"

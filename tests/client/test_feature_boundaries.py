@@ -46,7 +46,7 @@ def _imports(tree: ast.AST) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("name", FEATURES)
 def test_a_feature_imports_nothing_of_the_client(name: str) -> None:
-    tree = ast.parse((ROOT / name).read_text())
+    tree = _tree(name)
     for module, line in _imports(tree):
         bare = module.lstrip(".").removeprefix("llmclient.")
         assert bare not in CLIENT_MODULES, f"llmclient/{name}:{line} imports {module}"
@@ -54,7 +54,7 @@ def test_a_feature_imports_nothing_of_the_client(name: str) -> None:
 
 @pytest.mark.parametrize("name", FEATURES)
 def test_a_feature_reaches_no_private_part_of_the_port_or_a_client(name: str) -> None:
-    tree = ast.parse((ROOT / name).read_text())
+    tree = _tree(name)
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in ("client", "port", "owner") and node.attr.startswith("_")):
@@ -65,7 +65,7 @@ def test_a_feature_reaches_no_private_part_of_the_port_or_a_client(name: str) ->
 
 @pytest.mark.parametrize("name", CORE)
 def test_the_client_core_imports_no_feature_inside_a_function(name: str) -> None:
-    tree = ast.parse((ROOT / name).read_text())
+    tree = _tree(name)
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             for module, line in _imports(fn):
@@ -135,7 +135,19 @@ def _targets(name: str, node: ast.Import | ast.ImportFrom) -> set[str]:
 
 
 def _parse(name: str) -> ast.Module:
-    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    return TREES[name]
+
+
+# Every module parsed once, when the tests are collected: CPython 3.11's ast.parse can fail
+# with "AST constructor recursion depth mismatch" after another test in the same worker hit a
+# RecursionError, which says nothing about the source.
+TREES = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
+
+
+def _tree(relative: str) -> ast.Module:
+    """The parsed module at ``relative`` (a path under llmclient/)."""
+    parts = ("llmclient", *Path(relative).with_suffix("").parts)
+    return TREES[".".join(parts[:-1] if parts[-1] == "__init__" else parts)]
 
 
 GRAPH = {name: {t for node, _ in _runtime_imports(_parse(name)) for t in _targets(name, node)} - {name}
