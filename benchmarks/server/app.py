@@ -47,7 +47,7 @@ from ._http import (
     send_bytes,
     server_timing,
 )
-from ._textstream import TextStream, tool_arguments
+from ._textstream import Step, TextStream, text_steps, tool_arguments
 from ._validate import (
     ChatParams,
     CompletionParams,
@@ -653,29 +653,29 @@ class App:
                        track: LogprobTrack | None = None) -> tuple[str, str, RequestTiming | None]:
         """Run one choice to its end: (text, finish_reason, timing). ``track`` (logprobs were
         asked for) is given every generated id."""
-        text = TextStream(stops)
         parts: list[str] = []
-        finish, timing, generated = "length", None, 0
-        events = self.engine.submit(ereq)
+        finish, timing = "length", None
+        async for step in self._text_steps(req, self.engine.submit(ereq), TextStream(stops)):
+            parts.append(step.text)
+            if track is not None:
+                track.add(step.ids)
+            if step.finish is not None:
+                finish, timing = step.finish, step.timing
+        req.add_engine_timing(timing)
+        return "".join(parts), finish, timing
+
+    async def _text_steps(self, req: _Req, events: AsyncIterator[TokenEvent],
+                          text: TextStream) -> AsyncIterator[Step]:
+        """One engine request's events (from ``engine.submit``, called before any header is
+        sent so admission errors are real statuses) as text steps, paced by the request's
+        faults; the engine's stream is closed when these end or the caller closes them."""
         paced = _paced(events, req.fault)
         try:
-            async for ev in paced:
-                parts.append(text.feed(ev.token_ids))
-                generated += len(ev.token_ids)
-                if track is not None:
-                    track.add(ev.token_ids)
-                if text.stopped:
-                    finish, timing = "stop", RequestTiming(completion_tokens=generated)
-                    break
-                if ev.finish_reason is not None:
-                    finish, timing = ev.finish_reason, ev.timing
-                    parts.append(text.flush())
-                    break
+            async for step in text_steps(paced, text):
+                yield step
         finally:
             await close_quietly(paced)
             await close_quietly(events)
-        req.add_engine_timing(timing)
-        return "".join(parts), finish, timing
 
     async def _run_all(self, req: _Req, ereqs: list[EngineRequest], stops: tuple[str, ...],
                        tracks: list[LogprobTrack] | None = None) -> list[tuple[str, str, RequestTiming | None]]:
