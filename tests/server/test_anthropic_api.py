@@ -355,3 +355,33 @@ def test_rate_limits_in_anthropics_headers_then_429(drive: Drive, limited: RefSe
     assert caught.value.body["error"]["type"] == "rate_limit_error"
     assert int(caught.value.response.headers["retry-after"]) >= 1
     assert caught.value.response.headers["anthropic-ratelimit-requests-remaining"] == "0"
+
+
+# -- overload ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def narrow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefServer]:
+    """One batch slot and one waiting place, and slow steps: a third request finds it full."""
+    profile = json.loads((Path("benchmarks/server/profiles/tiny-fast.json")).read_text())
+    path = tmp_path_factory.mktemp("profile") / "narrow.json"
+    path.write_text(json.dumps({**profile, "name": "narrow", "max_batch": 1, "max_waiting": 1,
+                                "decode_base_ms": 50.0, "output_len_median": 200, "output_len_sigma": 0.01}))
+    srv = start_ref_server(profile=str(path))
+    yield srv
+    stop_ref_server(srv)
+
+
+def test_a_full_engine_queue_is_a_529_overloaded_error(drive: Drive, narrow: RefServer) -> None:
+    """The engine's waiting queue full is what the API calls overload (529), not a rate limit."""
+    headers = {"anthropic-version": "2023-06-01"}
+    body = {"model": MODEL, "max_tokens": 200, "messages": ASK, "stream": True}
+    with httpx.Client(base_url=narrow.url, timeout=60) as http:
+        with http.stream("POST", "/v1/messages", json=body, headers=headers) as running:
+            lines = running.iter_lines()  # kept: a dropped line iterator closes the response
+            assert next(lines) == "event: message_start"  # it holds the one batch slot
+            with http.stream("POST", "/v1/messages", json=body, headers=headers) as waiting:
+                assert waiting.status_code == 200  # admitted to the waiting queue
+                c = drive.client(anthropic, face="Anthropic", base_url=narrow.url, api_key="k", max_retries=0)
+                with pytest.raises(anthropic.OverloadedError) as caught:
+                    drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
+    assert caught.value.body["error"]["type"] == "overloaded_error"
+    assert int(caught.value.response.headers["retry-after"]) >= 1
