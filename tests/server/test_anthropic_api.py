@@ -374,14 +374,14 @@ def test_a_full_engine_queue_is_a_529_overloaded_error(drive: Drive, narrow: Ref
     """The engine's waiting queue full is what the API calls overload (529), not a rate limit."""
     headers = {"anthropic-version": "2023-06-01"}
     body = {"model": MODEL, "max_tokens": 200, "messages": ASK, "stream": True}
-    with httpx.Client(base_url=narrow.url, timeout=60) as http:
-        with http.stream("POST", "/v1/messages", json=body, headers=headers) as running:
-            lines = running.iter_lines()  # kept: a dropped line iterator closes the response
-            assert next(lines) == "event: message_start"  # it holds the one batch slot
-            with http.stream("POST", "/v1/messages", json=body, headers=headers) as waiting:
-                assert waiting.status_code == 200  # admitted to the waiting queue
-                c = drive.client(anthropic, face="Anthropic", base_url=narrow.url, api_key="k", max_retries=0)
-                with pytest.raises(anthropic.OverloadedError) as caught:
-                    drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
+    c = drive.client(anthropic, face="Anthropic", base_url=narrow.url, api_key="k", max_retries=0)
+    with httpx.Client(base_url=narrow.url, timeout=60) as http, \
+            http.stream("POST", "/v1/messages", json=body, headers=headers) as running:
+        lines = running.iter_lines()  # kept: a dropped line iterator closes the response
+        assert next(lines) == "event: message_start"  # it holds the one batch slot
+        with http.stream("POST", "/v1/messages", json=body, headers=headers) as waiting:
+            assert waiting.status_code == 200  # admitted to the waiting queue
+            with pytest.raises(anthropic.OverloadedError) as caught:
+                drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
     assert caught.value.body["error"]["type"] == "overloaded_error"
     assert int(caught.value.response.headers["retry-after"]) >= 1
