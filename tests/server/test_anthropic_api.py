@@ -133,6 +133,17 @@ def test_a_system_prompt_as_text_or_blocks_counts_alike(drive: Drive, server: Re
     assert plain.usage.input_tokens == blocks.usage.input_tokens == ASK_TOKENS + count_tokens("system: Be brief.")
 
 
+def test_a_final_assistant_turn_is_continued(drive: Drive, server: RefServer) -> None:
+    c = _client(drive, server)
+    whole = drive(c.messages.create(model=MODEL, max_tokens=30, messages=ASK, extra_body=GREEDY)).content[0].text
+    prefill = " ".join(whole.split()[:3])
+    rest = 30 - count_tokens(prefill)  # max_tokens counts what the answer adds
+    m = drive(c.messages.create(model=MODEL, max_tokens=rest, extra_body=GREEDY,
+                                messages=[*ASK, {"role": "assistant", "content": prefill}]))
+    assert prefill + m.content[0].text == whole  # the answer goes on from the prefill
+    assert m.usage.output_tokens == count_tokens(m.content[0].text)
+
+
 # -- tools and thinking ------------------------------------------------------------------------
 def test_tool_use_round_trip(drive: Drive, server: RefServer) -> None:
     c = _client(drive, server)
@@ -333,6 +344,16 @@ def test_a_repeated_prefix_is_read_from_the_prefix_cache(drive: Drive, cached: R
     assert u2.cache_read_input_tokens >= marked - 16  # whole blocks of 16 tokens
     assert u2.input_tokens + u2.cache_creation_input_tokens + u2.cache_read_input_tokens == total
     assert events[-2].usage.cache_read_input_tokens == u2.cache_read_input_tokens
+
+
+def test_max_tokens_zero_fills_the_cache_and_generates_nothing(drive: Drive, cached: RefServer) -> None:
+    c = _client(drive, cached)
+    system = drive.kind + ": a long and stable system prompt about ships and harbours. " * 10
+    warm = drive(c.messages.create(model=MODEL, max_tokens=0, system=system, messages=ASK))
+    assert warm.content == [] and warm.stop_reason == "max_tokens" and warm.usage.output_tokens == 0
+    assert warm.usage.cache_read_input_tokens == 0
+    hit = drive(c.messages.create(model=MODEL, max_tokens=4, system=system, messages=ASK))
+    assert hit.usage.cache_read_input_tokens >= count_tokens("system: " + system) - 16
 
 
 # -- rate limits --------------------------------------------------------------------------------
