@@ -414,10 +414,11 @@ class _Answer:
             return
         reason, matched = ("stop_sequence", text.matched) if text.matched else \
             ("max_tokens" if state.reason == "length" else "end_turn", None)
-        if schema is not None:
+        if schema is not None:  # as the chat route's response_format: whole unless it cannot fit
             doc = orjson.dumps(tool_arguments(schema, _words(words))).decode()
+            reason, matched = "end_turn", None
             if count_tokens(doc) > p.max_tokens:  # as a guided-decoding server: cut at max_tokens
-                doc, reason, matched = doc[: max(1, len(doc) // 2)], "max_tokens", None
+                doc, reason = doc[: max(1, len(doc) // 2)], "max_tokens"
             for piece in _chunks(doc):
                 yield _Delta("text", piece)
         yield _Done(reason, matched, max(0, output), state.cached)

@@ -144,6 +144,16 @@ def test_a_final_assistant_turn_is_continued(drive: Drive, server: RefServer) ->
     assert m.usage.output_tokens == count_tokens(m.content[0].text)
 
 
+def test_an_output_format_gives_a_document_that_follows_it(drive: Drive, server: RefServer) -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "count": {"type": "integer"}}}
+    c = _client(drive, server)
+    m = drive(c.messages.create(model=MODEL, max_tokens=40, messages=ASK, metadata={"user_id": "u-1"},
+                                output_config={"format": {"type": "json_schema", "schema": schema}}))
+    doc = json.loads(m.content[0].text)
+    assert isinstance(doc["name"], str) and isinstance(doc["count"], int)
+    assert m.stop_reason == "end_turn"
+
+
 # -- tools and thinking ------------------------------------------------------------------------
 def test_tool_use_round_trip(drive: Drive, server: RefServer) -> None:
     c = _client(drive, server)
