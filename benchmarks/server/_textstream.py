@@ -8,8 +8,7 @@ contain the stop sequence").
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .engine.base import RequestTiming, TokenEvent
 from .tokenizer import Detokenizer
@@ -62,10 +61,10 @@ class TextStream:
         return self._skipped(out)
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One engine event as text: what may be sent now, the event's ids, and on the last step
-    the finish (``"stop"`` by a stop sequence or the engine's end, ``"length"``) and timing."""
+    the finish (``"stop"`` by a stop sequence or the engine's end, ``"length"``) and timing.
+    (A NamedTuple: one is built per token.)"""
 
     text: str
     ids: tuple[int, ...]

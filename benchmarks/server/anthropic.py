@@ -36,7 +36,6 @@ the part up to the last ``cache_control`` breakpoint that was not read (written 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import uuid
@@ -368,7 +367,7 @@ class _Answer:
         if p.thinking_budget is not None:
             thinking_ids: list[int] = []
             text = TextStream(())
-            async with contextlib.aclosing(app._text_steps(req, events, text)) as steps:
+            async with app._text_steps(req, events, text) as steps:
                 async for step in steps:
                     start = state.start(step, {"type": "thinking", "thinking": "", "signature": ""})
                     if start is not None:
@@ -393,7 +392,7 @@ class _Answer:
             block = None
         text = TextStream(p.stop_sequences, p.prefill)
         words: list[int] = []
-        async with contextlib.aclosing(app._text_steps(req, events, text)) as steps:
+        async with app._text_steps(req, events, text) as steps:
             async for step in steps:
                 start = state.start(step, block)
                 if start is not None:

@@ -673,25 +673,29 @@ class App:
         asked for) is given every generated id."""
         parts: list[str] = []
         finish, timing = "length", None
-        async for step in self._text_steps(req, self.engine.submit(ereq), TextStream(stops)):
-            parts.append(step.text)
-            if track is not None:
-                track.add(step.ids)
-            if step.finish is not None:
-                finish, timing = step.finish, step.timing
+        async with self._text_steps(req, self.engine.submit(ereq), TextStream(stops)) as steps:
+            async for step in steps:
+                parts.append(step.text)
+                if track is not None:
+                    track.add(step.ids)
+                if step.finish is not None:
+                    finish, timing = step.finish, step.timing
         req.add_engine_timing(timing)
         return "".join(parts), finish, timing
 
+    @contextlib.asynccontextmanager
     async def _text_steps(self, req: _Req, events: AsyncIterator[TokenEvent],
-                          text: TextStream) -> AsyncIterator[Step]:
+                          text: TextStream) -> AsyncIterator[AsyncIterator[Step]]:
         """One engine request's events (from ``engine.submit``, called before any header is
         sent so admission errors are real statuses) as text steps, paced by the request's
-        faults; the engine's stream is closed when these end or the caller closes them."""
+        faults; the engine's stream is closed when the block ends. (A context, not one more
+        generator around the steps: that would be a hop per token.)"""
         paced = _paced(events, req.fault)
+        steps = text_steps(paced, text)
         try:
-            async for step in text_steps(paced, text):
-                yield step
+            yield steps
         finally:
+            await close_quietly(steps)
             await close_quietly(paced)
             await close_quietly(events)
 
