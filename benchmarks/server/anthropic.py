@@ -386,10 +386,10 @@ class _Answer:
             events = app.engine.submit(ereq)
         tool, schema = p.tool, p.json_schema
         block: dict[str, Any] | None = {"type": "text", "text": ""}
-        if tool is not None:
+        if p.max_tokens == 0:
+            block = None  # nothing is generated: no block
+        elif tool is not None:
             block = {"type": "tool_use", "id": _tool_use_id(req.request_id, 0), "name": tool.name, "input": {}}
-        elif p.max_tokens == 0:
-            block = None
         text = TextStream(p.stop_sequences, p.prefill)
         words: list[int] = []
         async with app._text_steps(req, events, text) as steps:
