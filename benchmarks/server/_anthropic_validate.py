@@ -497,8 +497,6 @@ def _conversation(turns: list[_Turn], prompt: _Prompt) -> str:
             if missing:
                 raise _tool_use_unanswered(pending[missing[0]], missing)
             pending = {}
-        elif pending:  # two assistant turns in a row cannot happen (combined), so this is a bug
-            raise AssertionError("assistant turns were not combined")
         texts: list[str] = []
         if turn is not final:
             prompt.add(f"{turn.role}: ")
