@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault RNG")
     p.add_argument("--allow-fault-headers", action="store_true",
                    help="honour a request's x-fault header (off: any client could inject faults)")
-    p.add_argument("--api-key", help="require 'Authorization: Bearer <key>' on /v1 routes")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer <key>' on /v1 routes (on Anthropic's "
+                                     "Messages routes 'x-api-key: <key>', or the same Bearer header)")
     p.add_argument("--server", default="granian", choices=("granian", "hypercorn", "uvicorn"),
                    help="HTTP server: granian (HTTP/1.1 + HTTP/2), hypercorn (HTTP/1.1 + HTTP/2), "
                         "uvicorn (HTTP/1.1 only, as vLLM and SGLang serve)")
