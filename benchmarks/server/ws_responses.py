@@ -62,7 +62,7 @@ from typing import Any
 
 import orjson
 
-from ._http import REQUEST_ID, TRACEPARENT, Receive, Scope, Send, error_body, header, server_timing
+from ._http import REQUEST_ID, TRACEPARENT, Receive, Scope, Send, error_body, header
 from ._validate import InvalidRequest, request_priority
 from .engine.base import (
     ContextLengthError,
@@ -72,7 +72,6 @@ from .engine.base import (
     EngineOverloaded,
 )
 from .faults import FaultSpec, FaultSpecError
-from .tokenizer import encode
 from .responses import (
     ResponseParams,
     StoredResponse,
@@ -82,6 +81,7 @@ from .responses import (
     parse_response_request,
     previous_not_found,
 )
+from .tokenizer import encode
 
 __all__ = ["PATH", "WsSettings", "add_arguments", "from_args", "handle"]
 
@@ -197,7 +197,7 @@ class _Memory:
         self._lanes[lane] = (rid, item)
         self._ids[rid] = lane
         while len(self._lanes) > self.limit:
-            gone, (gone_id, _) = self._lanes.popitem(last=False)
+            _, (gone_id, _) = self._lanes.popitem(last=False)
             self._ids.pop(gone_id, None)
 
     def get(self, rid: str) -> StoredResponse | None:
@@ -391,7 +391,7 @@ class _Socket:
                     break
         finally:
             with contextlib.suppress(Exception):
-                await events.aclose()  # type: ignore[attr-defined]
+                await events.aclose()
         req.add_engine_timing(timing)
         cached = timing.cached_prompt_tokens if timing else 0
         usage = {"input_tokens": len(turn.prompt_ids),
