@@ -254,9 +254,9 @@ def test_unknown_previous_response_id_is_the_error_event_the_official_client_sur
 
 
 def test_a_wrong_key_is_a_401_before_the_upgrade(server, kind) -> None:
-    with pytest.raises(websockets.exceptions.InvalidStatus) as info:
-        with Official(kind, server, api_key="sk-wrong"):
-            pass
+    with pytest.raises(websockets.exceptions.InvalidStatus) as info, \
+            Official(kind, server, api_key="sk-wrong"):
+        pass
     response = info.value.response
     assert response.status_code == 401
     assert orjson.loads(response.body)["error"]["code"] == "invalid_api_key"
@@ -391,8 +391,8 @@ def test_the_reload_fraction_zero_switches_the_model_off() -> None:
 def test_the_reload_is_the_fraction_of_the_chained_turn_s_time_to_first_token() -> None:
     cost = continuation.ContinuationCost(0.4)
     # 40% of the HTTP turn's time to first token: wait w = 0.4 / 0.6 x the socket turn's
-    assert cost.reload_ms(30.0) == pytest.approx(20.0)
-    assert 20.0 / (30.0 + 20.0) == pytest.approx(0.4)
+    wait = cost.reload_ms(30.0)
+    assert wait == pytest.approx(20.0) and wait / (30.0 + wait) == pytest.approx(0.4)
     assert continuation.ContinuationCost(0).reload_ms(30.0) == 0
     assert cost.reload_ms(0) == 0
     assert continuation.ContinuationCost().fraction == continuation.GUIDE_SPEEDUP == 0.40

@@ -90,10 +90,13 @@ class AsyncWebSocket:
             events = self.session.receive(data)
         except WebSocketError as exc:
             self._flush()
-            self._fail(exc)
+            self._fail(exc, graceful=True)
             return
         self._flush()
         self._take(events, now)
+        if self.session.failure is not None:
+            # recv raises it once the messages before it are read; the close frame goes first
+            self._fail(self.session.failure, graceful=True)
 
     def eof_received(self) -> bool:
         try:
@@ -154,14 +157,19 @@ class AsyncWebSocket:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException, graceful: bool = False) -> None:
+        """Break the connection with ``exc``; ``graceful``: what is written still goes out
+        (a close frame) before the transport closes."""
         if self._error is None:
             self._error = exc
         if not self._opened.done():
             self._opened.set_exception(exc)
             self._opened.exception()
         self._wake()
-        self._abort_transport()
+        if graceful and self._transport is not None:
+            self._transport.close()
+        else:
+            self._abort_transport()
 
     def _flush(self) -> None:
         out = self.session.outgoing()

@@ -103,6 +103,7 @@ class Session:
         self.closed_event: Closed | None = None
         self.eof_pending = False  # the protocol wants our side of the TCP connection shut
         self._opened = False
+        self.failure: WebSocketError | None = None  # the server broke the protocol (receive)
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -139,8 +140,11 @@ class Session:
     # -- input -----------------------------------------------------------------------------
     def receive(self, data: bytes) -> list[Event]:
         """Feed bytes from the network; the events they complete. Raises HandshakeError (a
-        refused upgrade), WebSocketProtocolError / MessageTooBig (the server broke the
-        protocol: the connection is being failed, :meth:`outgoing` has its close frame)."""
+        refused upgrade) and, during the handshake, WebSocketProtocolError. After it, a server
+        that breaks the protocol sets :attr:`failure` (WebSocketProtocolError, MessageTooBig):
+        the events before the bad frame are returned, the connection is being failed
+        (:meth:`outgoing` has its close frame), and the driver raises ``failure`` once those
+        events are read."""
         self._p.receive_data(data)
         return self._events()
 
@@ -163,8 +167,11 @@ class Session:
             elif kind == "Response":
                 self._response(ev, out)
         exc = p.parser_exc if self._opened else p.handshake_exc
-        if exc is not None:
-            self._raise(exc)
+        if exc is not None and self.failure is None:
+            failure = self._failure(exc)
+            if not self._opened and failure is not None:
+                raise failure
+            self.failure = failure
         if self._p.state.name == "CLOSED" and self.closed_event is None:
             self.closed_event = self._closed_now()
             out.append(self.closed_event)
@@ -189,14 +196,17 @@ class Session:
             out.append(self.closed_event)
 
     def _message(self, data: bytes, text: bool, out: list[Event]) -> None:
+        if self.failure is not None:
+            return  # nothing after a failure is delivered
         if text:
             try:
                 data.decode()
             except UnicodeDecodeError as exc:
                 self._p.fail(1007, "invalid UTF-8 in a text message")
-                raise WebSocketProtocolError(
+                self.failure = WebSocketProtocolError(
                     f"the server at {self.url} sent a text message that is not UTF-8 ({exc.reason} "
-                    f"at byte {exc.start}); the connection was closed with 1007", self.url) from None
+                    f"at byte {exc.start}); the connection was closed with 1007", self.url)
+                return
         out.append(Message(data, text))
 
     def _response(self, response: Any, out: list[Event]) -> None:
@@ -205,23 +215,29 @@ class Session:
             raise HandshakeError(self.url, response.status_code, response.reason_phrase, headers,
                                  bytes(response.body or b""))
         if self._p.handshake_exc is not None:
-            self._raise(self._p.handshake_exc)
+            failure = self._failure(self._p.handshake_exc)
+            if failure is not None:
+                raise failure
         self._opened = True
         names = tuple(ext.name for ext in self._p.extensions)
         out.append(Opened(headers, names))
 
-    def _raise(self, exc: BaseException) -> None:
-        name = type(exc).__name__
-        if name == "PayloadTooBig":
-            raise MessageTooBig(f"the server at {self.url} sent a message larger than the limit "
-                                f"({exc}); the connection was closed with 1009", self.url) from exc
-        if name == "EOFError" or isinstance(exc, EOFError):
-            return  # the connection ended mid-frame: receive_eof reports it as a 1006 close
-        if isinstance(exc, WebSocketError):
-            raise exc
-        where = "handshake answer" if not self._opened else "frames"
-        raise WebSocketProtocolError(f"the server at {self.url} broke the WebSocket protocol in its "
-                                     f"{where}: {exc}; the connection was failed", self.url) from exc
+    def _failure(self, exc: BaseException) -> WebSocketError | None:
+        """The typed error for what the protocol reported (None: the connection just ended)."""
+        if type(exc).__name__ == "PayloadTooBig":
+            err: WebSocketError = MessageTooBig(
+                f"the server at {self.url} sent a message larger than the limit ({exc}); the "
+                f"connection was closed with 1009", self.url)
+        elif isinstance(exc, EOFError):
+            return None  # the connection ended mid-frame: receive_eof reports it as a 1006 close
+        elif isinstance(exc, WebSocketError):
+            return exc
+        else:
+            where = "handshake answer" if not self._opened else "frames"
+            err = WebSocketProtocolError(f"the server at {self.url} broke the WebSocket protocol "
+                                         f"in its {where}: {exc}; the connection was failed", self.url)
+        err.__cause__ = exc
+        return err
 
     def _closed_now(self) -> Closed:
         p = self._p

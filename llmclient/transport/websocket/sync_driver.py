@@ -94,6 +94,8 @@ class SyncWebSocket:
             if data is None:
                 continue
             events = self._feed(data)
+            if self.session.failure is not None and not any(isinstance(e, Opened) for e in events):
+                raise self.session.failure
             for ev in events:
                 if isinstance(ev, Opened):
                     self.response_headers, self.extensions = ev.headers, ev.extensions
@@ -163,6 +165,8 @@ class SyncWebSocket:
                 pass  # a pong or close echo that cannot go: the reads say why
         if eof or not data:
             self._shut_write()
+        if self.session.failure is not None and self._error is None:
+            self._error = self.session.failure  # raised once the messages before it are read
         return events
 
     def _queue(self, events: list[Any]) -> None:
@@ -228,11 +232,14 @@ class SyncWebSocket:
 
     def _feed_checked(self, data: bytes) -> list[Any]:
         try:
-            return self._feed(data)
+            events = self._feed(data)
         except WebSocketError as exc:
             self._error = exc
             self._shut()
             raise
+        if self._error is not None:
+            self._shut()
+        return events
 
     def __iter__(self) -> Iterator[bytes]:
         """Messages until the connection closes cleanly (1000/1001); any other close raises."""
