@@ -204,3 +204,11 @@ def test_import_llmclient_does_not_load_the_websocket_transport() -> None:
     code = "import sys, llmclient; print(any('websocket' in m for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_poller_looks_again_within_an_interval_while_a_ping_is_in_flight() -> None:
+    hb = Heartbeat(interval=1, timeout=20)
+    hb.start(0.0)
+    assert hb.poll_in(0.5) == pytest.approx(0.5)
+    hb.ping(1.0)
+    assert hb.next_check(1.0) == pytest.approx(20.0) and hb.poll_in(1.0) == pytest.approx(1.0)

@@ -138,6 +138,7 @@ class AsyncWebSocket:
                 self.last_message_at = now
             elif isinstance(ev, Pong):
                 self.heartbeat.pong(ev.data, now)
+                self._schedule_beat()  # the next ping is due an interval from now, not at the pong's deadline
             elif isinstance(ev, Opened):
                 self.response_headers, self.extensions = ev.headers, ev.extensions
                 self.last_message_at = now
@@ -333,6 +334,8 @@ class AsyncWebSocket:
 
     # -- the heartbeat ---------------------------------------------------------------------
     def _schedule_beat(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         wait = self.heartbeat.next_check(time.monotonic())
         if wait is not None and not self._lost.done():
             self._timer = self._loop.call_later(max(wait, 1e-3), self._beat)

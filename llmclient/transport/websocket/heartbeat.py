@@ -64,6 +64,14 @@ class Heartbeat:
         return (self.timeout is not None and self.ping_sent_at is not None
                 and now - self.ping_sent_at >= self.timeout)
 
+    def poll_in(self, now: float) -> float | None:
+        """Seconds until a poller that only sees input when it looks should look again: with a
+        ping in flight, within ``interval`` too (its pong makes the next ping due then)."""
+        wait = self.next_check(now)
+        if self.ping_sent_at is not None and self.interval is not None:
+            return self.interval if wait is None else min(wait, self.interval)
+        return wait
+
     def next_check(self, now: float) -> float | None:
         """Seconds until :meth:`due` or :meth:`dead` can change (None: never)."""
         if self.ping_sent_at is not None:

@@ -377,7 +377,8 @@ class _Pinger:
     _lock = threading.Lock()
     _sockets: weakref.WeakSet[SyncWebSocket] = weakref.WeakSet()
     _thread: threading.Thread | None = None
-    TICK_S = 1.0
+    MAX_TICK_S = 1.0  # the longest sleep; shorter when a socket's ping or pong is due sooner
+    MIN_TICK_S = 0.05
 
     @classmethod
     def watch(cls, ws: SyncWebSocket) -> None:
@@ -397,17 +398,23 @@ class _Pinger:
 
     @classmethod
     def _run(cls) -> None:
+        wait = cls.MIN_TICK_S
         while True:
-            time.sleep(cls.TICK_S)
+            time.sleep(wait)
             with cls._lock:
                 sockets = list(cls._sockets)
                 if not sockets:
                     cls._thread = None
                     return
+            wait = cls.MAX_TICK_S
             for ws in sockets:
                 try:
                     ws._idle_tick()
                 except Exception:  # a broken socket must not stop the others' heartbeat
                     logger.debug("websocket heartbeat failed", exc_info=True)
+                due = ws.heartbeat.poll_in(time.monotonic())
+                if due is not None:
+                    wait = min(wait, due)
+            wait = max(wait, cls.MIN_TICK_S)
 
 
