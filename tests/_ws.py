@@ -33,7 +33,7 @@ class Ws:
         self.driver.run(self.ws.send_text(orjson.dumps(value)))
 
     def recv(self, timeout: float | None = 30.0) -> bytes:
-        return self.driver.run(self.ws.recv(timeout))  # type: ignore[no-any-return]
+        return self.driver.run(self.ws.recv(timeout))
 
     def recv_json(self, timeout: float | None = 30.0) -> Any:
         return orjson.loads(self.recv(timeout))

@@ -31,7 +31,8 @@ Then each client event is one JSON text (or binary) message:
   response is never in the server's store: it lives in the socket's memory and dies with it.
 * Errors: an ``error`` event (``status``: the HTTP status the same request would have had;
   ``error``: OpenAI's ``message``, ``type``, ``param``, ``code``; the lane's ``stream_id``): a
-  validation error (400, the field in ``param``), ``previous_response_not_found`` (400),
+  validation error (400, the field in ``param``), ``previous_response_not_found`` (404, as the
+  HTTP route answers it),
   ``model_not_found`` (404), rate limits (429), an engine failure before the response started
   (429/503/500). An engine failure after ``response.created`` is ``response.failed``. The
   socket stays open after an error event.

@@ -78,12 +78,15 @@ class AsyncWebSocket:
         self.response_headers: tuple[tuple[str, str], ...] = ()
         self.extensions: tuple[str, ...] = ()
         self.last_message_at = 0.0  # monotonic time of the last message (not pings)
+        self.bytes_sent = 0  # WebSocket bytes (frames, the handshake; not TLS records), for the call records
+        self.bytes_received = 0
 
     # -- asyncio.Protocol ------------------------------------------------------------------
     def connection_made(self, transport: Any) -> None:
         self._transport = transport  # again after start_tls: the TLS transport from then on
 
     def data_received(self, data: bytes) -> None:
+        self.bytes_received += len(data)
         now = time.monotonic()
         self.heartbeat.received(now)
         try:
@@ -176,6 +179,7 @@ class AsyncWebSocket:
         out = self.session.outgoing()
         if out and self._transport is not None and not self._transport.is_closing():
             self._transport.write(out)
+            self.bytes_sent += len(out)
         transport = self._transport
         if self.session.eof_pending and transport is not None and transport.can_write_eof():
             try:
@@ -189,7 +193,9 @@ class AsyncWebSocket:
 
     # -- the handshake ---------------------------------------------------------------------
     async def _handshake(self) -> None:
-        self._transport.write(self.session.start())
+        request = self.session.start()
+        self._transport.write(request)
+        self.bytes_sent += len(request)
         timeout = self.options.open_timeout
         handle = None
         if timeout is not None:
@@ -224,6 +230,7 @@ class AsyncWebSocket:
         if self._transport is None or self._transport.is_closing():
             raise self.session.closed_error("send")
         self._transport.write(out)
+        self.bytes_sent += len(out)
 
     async def _drain(self) -> None:
         self._drained = fut = self._loop.create_future()

@@ -79,6 +79,8 @@ class SyncWebSocket:
         self._error: BaseException | None = None  # what broke the connection
         self._shut_done = False
         self._read_timeout: float | None = -1.0  # nothing set yet
+        self.bytes_sent = 0  # WebSocket bytes (frames, the handshake; not TLS records), for the call records
+        self.bytes_received = 0
 
     # -- the handshake ---------------------------------------------------------------------
     def _handshake(self) -> None:
@@ -120,7 +122,9 @@ class SyncWebSocket:
             if timeout != self._read_timeout:
                 set_timeout(self._raw, timeout, self._kernel, "read")
                 self._read_timeout = timeout
-            return self._sock.recv(_READ_SIZE)
+            data = self._sock.recv(_READ_SIZE)
+            self.bytes_received += len(data)
+            return data
         except (BlockingIOError, TimeoutError):
             return None
         except OSError as exc:
@@ -142,6 +146,7 @@ class SyncWebSocket:
                 set_timeout(self._raw, timeout, False)
                 self._read_timeout = timeout
             self._sock.sendall(data)
+            self.bytes_sent += len(data)
         except (BlockingIOError, TimeoutError) as exc:
             self.abort(WebSocketTimeout(f"the server at {self.url} did not read what we sent "
                                         f"for {timeout:g} s", self.url))
