@@ -293,3 +293,23 @@ def test_an_idle_socket_is_pinged_while_nobody_reads(drive) -> None:
             drive.sleep(0.1)
         assert not ws.closed
         ws.close()
+
+
+def test_close_while_another_thread_waits_in_recv(server) -> None:
+    # [sync] only: a reader thread and a closing thread (the async driver has one loop).
+    ws = WsDriver("sync").connect(_url(server), headers=AUTH)
+    got: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            ws.recv(timeout=30)
+        except BaseException as exc:
+            got.append(exc)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(0.2)  # let it block in recv (a hang guard, not a measurement)
+    ws.close()
+    t.join(20)
+    assert not t.is_alive() and ws.closed
+    assert isinstance(got[0], WebSocketClosed) and got[0].clean

@@ -157,6 +157,45 @@ def test_an_nginx_reload_mid_response_leaves_the_socket_to_finish(nginx, drive) 
         assert fresh.until_done()[-1]["type"] in TERMINAL
 
 
+def test_the_official_client_s_socket_survives_an_nginx_reload_mid_response(nginx, drive) -> None:
+    """The control for the test above: the same reload under the official client's socket."""
+    base_url = nginx.base_url("ws")
+
+    def sync_run() -> list[Any]:
+        client = openai.OpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+        with client.responses.connect(extra_headers={"x-fault": "slow_ms=30"}) as conn:
+            conn.response.create(model=MODEL, input="x", max_output_tokens=40)
+            events = [conn.recv() for _ in range(5)]
+            nginx.reload()
+            while events[-1].type not in TERMINAL:
+                events.append(conn.recv())
+            conn.response.create(model=MODEL, input="y", max_output_tokens=16,
+                                 previous_response_id=events[-1].response.id)
+            events.append(next(e for e in conn if e.type in TERMINAL))
+        return events
+
+    async def async_run() -> list[Any]:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+        async with client.responses.connect(extra_headers={"x-fault": "slow_ms=30"}) as conn:
+            await conn.response.create(model=MODEL, input="x", max_output_tokens=40)
+            events = [await conn.recv() for _ in range(5)]
+            nginx.reload()
+            while events[-1].type not in TERMINAL:
+                events.append(await conn.recv())
+            await conn.response.create(model=MODEL, input="y", max_output_tokens=16,
+                                       previous_response_id=events[-1].response.id)
+            async for e in conn:
+                if e.type in TERMINAL:
+                    events.append(e)
+                    break
+        await client.close()
+        return events
+
+    events = sync_run() if drive.kind == "sync" else asyncio.run(async_run())
+    assert len([e for e in events if e.type == "response.output_text.delta"]) == 40
+    assert events[-1].type in TERMINAL and events[-1].response.previous_response_id
+
+
 def test_pings_keep_an_idle_socket_open_through_a_short_proxy_read_timeout(nginx, drive) -> None:
     # proxy_read_timeout 1s on this listener: a socket silent for longer is closed by nginx.
     quiet = drive.connect(nginx.ws_url("ws_short_read"), headers=AUTH, ping_interval=None)

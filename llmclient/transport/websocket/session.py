@@ -19,6 +19,9 @@ from typing import Any, Final
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidURI
 from websockets.extensions.permessage_deflate import enable_client_permessage_deflate
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.protocol import State
 from websockets.uri import parse_uri
 
 from .errors import (
@@ -33,6 +36,8 @@ __all__ = ["DEFLATE", "MAX_SIZE", "Closed", "Event", "Message", "Opened", "Pong"
            "http_equivalent"]
 
 DEFLATE: Final = "deflate"
+_TEXT, _BINARY, _CONT, _PONG, _CLOSE = (Opcode.TEXT, Opcode.BINARY, Opcode.CONT, Opcode.PONG,
+                                        Opcode.CLOSE)
 # The largest message accepted: a response.completed event carries the whole response (its
 # text and tool calls), well under this. The official client sets no limit.
 MAX_SIZE: Final = 64 * 1024 * 1024
@@ -108,12 +113,12 @@ class Session:
     # -- state -----------------------------------------------------------------------------
     @property
     def open(self) -> bool:
-        return self._opened and self._p.state.name == "OPEN"
+        return self._opened and self._p.state is State.OPEN
 
     @property
     def closing(self) -> bool:
         """A close frame went out or came in; the TCP connection should end soon."""
-        return self._p.state.name in ("CLOSING", "CLOSED")
+        return self._p.state is State.CLOSING or self._p.state is State.CLOSED
 
     def closed_error(self, action: str = "") -> WebSocketClosed:
         """The error for a connection that is closed (or closing): the server's code if it
@@ -161,10 +166,15 @@ class Session:
         p = self._p
         out: list[Event] = []
         for ev in p.events_received():
-            kind = type(ev).__name__
-            if kind == "Frame":
+            if type(ev) is Frame:
+                op = ev.opcode
+                if op is _TEXT and ev.fin and self.failure is None:  # the common case, inline
+                    data = bytes(ev.data)
+                    if data.isascii():  # ASCII is UTF-8: nothing to check
+                        out.append(Message(data, True))
+                        continue
                 self._frame(ev, out)
-            elif kind == "Response":
+            elif isinstance(ev, Response):
                 self._response(ev, out)
         exc = p.parser_exc if self._opened else p.handshake_exc
         if exc is not None and self.failure is None:
@@ -172,33 +182,33 @@ class Session:
             if not self._opened and failure is not None:
                 raise failure
             self.failure = failure
-        if self._p.state.name == "CLOSED" and self.closed_event is None:
+        if p.state is State.CLOSED and self.closed_event is None:
             self.closed_event = self._closed_now()
             out.append(self.closed_event)
         return out
 
     def _frame(self, frame: Any, out: list[Event]) -> None:
-        op = frame.opcode.name
-        if op in ("TEXT", "BINARY"):
+        op = frame.opcode
+        if op is _TEXT or op is _BINARY:
             if frame.fin:
-                self._message(bytes(frame.data), op == "TEXT", out)
+                self._message(bytes(frame.data), op is _TEXT, out)
             else:
-                self._parts, self._text = [bytes(frame.data)], op == "TEXT"
-        elif op == "CONT":
+                self._parts, self._text = [bytes(frame.data)], op is _TEXT
+        elif op is _CONT:
             self._parts.append(bytes(frame.data))
             if frame.fin:
                 data, self._parts = b"".join(self._parts), []
                 self._message(data, self._text, out)
-        elif op == "PONG":
+        elif op is _PONG:
             out.append(Pong(bytes(frame.data)))
-        elif op == "CLOSE" and self.closed_event is None:
+        elif op is _CLOSE and self.closed_event is None:
             self.closed_event = self._closed_now()
             out.append(self.closed_event)
 
     def _message(self, data: bytes, text: bool, out: list[Event]) -> None:
         if self.failure is not None:
             return  # nothing after a failure is delivered
-        if text:
+        if text and not data.isascii():  # ASCII is UTF-8; only the rest is decoded to check it
             try:
                 data.decode()
             except UnicodeDecodeError as exc:
@@ -275,13 +285,13 @@ class Session:
 
     def close(self, code: int = 1000, reason: str = "") -> bytes:
         """Start the closing handshake (nothing to send when it is already closing)."""
-        if self._opened and self._p.state.name == "OPEN":
+        if self._opened and self._p.state is State.OPEN:
             self._p.send_close(code, reason)
         return self._outgoing()
 
     def fail(self, code: int, reason: str = "") -> bytes:
         """Fail the connection (RFC 6455 section 7.1.7): a close frame when still open."""
-        if self._opened and self._p.state.name == "OPEN":
+        if self._opened and self._p.state is State.OPEN:
             self._p.fail(code, reason)
         return self._outgoing()
 

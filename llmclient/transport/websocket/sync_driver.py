@@ -279,7 +279,13 @@ class SyncWebSocket:
             self._shut()
             return
         deadline = time.monotonic() + self.options.close_timeout
-        with self._read_lock:
+        # Another thread may be in recv(): it reads the server's answer and ends; if it holds the
+        # reader's place past the close timeout, the socket is aborted under it.
+        if not self._read_lock.acquire(timeout=self.options.close_timeout):
+            self.abort()
+            self._shut()
+            return
+        try:
             while self.session.closed_event is None or not self.session.eof_pending:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -296,6 +302,8 @@ class SyncWebSocket:
                     break
                 if not data:
                     break
+        finally:
+            self._read_lock.release()
         self._shut()
 
     def abort(self, error: BaseException | None = None) -> None:
