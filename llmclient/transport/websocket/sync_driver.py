@@ -34,7 +34,7 @@ from .setup import WebSocketOptions, connect_request, new_session, plan_route, t
 
 __all__ = ["SyncWebSocket", "connect"]
 
-_READ_SIZE = 256 * 1024
+_READ_SIZE = 64 * 1024  # websockets reads 64 KiB at a time too
 
 
 def connect(url: str, options: WebSocketOptions | None = None) -> SyncWebSocket:
