@@ -275,6 +275,11 @@ class _Socket:
                 except asyncio.QueueEmpty:
                     return
                 await self._respond(lane, generate, body)
+        except Exception:
+            # The socket went away under the response (the client left, a cut closed it): its
+            # engine streams are closed by now; nothing is left to tell anyone.
+            if not self.closed:
+                log.exception("websocket lane %r failed", lane)
         finally:
             if self.lanes.get(lane) is queue:
                 del self.lanes[lane]
