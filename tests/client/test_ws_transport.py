@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import openai
+import orjson
 import pytest
 
 from llmclient.transport.websocket import (
@@ -188,14 +189,16 @@ def test_over_tls_with_verification(ref_server_tls, drive) -> None:
         drive.connect(url)  # the system's CAs do not know the test CA: refused, never ignored
 
 
-def test_permessage_deflate_is_negotiated_when_asked_and_offered(drive) -> None:
+def test_permessage_deflate_is_offered_by_default_and_taken_when_the_server_can(drive) -> None:
     s = start_ref_server("--server", "hypercorn")
     try:
-        with drive.connect(_url(s), compression="deflate") as ws:
+        with drive.connect(_url(s)) as ws:  # offered by default, taken by hypercorn
             assert ws.extensions == ("permessage-deflate",)
             ws.send_json(CREATE)
-            assert ws.until_done()[-1]["type"] == "response.incomplete"
-        with drive.connect(_url(s)) as ws:  # the default offers nothing
+            events = ws.until_done()
+            assert events[-1]["type"] == "response.incomplete"
+            assert ws.bytes_received < sum(len(orjson.dumps(e)) for e in events) / 4
+        with drive.connect(_url(s), compression=None) as ws:  # offers nothing
             assert ws.extensions == ()
     finally:
         stop_ref_server(s)

@@ -20,15 +20,19 @@ import httpx
 from ..lanes import h1_ssl_context
 from ..proxy import ProxyInfo, ProxyMap, proxy_for
 from .heartbeat import PING_INTERVAL_S, PING_TIMEOUT_S
-from .session import MAX_SIZE, Session, http_equivalent
+from .session import DEFLATE, MAX_SIZE, Session, http_equivalent
 
 __all__ = ["COMPRESSION", "Route", "WebSocketOptions", "connect_request", "new_session",
            "plan_route", "tls_context"]
 
-# permessage-deflate is not offered by default: measured on Responses stream events (README,
-# "WebSocket transport"), inflating each small event cost more client CPU than the bytes it
-# saved were worth on the links the benchmarks model. compression="deflate" offers it.
-COMPRESSION: str | None = None
+# permessage-deflate (RFC 7692) is offered by default; the server decides (granian never takes
+# it, hypercorn and uvicorn do). Measured on the reference server's Responses stream events
+# (README, "The WebSocket transport"; three runs of python -m benchmarks.ws_overhead): 12x fewer
+# bytes per event (about 220 -> 18), for 2-7 us more client CPU per event, so it pays on links
+# slower than about 230 Mbit/s (the benchmarks' wan is 50); compression=None for a fast LAN.
+# The decompressed size is bounded by max_size (websockets checks it while inflating), so a
+# compressed message cannot blow up past it.
+COMPRESSION: str | None = DEFLATE
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class WebSocketOptions:
     Timeouts in seconds (None: no limit): ``connect_timeout`` for TCP + TLS (+ CONNECT),
     ``open_timeout`` for the handshake's answer, ``write_timeout`` for a send the peer does not
     read, ``close_timeout`` for the closing handshake. ``ping_interval``/``ping_timeout``: see
-    ``heartbeat.py`` (None: no pings). ``compression``: ``"deflate"`` or None. ``max_size``: the
+    ``heartbeat.py`` (None: no pings). ``compression``: ``"deflate"`` (offered, the default) or None. ``max_size``: the
     largest message accepted (None: no limit). ``max_queue``: messages the async driver holds
     for a reader that does not keep up before it stops reading the socket.
     """
