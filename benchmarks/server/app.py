@@ -222,7 +222,7 @@ class App:
         elif scope["type"] == "http":
             await self._http(scope, receive, send)
         elif scope["type"] == "websocket":
-            await ws_responses.handle(self, scope, receive, send)
+            await ws_responses.handle(self, scope, receive, send, _Req)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -453,11 +453,10 @@ def _tokens(text: str) -> tuple[int, ...]:
 
 
 # -- the ASGI entry ------------------------------------------------------------------------------
-async def handle(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
+async def handle(app: Any, scope: Scope, receive: Receive, send: Send, make_req: Any) -> None:
     """A ``websocket`` scope: the handshake (refused with a real HTTP status where the server
-    has the ``websocket.http.response`` extension), then the socket's events until it closes."""
-    from .app import _Req  # app imports this module; its request record is needed per response
-
+    has the ``websocket.http.response`` extension), then the socket's events until it closes.
+    ``make_req``: the app's per-request record class (each response gets one of its own)."""
     message = await receive()
     if message["type"] != "websocket.connect":
         return
@@ -479,7 +478,7 @@ async def handle(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
     except FaultSpecError as exc:
         await _deny(scope, send, 400, f"x-fault header: {exc}", param="x-fault")
         return
-    req = _Req(rid, None, fault, time.perf_counter(), send_timing=cfg.server_timing)
+    req = make_req(rid, None, fault, time.perf_counter(), send_timing=cfg.server_timing)
     if header(scope, b"x-llm-priority") == "low":
         req.priority = 1
     await send({"type": "websocket.accept", "headers": [(b"x-request-id", rid.encode())]})
