@@ -27,7 +27,7 @@ import orjson
 
 from llmclient.wire import compress
 
-from . import anthropic, responses, wire
+from . import anthropic, responses, wire, ws_responses
 from ._http import (
     REQUEST_ID,
     TRACEPARENT,
@@ -60,6 +60,7 @@ from ._validate import (
     request_priority,
 )
 from .background import BackgroundRuns
+from .continuation import ContinuationCost
 from .embeddings import embedding_data
 from .engine.base import (
     ContextLengthError,
@@ -148,6 +149,10 @@ class AppConfig:
     # x-llm-priority is only logged) or "priority" (the body field, else x-llm-priority: low = 1,
     # orders and preempts; the engine must be built with the same policy: make_engine).
     scheduling_policy: str = "fcfs"
+    # The Responses cost model of a chained turn (continuation.py) and the WebSocket mode's
+    # knobs (ws_responses.py).
+    continuation: ContinuationCost = field(default_factory=ContinuationCost)
+    websocket: ws_responses.WsSettings = field(default_factory=ws_responses.WsSettings)
 
 
 @dataclass
@@ -219,6 +224,8 @@ class App:
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
             await self._http(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await ws_responses.handle(self, scope, receive, send, _Req)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
