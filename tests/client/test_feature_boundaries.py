@@ -152,16 +152,17 @@ def _guarded(tree: ast.AST) -> set[int]:
     return found
 
 # The modules every room may use: errors, logging, redaction, the version; the registry that
-# makes classes the official ones' kind and the keyword check (both import nothing of llmclient).
+# makes classes the official ones' kind and the keyword check (both import nothing of llmclient);
+# the waits the generated sync/async twins share (_synchronization: threading and asyncio only).
 BASE = ("llmclient._errors", "llmclient._logging", "llmclient._redact", "llmclient._version",
-        "llmclient._official", "llmclient._keywords")
+        "llmclient._official", "llmclient._keywords", "llmclient._synchronization")
 # room -> what else it may import (a module, or a package and everything under it). Read top-down
 # a call goes face (llmclient, _client) -> api -> pipeline -> features / cache -> wire, and the
 # pipeline's plain data (call, timings, tracing) is what features carry; transport is at the bottom.
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "llmclient.transport": (),
     "llmclient.wire": (),
-    "llmclient.cache": ("llmclient.wire", "llmclient._async.cache", "llmclient._sync.cache"),
+    "llmclient.cache": ("llmclient.wire",),
     "llmclient.features": ("llmclient.pipeline.call", "llmclient.pipeline.timings",
                            "llmclient.pipeline.tracing", "llmclient.pipeline.shared",
                            "llmclient.cache", "llmclient.wire", "llmclient.api.models"),
