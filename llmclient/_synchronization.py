@@ -104,18 +104,18 @@ async def asleep(seconds: float) -> None:
 _SHIELDED: set[Any] = set()  # the loop holds tasks weakly: these are held until they end
 
 
-def shield(result: T) -> T:
-    """The sync twin of :func:`ashield`: a thread cannot be cancelled, so the work (the
-    argument) has run to its end in the caller's thread already; its result is returned."""
-    return result
+def shield(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, run to its end: a thread cannot be cancelled (the sync twin of
+    :func:`ashield`)."""
+    return fn(*args)
 
 
-async def ashield(work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work`` as a task of its own and return its result: if the caller is cancelled
-    meanwhile, the caller stops waiting but ``work`` runs to its end."""
+async def ashield(fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+    """``await fn(*args)`` as a task of its own: if the caller is cancelled meanwhile, it stops
+    waiting but the task runs to its end."""
     import asyncio  # the async client's: `import llmclient` does not load it
 
-    task = asyncio.get_running_loop().create_task(work)
+    task = asyncio.get_running_loop().create_task(fn(*args))
     _SHIELDED.add(task)
     task.add_done_callback(_forget_shielded)
     return await asyncio.shield(task)
