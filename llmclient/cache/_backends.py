@@ -491,6 +491,13 @@ class AsyncBackendView:
         else:
             self._backend.set(key, value, ttl)
 
+    async def delete(self, key: str) -> None:
+        adelete = getattr(self._backend, "adelete", None)
+        if adelete is not None:
+            await adelete(key)
+        else:
+            self._backend.delete(key)
+
     async def close(self) -> None:
         aclose = getattr(self._backend, "aclose", None)
         if aclose is not None:
