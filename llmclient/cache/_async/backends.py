@@ -9,8 +9,7 @@ __all__ = ["AsyncRedisIO"]
 
 
 class AsyncRedisIO:
-    """``aget``/``aset``/``adelete`` over the client of this kind (``redis.asyncio``'s belongs to
-    the loop that opened it)."""
+    """``aget``/``aset``/``adelete`` over ``_async_client()``, the Redis client of this kind."""
 
     if TYPE_CHECKING:  # RedisBackend's own, used here
         def _async_client(self) -> Any: ...

@@ -11,8 +11,7 @@ __all__ = ["RedisIO"]
 
 
 class RedisIO:
-    """``get``/``set``/``delete`` over the client of this kind (``redis.asyncio``'s belongs to
-    the loop that opened it)."""
+    """``get``/``set``/``delete`` over ``_sync_client()``, the Redis client of this kind."""
 
     if TYPE_CHECKING:  # RedisBackend's own, used here
         def _sync_client(self) -> Any: ...

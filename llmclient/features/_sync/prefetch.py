@@ -149,8 +149,8 @@ def _send_followup(
     except Exception as exc:
         raise _failure(state, pcall, origin.trace.trace_id, exc) from exc
     except BaseException:
-        # Cancelled mid-stream (cancelling the token cancels the prefetch's task), or
-        # interrupted: the stream's own cleanup has reset it (RST_STREAM); what came was wasted.
+        # Cancelled or interrupted mid-stream (a task is cancelled with its token; a thread only
+        # sees the token): the stream's own cleanup has reset it (RST_STREAM); what came was wasted.
         state.speculator.note_wasted(_completion_tokens(chunks))
         _otel.prefetch_wasted(1)
         raise
