@@ -42,6 +42,8 @@ RENAMES: dict[str, str] = {
     "async_parse": "parse",
     "async_stream": "stream",
     "async_models_page": "models_page",
+    # speculative's runners: a prefetch in a task of the loop, or in a thread (features/prefetch)
+    "run_in_task": "run_in_thread",
 }
 # Each ``_``-separated part of a name: ``aclose_all`` -> ``close_all``, ``__aenter__`` ->
 # ``__enter__``, ``shared_async_transport`` -> ``shared_sync_transport``; and a part
@@ -52,8 +54,9 @@ PART_RENAMES: dict[str, str] = {
     "anext": "next", "aenter": "enter", "aexit": "exit", "abegin": "begin", "aget": "get",
     "aset": "set", "adelete": "delete", "alookup": "lookup", "aput": "put", "astore": "store",
     "areplay": "replay", "aflights": "flights", "abackend": "backend", "asend": "send",
-    "aafter": "after", "aoff": "off", "awarm": "warm", "aacquire": "acquire", "aadmit": "admit",
-    "asubmit": "submit", "aearly": "early", "adropped": "dropped",
+    "aafter": "after", "ashield": "shield", "aadmit": "admit", "aacquire": "acquire",
+    "asubmit": "submit", "awarm": "warm", "alearned": "learned", "areserve": "reserve",
+    "aoff": "off", "aearly": "early", "adropped": "dropped",
 }
 
 HEADER = ("# Generated from {name} by scripts/unasync.py: do not edit here, edit that\n"

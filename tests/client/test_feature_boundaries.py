@@ -181,7 +181,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "llmclient.transport": (),
     "llmclient.wire": (),
     "llmclient.pipeline": ("llmclient.wire",),
-    "llmclient.cache": ("llmclient.pipeline", "llmclient.wire", "llmclient._async.cache", "llmclient._sync.cache"),
+    "llmclient.cache": ("llmclient.pipeline", "llmclient.wire"),
     "llmclient.features": ("llmclient.cache", "llmclient.pipeline", "llmclient.wire"),
     "llmclient.layers": ("llmclient.features", "llmclient.cache", "llmclient.pipeline", "llmclient.wire",
                          "llmclient.transport"),

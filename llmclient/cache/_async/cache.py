@@ -1,5 +1,3 @@
-# Generated from llmclient/_async/cache.py by scripts/unasync.py: do not edit here, edit that
-# file and run `python scripts/unasync.py` (make lint checks that this file is current).
 """The response cache's I/O: read, write, and the client's entry point (look up, then lead or
 join an identical call in flight). The decisions (plan, key, policy, entries) are the pure
 parts of ``llmclient.cache``; ``ResponseCache`` and ``CacheHandle`` mix these in."""
@@ -9,25 +7,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..cache._backends import backend_call
-from ..cache._entry import CachedEntry, encode_entry
-from ..cache._replay import ReplayStream
-from ..cache._signing import sign
+from .._entry import CachedEntry, encode_entry
+from .._signing import sign
+from .replay import AsyncReplayStream
 
 if TYPE_CHECKING:
-    from ..cache._cache import CacheHandle, CachePlan
-    from ..cache._singleflight import SingleFlight
+    from .._backends import AsyncBackendView  # unasync: sync=from .._backends import Backend
+    from .._cache import CacheHandle, CachePlan
+    from .singleflight import AsyncSingleFlight
 
-__all__ = ["CacheHandleIO", "CacheIO"]
+__all__ = ["AsyncCacheHandleIO", "AsyncCacheIO"]
 
 
-class CacheIO:
-    """``ResponseCache``'s reads, writes and the client's entry point, ``begin``."""
+class AsyncCacheIO:
+    """``ResponseCache``'s reads, writes and the client's entry point, ``abegin``."""
 
-    backend: Any
+    abackend: AsyncBackendView  # unasync: sync=backend: Backend
     default_ttl: float | None
     _signing_key: bytes | None
-    flights: SingleFlight[CachedEntry]
+    aflights: AsyncSingleFlight[CachedEntry]
 
     if TYPE_CHECKING:  # ResponseCache's own, used here
         def _usable(self) -> bool: ...
@@ -45,28 +43,28 @@ class CacheIO:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def get(self, key: str) -> CachedEntry | None:
+    async def aget(self, key: str) -> CachedEntry | None:
         data = None
         if self._usable():
             try:
-                data = backend_call(self.backend, "get", key)
+                data = await self.abackend.get(key)
             except Exception as exc:
                 self._backend_failed("get", key, exc)
             else:
                 self._backend_ok()
         return self._decode(key, data)
 
-    def lookup(self, plan: CachePlan | None) -> CachedEntry | None:
-        return self.get(plan.key) if plan is not None and plan.read else None
+    async def alookup(self, plan: CachePlan | None) -> CachedEntry | None:
+        return await self.aget(plan.key) if plan is not None and plan.read else None
 
     # -- writes --------------------------------------------------------------------------
 
-    def put(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
+    async def aput(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
         if not self._usable():
             return False
         data = sign(self._signing_key, key, encode_entry(entry))
         try:
-            backend_call(self.backend, "set", key, data, ttl if ttl is not None else self.default_ttl)
+            await self.abackend.set(key, data, ttl if ttl is not None else self.default_ttl)
         except Exception as exc:
             self._backend_failed("set", key, exc)
             return False
@@ -74,46 +72,47 @@ class CacheIO:
         self._stored(data)
         return True
 
-    def store_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
+    async def astore_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
         entry = self.entry_for_response(plan, response)
-        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
+        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
 
-    def store_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
+    async def astore_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
         entry = self.entry_for_stream(plan, chunks)
-        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
+        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
 
     # -- the client's entry point --------------------------------------------------------
 
-    def begin(self, call: Any) -> CacheHandle | None:
+    async def abegin(self, call: Any) -> CacheHandle | None:
         """Plan, look up and (for non-stream calls) join or lead; sets ``call.record.cache``."""
         _start_clock(call)
         plan = self.plan(call)
         if plan is None:
             return None
         handle = self._handle(call, plan)
-        handle.entry = self.lookup(plan)
+        handle.entry = await self.alookup(plan)
         if handle.entry is not None:
             call.record.cache = "hit"
             handle._owned = True
             return handle
         call.record.cache = "miss"
         if not plan.stream:
-            flight = self.flights.begin(plan.key)
+            flight = self.aflights.begin(plan.key)
             if flight.leader:
                 handle._flight = flight
             else:
-                ok, entry = flight.wait(_wait_timeout(call))
+                ok, entry = await flight.wait(_wait_timeout(call))
                 if ok and entry is not None:
                     self.note_join()
                     handle.entry, call.record.cache = entry, "join"
         return handle
 
-    def close(self) -> None:
-        if hasattr(self.backend, "close"):
-            backend_call(self.backend, "close")
+    async def aclose(self) -> None:
+        close = getattr(self.abackend, "close", None)  # a backend of one's own may have none
+        if close is not None:
+            await close()
 
 
-class CacheHandleIO:
+class AsyncCacheHandleIO:
     """``CacheHandle``'s replay and store."""
 
     call: Any
@@ -124,11 +123,11 @@ class CacheHandleIO:
         def chunks(self) -> list[dict[str, Any]]: ...
         def _resolve(self, entry: CachedEntry | None) -> None: ...
 
-    def replay_stream(self, make: Any) -> ReplayStream[Any]:
-        return ReplayStream(self.call, self.chunks(), make)
+    def areplay_stream(self, make: Any) -> AsyncReplayStream[Any]:
+        return AsyncReplayStream(self.call, self.chunks(), make)
 
-    def store_response(self, value: Mapping[str, Any]) -> None:
-        self._resolve(self.cache.store_response(self.plan, value))
+    async def astore_response(self, value: Mapping[str, Any]) -> None:
+        self._resolve(await self.cache.astore_response(self.plan, value))
 
 
 def _start_clock(call: Any) -> None:

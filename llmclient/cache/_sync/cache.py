@@ -1,3 +1,5 @@
+# Generated from llmclient/cache/_async/cache.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
 """The response cache's I/O: read, write, and the client's entry point (look up, then lead or
 join an identical call in flight). The decisions (plan, key, policy, entries) are the pure
 parts of ``llmclient.cache``; ``ResponseCache`` and ``CacheHandle`` mix these in."""
@@ -7,25 +9,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..cache._backends import abackend_call
-from ..cache._entry import CachedEntry, encode_entry
-from ..cache._replay import AsyncReplayStream
-from ..cache._signing import sign
+from .._entry import CachedEntry, encode_entry
+from .._signing import sign
+from .replay import ReplayStream
 
 if TYPE_CHECKING:
-    from ..cache._cache import CacheHandle, CachePlan
-    from ..cache._singleflight import AsyncSingleFlight
+    from .._backends import Backend
+    from .._cache import CacheHandle, CachePlan
+    from .singleflight import SingleFlight
 
-__all__ = ["AsyncCacheHandleIO", "AsyncCacheIO"]
+__all__ = ["CacheHandleIO", "CacheIO"]
 
 
-class AsyncCacheIO:
-    """``ResponseCache``'s reads, writes and the client's entry point, ``abegin``."""
+class CacheIO:
+    """``ResponseCache``'s reads, writes and the client's entry point, ``begin``."""
 
-    backend: Any
+    backend: Backend
     default_ttl: float | None
     _signing_key: bytes | None
-    aflights: AsyncSingleFlight[CachedEntry]
+    flights: SingleFlight[CachedEntry]
 
     if TYPE_CHECKING:  # ResponseCache's own, used here
         def _usable(self) -> bool: ...
@@ -43,28 +45,28 @@ class AsyncCacheIO:
 
     # -- reads ---------------------------------------------------------------------------
 
-    async def aget(self, key: str) -> CachedEntry | None:
+    def get(self, key: str) -> CachedEntry | None:
         data = None
         if self._usable():
             try:
-                data = await abackend_call(self.backend, "get", key)
+                data = self.backend.get(key)
             except Exception as exc:
                 self._backend_failed("get", key, exc)
             else:
                 self._backend_ok()
         return self._decode(key, data)
 
-    async def alookup(self, plan: CachePlan | None) -> CachedEntry | None:
-        return await self.aget(plan.key) if plan is not None and plan.read else None
+    def lookup(self, plan: CachePlan | None) -> CachedEntry | None:
+        return self.get(plan.key) if plan is not None and plan.read else None
 
     # -- writes --------------------------------------------------------------------------
 
-    async def aput(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
+    def put(self, key: str, entry: CachedEntry, ttl: float | None = None) -> bool:
         if not self._usable():
             return False
         data = sign(self._signing_key, key, encode_entry(entry))
         try:
-            await abackend_call(self.backend, "set", key, data, ttl if ttl is not None else self.default_ttl)
+            self.backend.set(key, data, ttl if ttl is not None else self.default_ttl)
         except Exception as exc:
             self._backend_failed("set", key, exc)
             return False
@@ -72,46 +74,47 @@ class AsyncCacheIO:
         self._stored(data)
         return True
 
-    async def astore_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
+    def store_response(self, plan: CachePlan, response: Mapping[str, Any]) -> CachedEntry | None:
         entry = self.entry_for_response(plan, response)
-        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
+        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
 
-    async def astore_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
+    def store_stream(self, plan: CachePlan, chunks: Iterable[Mapping[str, Any]]) -> CachedEntry | None:
         entry = self.entry_for_stream(plan, chunks)
-        return entry if entry is not None and await self.aput(plan.key, entry, plan.ttl) else None
+        return entry if entry is not None and self.put(plan.key, entry, plan.ttl) else None
 
     # -- the client's entry point --------------------------------------------------------
 
-    async def abegin(self, call: Any) -> CacheHandle | None:
+    def begin(self, call: Any) -> CacheHandle | None:
         """Plan, look up and (for non-stream calls) join or lead; sets ``call.record.cache``."""
         _start_clock(call)
         plan = self.plan(call)
         if plan is None:
             return None
         handle = self._handle(call, plan)
-        handle.entry = await self.alookup(plan)
+        handle.entry = self.lookup(plan)
         if handle.entry is not None:
             call.record.cache = "hit"
             handle._owned = True
             return handle
         call.record.cache = "miss"
         if not plan.stream:
-            flight = self.aflights.begin(plan.key)
+            flight = self.flights.begin(plan.key)
             if flight.leader:
                 handle._flight = flight
             else:
-                ok, entry = await flight.wait(_wait_timeout(call))
+                ok, entry = flight.wait(_wait_timeout(call))
                 if ok and entry is not None:
                     self.note_join()
                     handle.entry, call.record.cache = entry, "join"
         return handle
 
-    async def aclose(self) -> None:
-        if hasattr(self.backend, "aclose") or hasattr(self.backend, "close"):  # unasync: sync=if hasattr(self.backend, "close"):
-            await abackend_call(self.backend, "close")
+    def close(self) -> None:
+        close = getattr(self.backend, "close", None)  # a backend of one's own may have none
+        if close is not None:
+            close()
 
 
-class AsyncCacheHandleIO:
+class CacheHandleIO:
     """``CacheHandle``'s replay and store."""
 
     call: Any
@@ -122,11 +125,11 @@ class AsyncCacheHandleIO:
         def chunks(self) -> list[dict[str, Any]]: ...
         def _resolve(self, entry: CachedEntry | None) -> None: ...
 
-    def areplay_stream(self, make: Any) -> AsyncReplayStream[Any]:
-        return AsyncReplayStream(self.call, self.chunks(), make)
+    def replay_stream(self, make: Any) -> ReplayStream[Any]:
+        return ReplayStream(self.call, self.chunks(), make)
 
-    async def astore_response(self, value: Mapping[str, Any]) -> None:
-        self._resolve(await self.cache.astore_response(self.plan, value))
+    def store_response(self, value: Mapping[str, Any]) -> None:
+        self._resolve(self.cache.store_response(self.plan, value))
 
 
 def _start_clock(call: Any) -> None:
