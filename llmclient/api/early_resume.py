@@ -69,9 +69,9 @@ async def aclose_quietly(response: httpx.Response) -> None:
         pass
 
 
-def _take_won(stream: Any, won: Won) -> list[dict[str, Any]]:
+def _take_won(stream: Any, won: Won) -> list[Any]:
     """Go on with the early resume that won: its response, decoder and begun body; its first
-    events, handled, to deliver. The silent response is closed by the caller."""
+    events, as the app gets them, to deliver. The silent response is closed by the caller."""
     response, decoder, chunks, objs, args = won
     stream.resumed(response, decoder, Step("resume", args, "an early resume"))
     stream._call.record.early_resumes_won += 1
@@ -110,7 +110,7 @@ def early_open(stream: Stream[Any], args: tuple[str, int]) -> Won | None:
     return won
 
 
-def early_reads(stream: Stream[Any]) -> Generator[list[dict[str, Any]], None, None]:
+def early_reads(stream: Stream[Any]) -> Generator[list[Any], None, None]:
     """The events of a sync background stream, batch by batch, with a watcher thread that
     resumes it early if it goes silent (the winner's events follow; the silent read is
     cancelled)."""
@@ -280,7 +280,7 @@ async def aearly_open(stream: AsyncStream[Any], args: tuple[str, int]) -> Won | 
     return won
 
 
-async def aearly_reads(stream: AsyncStream[Any]) -> AsyncGenerator[list[dict[str, Any]], None]:
+async def aearly_reads(stream: AsyncStream[Any]) -> AsyncGenerator[list[Any], None]:
     """The events of an async background stream, batch by batch, racing an early resume when
     it goes silent past the session's ``early_after()``: the silent read and the resume are two
     tasks; the first to bring an event wins, the other is cancelled."""

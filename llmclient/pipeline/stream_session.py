@@ -63,15 +63,18 @@ class Step:
 class StreamSession:
     """One stream's state, as its iterator drives it."""
 
-    __slots__ = ("_chunks", "_end", "_events", "_expect_seq", "_final", "_had_event", "_keepalives", "_on_complete",
-                 "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume", "complete",
-                 "decoder", "early", "gaps", "idle", "last_event", "request", "request_id", "resumes", "trace_id")
+    __slots__ = ("_chunks", "_end", "_events", "_expect_seq", "_final", "_had_event", "_keepalives", "_make",
+                 "_on_complete", "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume",
+                 "complete", "decoder", "early", "gaps", "idle", "last_event", "request", "request_id", "resumes",
+                 "trace_id")
 
     def __init__(self, call: Call, decoder: StreamDecoder, response: httpx.Response,
+                 make: Callable[[dict[str, Any]], Any],
                  on_complete: Callable[[Call, list[dict[str, Any]]], None] | None = None, *,
                  can_resume: bool = False, can_resend: bool = False, can_continue: bool = False) -> None:
         self.call = call
         self.decoder = decoder
+        self._make = make  # what each event becomes for the app (the face's type): pure
         self._on_complete = on_complete
         self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
         # A Responses stream is typed events, complete at its final event (``_end``) instead.
@@ -103,21 +106,23 @@ class StreamSession:
 
     # -- bytes in, events out ---------------------------------------------------------------
 
-    def feed(self, raw: bytes) -> list[dict[str, Any]]:
-        """The events in the next piece of the body (none once the decoder is done: the rest is
-        drained so that the connection stays reusable)."""
+    def feed(self, raw: bytes) -> list[Any]:
+        """The events in the next piece of the body, as the app gets them (none once the decoder
+        is done: the rest is drained so that the connection stays reusable)."""
         if self.decoder.done:
             return []
         return self.handle(self.decoder.feed(raw))
 
-    def handle(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def handle(self, objs: list[dict[str, Any]]) -> list[Any]:
         """The stream's bookkeeping for decoded events (the watchdog, completion, the partial
-        answer); raises the stream's error for an error event or a stall."""
+        answer), and the events as the app gets them; raises the stream's error for an error
+        event or a stall."""
         self._progress(objs)
         if self._events:
             return self._handle_events(objs)
         record = self.call.record
         partial = self._partial
+        make = self._make
         out = []
         for obj in objs:
             if obj.get("error") or obj.get("type") == "error":
@@ -131,10 +136,10 @@ class StreamSession:
             partial.chunk(obj, obj.get("choices"))  # also each choice's finish_reason
             if self._chunks is not None:
                 self._chunks.append(obj)
-            out.append(obj)
+            out.append(make(obj))
         return out
 
-    def _handle_events(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _handle_events(self, objs: list[dict[str, Any]]) -> list[Any]:
         """Responses API events: delivered as they come, ``error`` events included (as the
         official client yields them); a bare ``{"error": ...}`` (a proxy's) raises."""
         record = self.call.record
@@ -155,7 +160,8 @@ class StreamSession:
             self._partial.event(obj)
             if self._chunks is not None:
                 self._chunks.append(obj)
-        return objs
+        make = self._make
+        return [make(obj) for obj in objs]
 
     def _progress(self, objs: list[dict[str, Any]]) -> None:
         """The watchdog's view of one read: events are progress; bytes without one are not."""

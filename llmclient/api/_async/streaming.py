@@ -16,7 +16,7 @@ race, a thread for the sync client and a task for the async one, written by hand
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -59,8 +59,7 @@ class AsyncStream(Generic[_T]):
     ) -> None:
         self.response = response
         self._call = call
-        self._make = make
-        self._session = StreamSession(call, decoder, response, on_complete, can_resume=resume is not None,
+        self._session = StreamSession(call, decoder, response, make, on_complete, can_resume=resume is not None,
                                       can_resend=resend is not None, can_continue=proceed is not None)
         # How the stream goes on after a failure (``StreamSession.next_step``): the rest of a cut
         # background stream after an event, the request sent again, the answer continued.
@@ -89,18 +88,23 @@ class AsyncStream(Generic[_T]):
 
     async def _events(self) -> AsyncIterator[_T]:
         token = current_trace_id.set(self.trace_id)
-        session, make = self._session, self._make
+        session = self._session
         try:
             while True:
                 try:
                     try:
-                        reads = aearly_reads(self) if session.early else self._reads()
-                        try:
-                            async for objs in reads:
-                                for obj in objs:
-                                    yield make(obj)
-                        finally:
-                            await reads.aclose()  # an early resume's tasks: none left behind
+                        if session.early:  # a background stream: resumed early if it goes silent
+                            reads = aearly_reads(self)
+                            try:
+                                async for items in reads:
+                                    for item in items:
+                                        yield item
+                            finally:
+                                await reads.aclose()  # an early resume's tasks: none left behind
+                        else:
+                            async for raw in self.response.stream:  # type: ignore[union-attr]
+                                for item in session.feed(raw):
+                                    yield item
                     except httpx.TransportError as exc:
                         raise session.transport_error(exc) from exc
                     except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
@@ -115,14 +119,6 @@ class AsyncStream(Generic[_T]):
         finally:
             _reset(token)
             await self.close()
-
-    async def _reads(self) -> AsyncGenerator[list[dict[str, Any]], None]:
-        """The current response's events, batch by batch (an empty batch: keep-alives)."""
-        session = self._session
-        chunks = self._raw if self._raw is not None else self.response.stream
-        self._raw = None
-        async for raw in chunks:  # type: ignore[union-attr]
-            yield session.feed(raw)
 
     async def _reconnect(self, err: APIError, step: Step) -> None:
         """Go on after ``err`` as ``step`` says: the rest of a background stream, the chat

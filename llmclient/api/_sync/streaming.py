@@ -18,7 +18,7 @@ race, a thread for the sync client and a task for the sync one, written by hand 
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator, Iterator, Callable
+from collections.abc import Iterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -61,8 +61,7 @@ class Stream(Generic[_T]):
     ) -> None:
         self.response = response
         self._call = call
-        self._make = make
-        self._session = StreamSession(call, decoder, response, on_complete, can_resume=resume is not None,
+        self._session = StreamSession(call, decoder, response, make, on_complete, can_resume=resume is not None,
                                       can_resend=resend is not None, can_continue=proceed is not None)
         # How the stream goes on after a failure (``StreamSession.next_step``): the rest of a cut
         # background stream after an event, the request sent again, the answer continued.
@@ -91,18 +90,23 @@ class Stream(Generic[_T]):
 
     def _events(self) -> Iterator[_T]:
         token = current_trace_id.set(self.trace_id)
-        session, make = self._session, self._make
+        session = self._session
         try:
             while True:
                 try:
                     try:
-                        reads = early_reads(self) if session.early else self._reads()
-                        try:
-                            for objs in reads:
-                                for obj in objs:
-                                    yield make(obj)
-                        finally:
-                            reads.close()  # an early resume's tasks: none left behind
+                        if session.early:  # a background stream: resumed early if it goes silent
+                            reads = early_reads(self)
+                            try:
+                                for items in reads:
+                                    for item in items:
+                                        yield item
+                            finally:
+                                reads.close()  # an early resume's tasks: none left behind
+                        else:
+                            for raw in self.response.stream:  # type: ignore[union-attr]
+                                for item in session.feed(raw):
+                                    yield item
                     except httpx.TransportError as exc:
                         raise session.transport_error(exc) from exc
                     except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
@@ -117,14 +121,6 @@ class Stream(Generic[_T]):
         finally:
             _reset(token)
             self.close()
-
-    def _reads(self) -> Generator[list[dict[str, Any]], None]:
-        """The current response's events, batch by batch (an empty batch: keep-alives)."""
-        session = self._session
-        chunks = self._raw if self._raw is not None else self.response.stream
-        self._raw = None
-        for raw in chunks:  # type: ignore[union-attr]
-            yield session.feed(raw)
 
     def _reconnect(self, err: APIError, step: Step) -> None:
         """Go on after ``err`` as ``step`` says: the rest of a background stream, the chat
