@@ -121,6 +121,7 @@ class BaseClient:
             transport=self._transport_now, http_client=http_client, header_forms=header_forms(self._headers),
             knowledge=original._ctx.knowledge if original is not None else Knowledge(),
             router=self._router, compress=connection.compress,
+            fixed_transport=None if is_async else self.__dict__.get("_transport"),
         )
         ctx.port = Port(
             build=self._build_call, request=self._request,

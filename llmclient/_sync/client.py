@@ -53,7 +53,8 @@ class ClientIO(_Base):
         """``call`` through the chain; the face's object of its answer (``make``: a whole answer,
         ``stream_make``: each event of a stream; ``raw``: the server's own answer with it)."""
         call.make, call.stream_make, call.raw = make, stream_make, raw
-        reply = self._chain.for_options(call.options)(call)
+        chain = self._chain
+        reply = (chain.default if call.options is chain.defaults else chain.for_options(call.options))(call)
         result = reply.result
         if result is None:  # a live stream (the trace layer may have wrapped make: read it back)
             result = Stream(reply.response, call, reply.decoder, call.stream_make or call.make,

@@ -55,6 +55,8 @@ class Context:
     # finish(call, obj, response) -> obj: the call's facts (trace id, timings) on an answer
     finish: Callable[[Call, Any, Any], Any]
     transport: Callable[[], Any]  # the transport the calls go out on (None: through http_client)
+    # The sync client's transport, which never changes (the async one's is per event loop).
+    fixed_transport: Any = None
     http_client: Any = None  # a caller's own httpx client, when it gave one
     header_forms: dict[tuple[str, str], tuple[bytes, bytes, bytes]] = field(default_factory=dict)
     knowledge: Knowledge = field(default_factory=Knowledge)

@@ -17,12 +17,12 @@ def test_a_lone_call_is_one_in_flight(drive: Drive, ref_server: Any) -> None:
     first = drive(client.chat.completions.create(model="sim-zero", messages=MSG, max_tokens=2))
     second = drive(client.chat.completions.create(model="sim-zero", messages=MSG, max_tokens=2))
     assert first.timings.in_flight == 1 and second.timings.in_flight == 1
-    assert client._ctx.own("inflight", dict).by_origin == {}  # nothing counted once they answered
+    assert client._ctx.own("inflight", dict).now() == {}  # nothing counted once they answered
 
 
 def test_a_call_sent_while_another_waits_counts_it(drive: Drive, ref_server: Any) -> None:
     client = drive.client(base_url=ref_server.base_url, api_key="k")
-    counts = client._ctx.own("inflight", dict)
+    counts = client._ctx.own("inflight", dict)  # made by the layer: dict is never called
     slow = {"x-fault": "stall_ms=4000"}  # its first byte waits on the server, far longer than a send takes
 
     def first() -> Any:
@@ -32,20 +32,20 @@ def test_a_call_sent_while_another_waits_counts_it(drive: Drive, ref_server: Any
         if drive.is_async:
             async def when_counted() -> Any:
                 for _ in range(2000):
-                    if counts.by_origin:
+                    if counts.now():
                         break
                     await asyncio.sleep(0.005)
                 return await client.chat.completions.create(model="sim-zero", messages=MSG, max_tokens=2)
             return when_counted()
         deadline = time.monotonic() + 10
-        while not counts.by_origin and time.monotonic() < deadline:
+        while not counts.now() and time.monotonic() < deadline:
             time.sleep(0.005)
         return client.chat.completions.create(model="sim-zero", messages=MSG, max_tokens=2)
 
     slow_answer, quick_answer = drive.gather([first, second], workers=2)
     assert slow_answer.timings.in_flight == 1
     assert quick_answer.timings.in_flight == 2  # the slow one was still waiting for its answer
-    assert counts.by_origin == {}
+    assert counts.now() == {}
     assert "inflight" in client._chain.layers()
 
 
@@ -55,4 +55,4 @@ def test_a_failed_attempt_is_counted_out(drive: Drive) -> None:
         drive(client.models.list())
     except Exception:
         pass
-    assert client._ctx.own("inflight", dict).by_origin == {}
+    assert client._ctx.own("inflight", dict).now() == {}

@@ -47,11 +47,11 @@ class Chain:
     """One client's chains: its default one, and one per set of layers a call's own options ask
     for (built on first use)."""
 
-    __slots__ = ("_by_layers", "_ctx", "_defaults", "default", "send")
+    __slots__ = ("_by_layers", "_ctx", "default", "defaults", "send")
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._defaults = ctx.defaults
+        self.defaults = ctx.defaults  # the client's own options: a call with these takes ``default``
         self._by_layers: dict[tuple[bool, ...], Any] = {}
         ctx.rebuild = self._rebuild
         self._rebuild()
@@ -59,7 +59,7 @@ class Chain:
     def _rebuild(self) -> None:
         self._by_layers.clear()
         ctx = self._ctx
-        on = tuple(module.wanted(ctx, self._defaults) for module in _MODULES)
+        on = tuple(module.wanted(ctx, self.defaults) for module in _MODULES)
         built: dict[str, Any] = {}
         self.default = self._by_layers[on] = build(ctx, [m for m, w in zip(_MODULES, on, strict=True) if w], built)
         # A call sent on its own (a warm-up): the attempt loop and below, no cache, no hedge.
@@ -67,7 +67,7 @@ class Chain:
 
     def for_options(self, options: CallOptions) -> Any:
         """The chain for a call with these options."""
-        if options is self._defaults:
+        if options is self.defaults:
             return self.default
         ctx = self._ctx
         on = tuple(module.wanted(ctx, options) for module in _MODULES)
@@ -79,7 +79,7 @@ class Chain:
     def layers(self, options: CallOptions | None = None) -> list[str]:
         """The names of the layers a call with ``options`` goes through, outermost first."""
         ctx = self._ctx
-        return [name for name, m in zip(LAYERS, _MODULES, strict=True) if m.wanted(ctx, options or self._defaults)]
+        return [name for name, m in zip(LAYERS, _MODULES, strict=True) if m.wanted(ctx, options or self.defaults)]
 
 
 def build(ctx: Context, modules: list[ModuleType], built: dict[str, Any] | None = None) -> Any:
