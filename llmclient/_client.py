@@ -140,6 +140,14 @@ class BaseClient:
     def _open_transport(self) -> None:
         """The sync client's shared connections (the async client's are per event loop)."""
 
+    def _token_provider(self) -> Any:
+        """A function giving the credential for each request (None: the headers' own)."""
+        return None
+
+    @staticmethod
+    def _set_token(call: Call, token: object) -> None:
+        """Put the credential ``token`` a provider gave on the call (the face's own header)."""
+
     def _transport_now(self) -> Any:
         return self._transport  # type: ignore[attr-defined]
 

@@ -8,6 +8,7 @@ connection, close. The settings and the chain are :class:`~llmclient._client.Bas
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -53,6 +54,12 @@ class ClientIO(_Base):
         """``call`` through the chain; the face's object of its answer (``make``: a whole answer,
         ``stream_make``: each event of a stream; ``raw``: the server's own answer with it)."""
         call.make, call.stream_make, call.raw = make, stream_make, raw
+        provider = self._token_provider()
+        if provider is not None:  # a credential fetched before every request (Azure AD)
+            token = provider()
+            if inspect.isawaitable(token):  # a coroutine function gave it: awaited where a loop runs
+                pass
+            self._set_token(call, token)
         chain = self._chain
         reply = (chain.default if call.options is chain.defaults else chain.for_options(call.options))(call)
         result = reply.result
