@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import _official
-from ._client import AsyncOpenAI, BaseClient, OpenAI
+from ._client import BaseClient, OpenAI
+from ._client_async import AsyncOpenAI
 from ._errors import OpenAIError
 from .api.passthrough import (
     API_KEY_SENTINEL,  # the official client's placeholder api_key for a token

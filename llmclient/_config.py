@@ -7,9 +7,9 @@ plus the official client's own settings that llmclient only passes on (``officia
 checks its fields in ``__post_init__``, so a bad value raises at construction, in
 ``with_options`` and per call alike, naming the option and what it takes. The keyword names are
 the groups' fields (:data:`OPTION_NAMES`); ``with_options`` is :meth:`Config.replace`, and a copy
-is the same config with changes. :class:`ClientOptions` spells the keywords out for type
-checkers and editors (``OpenAI(api_kye=...)`` and ``OpenAI(max_retries="three")`` fail there);
-a test holds it to the groups.
+is the same config with changes. ``_client_options.ClientOptions`` spells the keywords out for
+type checkers and editors (``OpenAI(api_kye=...)`` and ``OpenAI(max_retries="three")`` fail
+there); a test holds it to the groups.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
+from typing import Any, Final, Literal
 
 import httpx
 
@@ -29,17 +29,12 @@ from .features.admit.concurrency import AdaptiveConfig, adaptive_config
 from .features.admit.pacer import pacing_mode
 from .features.admit.priority import check_field as check_priority_field
 from .features.batch import BatchConfig, batch_config
-from .features.route import Replica, Replicas
+from .features.route import Replicas
 from .layers.calls import to_timeout
 from .layers.options import CallOptions
-from .pipeline.call import NOT_GIVEN, NotGiven, is_given
+from .pipeline.call import NOT_GIVEN, is_given
 
-if TYPE_CHECKING:
-    from .cache import ResponseCache
-    from .features.hedge import HedgeConfig
-    from .features.prefetch import SpeculationConfig
-
-__all__ = ["OPTION_NAMES", "ClientOptions", "Config", "Connection", "CopyOptions", "Credentials", "Features", "check_cache_setting"]
+__all__ = ["OPTION_NAMES", "Config", "Connection", "Credentials", "Features", "check_cache_setting"]
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES: Final = 2
@@ -280,60 +275,3 @@ def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
         return None
     mine = httpx.Timeout(**timeout.as_dict()) if not isinstance(timeout, httpx.Timeout) else timeout
     return None if mine == httpx.Timeout(5.0) else mine
-
-
-class ClientOptions(TypedDict, total=False):
-    """The keywords of ``OpenAI(...)`` / ``AsyncOpenAI(...)`` and ``with_options(...)``, for
-    type checkers and editors (PEP 692). The official client's own come first; llmclient's
-    after (README, "What it does")."""
-
-    api_key: str | None
-    organization: str | None
-    project: str | None
-    base_url: str | httpx.URL | Sequence[str | Replica] | Replicas | NotGiven | None
-    timeout: float | httpx.Timeout | NotGiven | None
-    max_retries: int
-    default_headers: Mapping[str, str | None] | None
-    default_query: Mapping[str, object] | None
-    http_client: httpx.Client | httpx.AsyncClient | Any | None
-    # the official client's own, passed on to the calls llmclient does not run itself
-    admin_api_key: str | None
-    workload_identity: Any
-    webhook_secret: str | None
-    provider: Any
-    data_residency: Any
-    websocket_base_url: str | httpx.URL | None
-    _strict_response_validation: bool
-    _enforce_credentials: bool
-    # llmclient's: connections
-    http2: bool
-    verify: Any
-    proxy: str | httpx.URL | None
-    warm: bool
-    compress: bool
-    # llmclient's: what each call does unless it says otherwise
-    images: bool | str | Mapping[str, Any] | Any | None
-    prefetch: bool | Literal["prefix"] | Sequence[Any] | Any | None
-    wire: Literal["json", "protobuf", "auto"]
-    hedge: bool | HedgeConfig | None
-    stream_idle_timeout: float | None
-    auto_cache_key: bool | None
-    stream_resume: Literal["auto", "continue"]
-    stream_early_resume: bool
-    priority: Literal["low", "normal"] | None
-    # llmclient's: opt-in features
-    cache: bool | str | ResponseCache | Any | None
-    speculation: SpeculationConfig | Mapping[str, Any] | None
-    pacing: Literal["auto"] | bool
-    redis: str | Any | None
-    concurrency: Literal["adaptive"] | bool | AdaptiveConfig | Mapping[str, Any] | None
-    embedding_batch: bool | BatchConfig | Mapping[str, Any] | None
-    priority_field: bool
-
-
-class CopyOptions(ClientOptions, total=False):
-    """``with_options(...)`` / ``copy(...)``: the constructor's keywords, and the official
-    ``set_default_headers`` / ``set_default_query`` (replace rather than merge)."""
-
-    set_default_headers: Mapping[str, str] | None
-    set_default_query: Mapping[str, object] | None

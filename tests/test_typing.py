@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from llmclient._config import OPTION_NAMES, ClientOptions
+from llmclient._client_options import ClientOptions
+from llmclient._config import OPTION_NAMES
 from llmclient._keywords import OFFICIAL_ONLY_SETTINGS
 from llmclient.layers.options import CallOptions
 

@@ -19,14 +19,17 @@ from ..api._async.resources import (
     AsyncModels,
     AsyncResponses,
 )
+from ..api._async.streaming import AsyncStream
 from ..api.raw import RawResponse
-from ..api.streaming import AsyncStream
 from ..features.route.router import model_labels, model_mismatch
 from ..layers import setup
+from ..layers._async.cache import alookup_cache
+from ..layers._async.chain import Chain
 from ..wire.codec import JSON_CODEC
 
 if TYPE_CHECKING:
     from .._client import BaseClient as _Base
+    from ..layers.context import Context
     from ..pipeline.call import Call
 else:
     _Base = object
@@ -38,6 +41,14 @@ class AsyncClientIO(_Base):
     """Mixed into the async client (before :class:`~llmclient._client.BaseClient`)."""
 
     _on_event_loop = True  # unasync: sync=_on_event_loop = False
+
+    def _make_chain(self, ctx: Context) -> Chain:
+        return Chain(ctx)
+
+    @staticmethod
+    def _cache_lookup(ctx: Context) -> Any:
+        """The cache's look-up alone, for the Port (what speculation reads the cache with)."""
+        return lambda call: alookup_cache(ctx, call)
 
     def _attach(self) -> None:
         """The resources llmclient runs itself."""

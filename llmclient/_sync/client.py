@@ -21,14 +21,17 @@ from ..api._sync.resources import (
     Models,
     Responses,
 )
+from ..api._sync.streaming import Stream
 from ..api.raw import RawResponse
-from ..api.streaming import Stream
 from ..features.route.router import model_labels, model_mismatch
 from ..layers import setup
+from ..layers._sync.cache import lookup_cache
+from ..layers._sync.chain import Chain
 from ..wire.codec import JSON_CODEC
 
 if TYPE_CHECKING:
     from .._client import BaseClient as _Base
+    from ..layers.context import Context
     from ..pipeline.call import Call
 else:
     _Base = object
@@ -40,6 +43,14 @@ class ClientIO(_Base):
     """Mixed into the sync client (before :class:`~llmclient._client.BaseClient`)."""
 
     _on_event_loop = False
+
+    def _make_chain(self, ctx: Context) -> Chain:
+        return Chain(ctx)
+
+    @staticmethod
+    def _cache_lookup(ctx: Context) -> Any:
+        """The cache's look-up alone, for the Port (what speculation reads the cache with)."""
+        return lambda call: lookup_cache(ctx, call)
 
     def _attach(self) -> None:
         """The resources llmclient runs itself."""

@@ -11,9 +11,11 @@ from ..features.admit.gate import Gates
 from ..features.batch import Batcher
 
 if TYPE_CHECKING:
+    from ..features.prefetch import Speculation
+    from ..pipeline.call import Call
     from .context import Context
 
-__all__ = ["aclose", "close", "speculation_stats", "start"]
+__all__ = ["aclose", "cache_for", "close", "speculation", "speculation_stats", "start"]
 
 
 def start(ctx: Context, features: Any, prefetch: Any) -> None:
@@ -41,6 +43,31 @@ def start(ctx: Context, features: Any, prefetch: Any) -> None:
         assert ctx.port is not None
         config = _prefetch.config_from(features.speculation) or _prefetch.SpeculationConfig()
         ctx.speculation = _prefetch.Speculation(ctx.port, config)
+
+
+def cache_for(ctx: Context, call: Call) -> Any:
+    """The ResponseCache for this call, or None (the client's, or one a call asks for)."""
+    setting = call.options.cache
+    if setting is False or (setting is None and ctx.cache_setting is None):
+        return None
+    if ctx.cache is None:
+        # the cache (sqlite3, backends): loaded by the first call that asks for it
+        from ..cache import open_cache
+
+        ctx.cache = open_cache(ctx.cache_setting if ctx.cache_setting is not None else True)
+    return ctx.cache
+
+
+def speculation(ctx: Context, create: bool) -> Speculation | None:
+    """The client's speculation, made on first use when ``create``."""
+    if ctx.speculation is None and create:
+        # speculation (llmclient.speculative): loaded when a client turns it on
+        from ..features import prefetch as _prefetch
+
+        assert ctx.port is not None
+        ctx.speculation = _prefetch.Speculation(ctx.port, _prefetch.SpeculationConfig())
+        ctx.rebuild()  # every call now looks for a prefetch of it in flight (this layer)
+    return ctx.speculation
 
 
 def speculation_stats(ctx: Context) -> dict[str, Any]:
