@@ -69,7 +69,7 @@ class BaseClient:
 
     def __init__(self, **options: Unpack[ClientOptions]) -> None:
         azure = hasattr(self, "_setup_azure")
-        config = openai_config(options, official_settings("AzureOpenAI" if azure else "OpenAI"),
+        config = openai_config(options, lambda: official_settings("AzureOpenAI" if azure else "OpenAI"),
                                f"{type(self).__name__}.__init__")
         self._setup(config, _copying.get())
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -214,14 +214,16 @@ class Config:
         return {**out, **self.official}
 
 
-def openai_config(options: Mapping[str, Any], official_names: frozenset[str], where: str) -> Config:
+def openai_config(options: Mapping[str, Any], official_names: Callable[[], frozenset[str]], where: str) -> Config:
     """The Config of ``OpenAI(**options)``: the official client's environment defaults
     (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``), every
     keyword checked; a keyword neither llmclient's nor the official client's is the official
     TypeError naming the closest real one."""
     unknown = set(options) - OPTION_NAMES
-    if unknown and not official_names.issuperset(unknown):
-        check_keywords(f"{where}()", options, OPTION_NAMES | official_names)
+    if unknown:  # only then are the official client's own names read (its signature: openai imported)
+        known = official_names()
+        if not known.issuperset(unknown):
+            check_keywords(f"{where}()", options, OPTION_NAMES | known)
     api_key = options.get("api_key")
     if api_key is None:
         api_key = os.environ.get("OPENAI_API_KEY")

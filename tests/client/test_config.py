@@ -72,3 +72,18 @@ def test_what_a_client_learned_is_its_own_and_its_copies(drive: Drive) -> None:
     assert other._ctx.knowledge.server(other._base, other._scope).cache_key is True
     tenant = client.with_options(api_key="another")
     assert tenant._ctx.knowledge.server(tenant._base, tenant._scope).cache_key is True  # another scope
+
+
+def test_making_a_client_imports_neither_openai_nor_asyncio() -> None:
+    """The official client is read only for a keyword llmclient does not know (its signature);
+    a sync client never loads asyncio or the async client's layers."""
+    import subprocess
+    import sys
+
+    code = ("import sys, llmclient\n"
+            "c = llmclient.OpenAI(api_key='k', base_url='http://127.0.0.1:9/v1', hedge=True, cache=True)\n"
+            "c.with_options(timeout=3)\n"
+            "print(sorted(m for m in ('openai', 'asyncio', 'llmclient.layers._async.chain', 'llmclient._client_async')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
