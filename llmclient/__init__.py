@@ -32,6 +32,7 @@ from ._errors import (
 from .api.module_client import resource_proxy
 from .api.partial import PartialAnswer, PartialChoice
 from .api.streaming import AsyncStream, Stream
+from .features.admit.retry_budget import RetryBudget
 from .features.route import Ejection, Replica, Replicas
 from .pipeline.call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
 from .pipeline.timings import CallRecord
@@ -144,6 +145,7 @@ __all__ = [
     "RawResponse",
     "Replica",
     "Replicas",
+    "RetryBudget",
     "SSEDecoder",
     "SpeculationConfig",
     "Stream",

@@ -48,6 +48,7 @@ from .features.admit.priority import FIELD as PRIORITY_FIELD
 from .features.admit.priority import body_value as priority_body_value
 from .features.admit.priority import check as check_priority
 from .features.admit.priority import check_field as check_priority_field
+from .features.admit.retry_budget import check_retry_budget
 from .features.hedge import hedge_config
 from .features.route import Replica, Replicas
 from .features.route.cache_key import FIELD as CACHE_KEY_FIELD
@@ -171,6 +172,7 @@ class BaseClient:
         stream_early_resume: bool = True,
         priority: str | None = None,
         priority_field: bool = False,
+        retry_budget: Any = None,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -230,6 +232,7 @@ class BaseClient:
                                   prefetch=prefetch, pacing=pacing, redis=redis, concurrency=concurrency,
                                   embedding_batch=embedding_batch)
         self._pacing, self._redis, self._concurrency = pacing, redis, concurrency
+        self._retry_budget = check_retry_budget(retry_budget)  # per origin, shared with redis= (features/admit)
         self._embedding_batch = embedding_batch
         self._features.router = self._router  # several replicas: a hedge deadline per replica
         self._headers = self._default_headers()
@@ -294,6 +297,7 @@ class BaseClient:
             "auto_cache_key": self._options.auto_cache_key,
             "priority": self._options.priority,
             "priority_field": self._priority_field,
+            "retry_budget": self._retry_budget or False,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)
@@ -510,9 +514,8 @@ class BaseClient:
     def _status_retry_delay(call: Call, response: httpx.Response, attempt: int) -> float | None:
         if not _retry.is_retryable_status(response.status_code, response.headers):
             return None
-        # a 429 without Retry-After: full jitter, so refused callers do not come back together
-        return _retry.retry_delay(attempt, call.max_retries, response.headers,
-                                  full_jitter=response.status_code == 429)
+        # overload (429, 503, 529) without Retry-After: full jitter; past the cap: not retried
+        return _retry.status_retry_delay(response.status_code, response.headers, attempt, call.max_retries)
 
     def _status_error(self, call: Call, response: httpx.Response, raw: bytes) -> APIStatusError:
         ctype = response.headers.get("content-type", "")

@@ -5,6 +5,15 @@ connection errors, 408, 409, 429 and 5xx are retried; a server's ``x-should-retr
 overrides; ``retry-after-ms`` (OpenAI) and ``Retry-After`` (RFC 9110 section 10.2.3, seconds or
 an HTTP-date) are honoured up to :data:`MAX_RETRY_AFTER_S`; otherwise exponential backoff
 with jitter. Once any stream content has reached the caller, nothing is retried.
+
+Where it differs, for overload (:data:`OVERLOAD_STATUSES`: 429, 503, and 529, Anthropic's
+``overloaded_error``), in :func:`status_retry_delay`: without a Retry-After the wait is *full*
+jitter (uniform in [0, backoff]; AWS Architecture Blog, "Exponential Backoff And Jitter",
+2015), so callers refused together spread out instead of coming back together; and a server
+that asks for longer than :data:`MAX_RETRY_AFTER_S` is not retried sooner than it asked (the
+official client retries after its own backoff then, into the same refusal): the error is
+raised at once. How many retries an origin gets at all while it fails is the retry budget's
+(``retry_budget.py``).
 """
 
 from __future__ import annotations
@@ -19,11 +28,13 @@ __all__ = [
     "MAX_BACKOFF_S",
     "MAX_FREE_RETRIES",
     "MAX_RETRY_AFTER_S",
+    "OVERLOAD_STATUSES",
     "backoff_delay",
     "free_retry",
     "is_retryable_status",
     "retry_after_seconds",
     "retry_delay",
+    "status_retry_delay",
 ]
 
 INITIAL_BACKOFF_S = 0.5
@@ -33,6 +44,9 @@ MAX_BACKOFF_S = 8.0
 MAX_RETRY_AFTER_S = 60.0
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
+# "Slow down" answers: 429 (RFC 6585), 503 (RFC 9110 section 15.6.4), 529 (Anthropic's
+# overloaded_error, https://docs.anthropic.com/en/api/errors, read 2026-12).
+OVERLOAD_STATUSES = frozenset({429, 503, 529})
 
 
 def is_retryable_status(status: int, headers: Mapping[str, str]) -> bool:
@@ -46,6 +60,15 @@ def is_retryable_status(status: int, headers: Mapping[str, str]) -> bool:
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """The server's requested wait, if it gave a usable one within the cap."""
+    value = _requested_wait(headers, now)
+    if value is None or not (0.0 <= value <= MAX_RETRY_AFTER_S):
+        return None
+    return value
+
+
+def _requested_wait(headers: Mapping[str, str], now: float | None) -> float | None:
+    """``retry-after-ms`` (OpenAI's, milliseconds) or ``Retry-After``, uncapped; None when
+    neither is there or readable."""
     value: float | None = None
     ms = headers.get("retry-after-ms")
     if ms is not None:
@@ -55,8 +78,6 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
             value = None
     if value is None:
         value = _parse_retry_after(headers.get("retry-after"), now)
-    if value is None or not (0.0 <= value <= MAX_RETRY_AFTER_S):
-        return None
     return value
 
 
@@ -103,6 +124,20 @@ def retry_delay(
     return backoff_delay(retries_done, rng, full_jitter)
 
 
+def status_retry_delay(status: int, headers: Mapping[str, str], retries_done: int, max_retries: int,
+                       rng: random.Random | None = None, now: float | None = None) -> float | None:
+    """Seconds to wait before retrying an answer with ``status``, or None: not retried (not a
+    retryable status, ``x-should-retry: false``, the retries used up, or an overload answer
+    that asked for longer than :data:`MAX_RETRY_AFTER_S`)."""
+    if not is_retryable_status(status, headers) or retries_done >= max_retries:
+        return None
+    requested = _requested_wait(headers, now)
+    overload = status in OVERLOAD_STATUSES
+    if requested is not None and requested > MAX_RETRY_AFTER_S and overload:
+        return None  # it said not now: a retry within our cap would only be refused again
+    return retry_delay(retries_done, max_retries, headers, rng, full_jitter=overload)
+
+
 # Re-sends that do not use the caller's retry budget, because the request never ran. Each one
 # goes to a fresh connection; several can be needed when many streams share a closing one.
 MAX_FREE_RETRIES = 8
@@ -121,5 +156,9 @@ def free_retry(exc: BaseException, used: int) -> bool:
     cut stream) may have run on the server: inference servers do not honour Idempotency-Key,
     so a re-send is a second generation, billed. Those go through ``max_retries`` with
     backoff, as the official client does, or fail.
+
+    Our transport already places such a request on another connection itself (up to
+    ``MAX_FREE_RETRIES`` times, ``transport.lanes``) and says how often in ``replaced``: those
+    count here, so the two never multiply.
     """
-    return used < MAX_FREE_RETRIES and bool(getattr(exc, "unprocessed", False))
+    return used + int(getattr(exc, "replaced", 0)) < MAX_FREE_RETRIES and bool(getattr(exc, "unprocessed", False))

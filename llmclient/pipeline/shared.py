@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from ..features.admit import retry_budget as _budget
 from ..features.admit.priority import refused as refused_priority
 from ..features.route.attempt import Routed, model_not_found
 from ..features.route.cache_key import refused as refused_cache_key
 from ..wire.codec import JSON_CODEC, Codec, has_token
+from .retry import is_retryable_status
 
 if TYPE_CHECKING:
     from .._client import BaseClient
@@ -163,6 +165,15 @@ class Attempts:
     __slots__ = ("attempt", "call", "client", "codec", "content", "failover", "free", "free_used", "resent",
                  "route")  # failover: the next attempt counts as none (another replica; a key refused)
 
+    def _budget_refuses(self, retryable_failure: bool, wants_retry: bool) -> _budget.OriginBudget | None:
+        """The attempt's outcome into its origin's retry budget (features/admit/retry_budget);
+        the budget when it refuses the retry the policy wants."""
+        policy = self.client._retry_budget
+        if policy is None:
+            return None
+        budget = policy.for_url(self.call.base_url, self.client._redis)
+        return budget if _budget.outcome(budget, retryable_failure, wants_retry) else None
+
     def __init__(self, client: BaseClient, call: Call, content: bytes | None, codec: Codec) -> None:
         self.client, self.call, self.content, self.codec = client, call, content, codec
         self.attempt = self.free_used = 0
@@ -189,10 +200,14 @@ class Attempts:
         delay, self.free = client._error_retry(call, exc, self.attempt, self.free_used)
         if not isinstance(exc, httpx.TransportError):
             raise exc
+        spent = None if self.free else self._budget_refuses(not isinstance(exc, httpx.UnsupportedProtocol),
+                                                             delay is not None)
         err = client._connection_error(call, exc, request)
         if route is not None and delay is None:
             err.message = f"{err.message}; replicas tried: {route.describe()}"
             err.args = (err.message,)
+        if spent is not None:
+            raise _budget.mark_refused(err, spent) from exc
         if delay is None:
             raise err from exc
         client._log_attempt(call, self.attempt, str(err), delay)
@@ -207,6 +222,8 @@ class Attempts:
         if response.status_code < 400:
             if self.route is not None:
                 self.route.answered(response, call.record)
+            if self.client._retry_budget is not None:
+                self._budget_refuses(False, False)  # a success puts a share of a token back
             return "ok"
         if resend and not self.resent:
             if self.route is not None:
@@ -243,9 +260,11 @@ class Attempts:
         if self.route is not None:
             self.route.status(response.status_code)
         delay = client._status_retry_delay(call, response, self.attempt)
-        if delay is None:
+        spent = self._budget_refuses(is_retryable_status(response.status_code, response.headers), delay is not None)
+        if delay is None or spent is not None:
             call.record.finish()
-            raise client._status_error(call, response, raw)
+            err = client._status_error(call, response, raw)
+            raise err if spent is None else _budget.mark_refused(err, spent)
         client._log_attempt(call, self.attempt, f"HTTP {response.status_code}", delay)
         self.free = False
         return delay
