@@ -70,6 +70,7 @@ from .pipeline.hooks import Features
 from .pipeline.resume import check_early_resume, check_stream_resume
 from .pipeline.shared import RawResponse, response_coding, start_task
 from .pipeline.watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, body_read_timeout, check_idle_timeout
+from .transport.aging import MAX_CONNECTION_AGE_S
 from .transport.http_clients import client_headers
 from .transport.lanes import (
     AsyncTransport,
@@ -173,6 +174,7 @@ class BaseClient:
         priority: str | None = None,
         priority_field: bool = False,
         retry_budget: Any = None,
+        max_connection_age: float | None = MAX_CONNECTION_AGE_S,
         **official: Any,  # official-only args (webhook_secret, ...): for the passed-through calls
     ) -> None:
         if api_key is None:
@@ -207,7 +209,8 @@ class BaseClient:
         self._http_client = http_client
         # proxy= for every origin, else HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as httpx reads them
         self._proxy = proxy
-        self._transport_settings = TransportSettings(verify=verify, http2=http2, proxies=proxy_map(proxy))
+        self._transport_settings = TransportSettings(verify=verify, http2=http2, proxies=proxy_map(proxy),
+                                                     max_connection_age=max_connection_age)  # transport/aging.py
         self.cache = cache
         # The client-wide cache is self.cache; CallOptions.cache is the per-call override only.
         self._options = CallOptions(cache=None, prefetch=prefetch, images=images, wire=wire,  # type: ignore[arg-type]
@@ -298,6 +301,7 @@ class BaseClient:
             "priority": self._options.priority,
             "priority_field": self._priority_field,
             "retry_budget": self._retry_budget or False,
+            "max_connection_age": self._transport_settings.max_connection_age,
             **self.__dict__.get("_official_kwargs", {}),
         }
         set_default_headers = overrides.pop("set_default_headers", None)

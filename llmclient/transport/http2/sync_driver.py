@@ -225,6 +225,8 @@ class SyncConnection(ConnectionFacts):
             except OSError as exc:
                 err = httpx.WriteError(str(exc) or type(exc).__name__)
                 self._broken(err)
+                if isinstance(self.state.error, NotHTTP2):  # hung up on our h2c preface
+                    raise_public(self.state.error)
                 raise err from exc
 
     def _set_timeout(self, timeout: float | None, write: bool) -> None:
@@ -242,7 +244,13 @@ class SyncConnection(ConnectionFacts):
 
     def _broken(self, exc: Exception) -> None:
         with self._cond:
-            self.state.fail(exc)
+            if isinstance(exc, httpx.WriteError) and self.state.cleartext and not self.state.settings_received:
+                # The h2c rule of H2State.connection_lost: a server that closes on our preface
+                # before its SETTINGS (RFC 9113 section 3.4) does not speak HTTP/2 (uvicorn's
+                # close reaches a concurrent first call as EPIPE on its write, not as an EOF).
+                self.state.connection_lost(f"write failed: {exc}")
+            else:
+                self.state.fail(exc)
             self._cond.notify_all()
 
     def _wait(self, stream: Stream, ready: Callable[[Stream], bool], timeout: float | None) -> None:
