@@ -576,6 +576,12 @@ class BaseClient:
         return self._features.rate_limits()
 
     @property
+    def retry_budgets(self) -> dict[str, dict[str, Any]]:
+        """Per origin: the retry budget's tokens, its policy, whether it is spent and the
+        retries it refused (``features/admit/retry_budget``); empty with ``retry_budget=False``."""
+        return self._retry_budget.stats() if self._retry_budget is not None else {}
+
+    @property
     def concurrency_limits(self) -> dict[str, dict[str, Any]]:
         """With ``concurrency="adaptive"``: per base URL, the calls allowed in flight now, in
         flight, waiting, the latency baseline, cuts and the reason of the last change."""

@@ -5,9 +5,9 @@ also carries an IPv6 unique local pair (fd00::/8, RFC 4193: never routed beyond 
 and a name, `DualStackLink.NAME`, that resolves *inside the namespace* to the host end's IPv6
 address first, then its IPv4 one: `ip netns exec` binds `/etc/netns/<namespace>/hosts` over
 `/etc/hosts` for the command it runs (ip-netns(8)), so the host's resolver is never touched.
-`blackhole_ipv6()` adds an nftables rule in the namespace that drops every packet from the
-host's IPv6 address: a SYN goes out and nothing comes back (no reset, no ICMP), as on a
-network whose IPv6 route is broken, so a client that tries addresses one after another waits
+`blackhole_ipv6()` adds an nftables rule in the namespace that drops every TCP segment from
+the host's IPv6 address (neighbour discovery still answers, so the SYN does go out): nothing
+comes back (no SYN-ACK, no reset, no ICMP), as on a network whose IPv6 route is broken, so a client that tries addresses one after another waits
 out its connect timeout there before it tries IPv4.
 
 The client runs inside the namespace (`link.command([...])`), the server on the host, bound
@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ._netns import _NETNS_DIR, NetnsError, NetnsLink, _ip, netns_supported
+from ._netns import _NETNS_DIR, _NS_RE, NetnsError, NetnsLink, _ip, _pid_alive, netns_supported
 
 __all__ = ["DualStackLink", "dualstack_supported"]
 
@@ -41,6 +41,16 @@ def dualstack_supported() -> tuple[bool, str]:
     return True, ""
 
 
+def _forget_dead_hosts_files() -> None:
+    """/etc/netns/<namespace>/ folders this module left behind in processes that are gone."""
+    if not _ETC_NETNS.is_dir():
+        return
+    for entry in _ETC_NETNS.iterdir():
+        m = _NS_RE.match(entry.name)
+        if m and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 class DualStackLink(NetnsLink):
     """A namespace whose name `NAME` resolves to a (blackholable) IPv6 and a working IPv4
     address of the host end (context manager)."""
@@ -57,6 +67,7 @@ class DualStackLink(NetnsLink):
         self.blackholed = False
 
     def _create(self) -> None:
+        _forget_dead_hosts_files()
         super()._create()
         _ip("-6", "addr", "add", f"{self.host_address6}/64", "dev", self.host_if, "nodad")
         _ip("-n", self.name, "-6", "addr", "add", f"{self.ns_address6}/64", "dev", self.ns_if, "nodad")
@@ -67,11 +78,12 @@ class DualStackLink(NetnsLink):
                                    f"{self.host_address} {self.NAME}\n")
 
     def blackhole_ipv6(self) -> None:
-        """From now on nothing from the host's IPv6 address reaches the namespace."""
+        """From now on no TCP segment from the host's IPv6 address reaches the namespace."""
         table = ["nft", "add", "table", "inet", "lcxbh"]
         chain = ["nft", "add", "chain", "inet", "lcxbh", "input",
                  "{ type filter hook input priority 0; policy accept; }"]
-        rule = ["nft", "add", "rule", "inet", "lcxbh", "input", "ip6", "saddr", self.host_address6, "drop"]
+        rule = ["nft", "add", "rule", "inet", "lcxbh", "input", "ip6", "saddr", self.host_address6,
+                "meta", "l4proto", "tcp", "drop"]  # TCP only: neighbour discovery still answers
         for argv in (table, chain, rule):
             result = subprocess.run(self.command(argv), capture_output=True, text=True, check=False)
             if result.returncode != 0:

@@ -177,7 +177,8 @@ async def _serve_uvicorn(app: object, opts: ServeOptions, scheme: str) -> None:
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         http=opts.uvicorn_http, lifespan="on", access_log=False, log_level="warning",
-        timeout_keep_alive=opts.keep_alive_s, loop="none",
+        timeout_keep_alive=opts.keep_alive_s,  # type: ignore[arg-type]  # a call_later delay: a float works
+        loop="none",
         ssl_certfile=str(opts.cert) if opts.cert else None,
         ssl_keyfile=str(opts.key) if opts.key else None,
     )

@@ -33,6 +33,7 @@ behind a lock (sync clients call from many threads).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -40,6 +41,8 @@ from typing import Any, Final
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TOKEN_RATIO", "Bucket", "OriginBudget", "RetryBudget", "apply",
            "check_retry_budget", "mark_refused", "origin_of", "outcome", "refusal"]
+
+log = logging.getLogger("llmclient.admit")
 
 DEFAULT_MAX_TOKENS: Final = 10.0  # gRFC A6's example policy
 DEFAULT_TOKEN_RATIO: Final = 0.1
@@ -98,8 +101,13 @@ class RetryBudget:
                         shared_budgets,  # redis-py: only with redis= (the redis extra)
                     )
 
-                    shared = shared_budgets(url)
+                    try:
+                        shared = shared_budgets(url)
+                    except (ImportError, ValueError) as exc:  # a retry budget never fails a call
+                        log.warning("retry budget of %s: not shared (%s); this process's own view", key[0], exc)
                 budget = self._budgets[key] = OriginBudget(key[0], self, shared)
+                if shared is not None:
+                    shared.join(budget)  # from the fleet's tokens (one round trip, once per origin)
             try:
                 self._by_url[fast] = budget
             except TypeError:
@@ -162,8 +170,8 @@ class OriginBudget:
     """One origin's bucket in this process, and what it has not yet told Redis (``pending``)
     when it is shared (``shared``: a ``retry_shared.SharedRetryBudgets``)."""
 
-    __slots__ = ("bucket", "lock", "origin", "pending_failures", "pending_successes", "refused", "shared",
-                 "used_at")
+    __slots__ = ("__weakref__", "bucket", "lock", "origin", "pending_failures", "pending_successes", "refused",
+                 "shared", "used_at")
 
     def __init__(self, origin: str, policy: RetryBudget, shared: Any = None) -> None:
         self.origin = origin

@@ -17,10 +17,12 @@ it has seen, as without ``redis=``), logs it once, and tries Redis again after
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ class SharedRetryBudgets:
         self._client = redis.Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT_S,
                                             socket_connect_timeout=SOCKET_TIMEOUT_S)
         self._script = self._client.register_script(_SYNC)
-        self._budgets: dict[str, OriginBudget] = {}
+        self._budgets: weakref.WeakSet[OriginBudget] = weakref.WeakSet()  # a dropped client's go with it
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._down_until = 0.0
@@ -96,24 +98,30 @@ class SharedRetryBudgets:
         if now - budget.used_at >= IDLE_AFTER_S:
             self._wake.set()  # the thread may be in its long sleep
         budget.used_at = now
-        key = key_for(self.prefix, budget)
-        if key not in self._budgets:
+        if budget not in self._budgets:  # two clients' budgets may share a key: by the object
             with self._lock:
-                self._budgets.setdefault(key, budget)
+                self._budgets.add(budget)
         if self._thread is None:
             with self._lock:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name="llmclient-retry-budget", daemon=True)
                     self._thread.start()
 
-    def sync(self) -> bool | None:
+    def join(self, budget: OriginBudget) -> None:
+        """A budget new in this process: it starts from the fleet's tokens (one round trip,
+        now), not from a full bucket the others may have spent."""
+        self.touched(budget)
+        self.sync(only=budget)
+
+    def sync(self, only: OriginBudget | None = None) -> bool | None:
         """One trip now (the thread's, also callable): whether Redis answered; None when no
         budget was touched lately (nothing to do)."""
         now = time.monotonic()
         if now < self._down_until:
             return False
         with self._lock:
-            live = [(k, b) for k, b in self._budgets.items() if now - b.used_at < IDLE_AFTER_S]
+            live = [(key_for(self.prefix, b), b) for b in self._budgets
+                    if (b is only if only is not None else now - b.used_at < IDLE_AFTER_S)]
         if not live:
             return None
         keys: list[str] = []
@@ -172,6 +180,15 @@ def shared_budgets(url: str) -> SharedRetryBudgets:
             if found is None:
                 found = _shared[url] = SharedRetryBudgets(url)
     return found
+
+
+def _last_trip() -> None:
+    """At exit: what this process saw last still reaches the fleet."""
+    for shared in list(_shared.values()):
+        shared.sync()
+
+
+atexit.register(_last_trip)
 
 
 def _forget_after_fork() -> None:
