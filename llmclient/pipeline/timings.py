@@ -32,6 +32,7 @@ _EVENT_FIELDS = {
 # Our transport's own event (llmclient.transport.connect): a wait for a connection, with its
 # length. The end of a TCP connect carries how many addresses Happy Eyeballs tried.
 _POOL_WAIT = "llmclient.pool_wait"
+_REPLACED = "llmclient.replaced"  # a request the transport sent again: the first never reached the server
 
 
 @dataclass(slots=True)
@@ -54,6 +55,7 @@ class CallRecord:
     remote_address: str | None = None  # the address the last attempt's connection reached
     address_family: str | None = None  # "IPv4" | "IPv6" (Happy Eyeballs chose it: transport/eyeballs.py)
     connect_attempts: int | None = None  # addresses tried to open the last attempt's connection (None: reused)
+    replaced: int = 0  # sends the transport made again on another connection: they never reached the server
     retries: int = 0
     resumes: int = 0  # a cut background stream went on from where it was (pipeline.resume)
     early_resumes: int = 0  # resume GETs opened beside a silent background stream (pipeline.resume)
@@ -131,6 +133,8 @@ class CallRecord:
                 self._attempts = info.get("attempts")
         elif event_name == _POOL_WAIT:
             self._pool_wait_s += info.get("seconds", 0.0)
+        elif event_name == _REPLACED:
+            self.replaced += 1
 
     async def on_trace_async(self, event_name: str, info: dict[str, Any]) -> None:
         self.on_trace(event_name, info)

@@ -96,6 +96,8 @@ H1_IDLE_EXPIRY_S = PING_AFTER_IDLE_S
 # Re-sends of one request that provably never reached the server (see the module docstring):
 # each goes to a usable connection, so more than a few means the origin refuses everything.
 MAX_REPLACEMENTS = 8
+# The trace event of each such re-send (read into ``timings.replaced``).
+REPLACED_EVENT = "llmclient.replaced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,6 +480,9 @@ class SyncTransport(_TransportBase):
                     _gave_up(exc, replaced)
                     raise
                 replaced += 1
+                trace = request.extensions.get("trace")
+                if trace is not None:
+                    trace(REPLACED_EVENT, {"error": type(exc).__name__})
         self.note_response(rec, response)
         response.stream = _LaneStream(response.stream, self, lane)
         response.request = request
@@ -532,6 +537,9 @@ class AsyncTransport(_TransportBase):
                     _gave_up(exc, replaced)
                     raise
                 replaced += 1
+                trace = request.extensions.get("trace")
+                if trace is not None:
+                    await trace(REPLACED_EVENT, {"error": type(exc).__name__})
         self.note_response(rec, response)
         response.stream = _AsyncLaneStream(response.stream, self, lane)
         response.request = request

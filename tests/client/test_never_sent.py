@@ -67,6 +67,7 @@ def test_a_connection_that_read_goaway_after_the_pool_chose_it_costs_no_retry(
         second = drive(c.chat.completions.create(model="m", messages=MSG))
     assert first.choices[0].message.content == second.choices[0].message.content == "Hello world"
     assert second.timings.retries == 0  # placed on a new connection inside the transport
+    assert second.timings.replaced == 1 and first.timings.replaced == 0
     assert second.timings.connection_reused is False
     assert server.connections == 2
 
@@ -86,7 +87,7 @@ def test_a_refused_stream_goes_again_at_once_without_a_retry(drive: Drive) -> No
     with HostileH2Server(_refuse_first) as server:
         answer = drive(_client(drive, server).chat.completions.create(model="m", messages=MSG))
     assert answer.choices[0].message.content == "Hello world"
-    assert answer.timings.retries == 0
+    assert answer.timings.retries == 0 and answer.timings.replaced == 1
     assert server.requests == 2 and server.connections == 1
 
 
