@@ -296,6 +296,7 @@ def churn(calls: int, concurrency: int, clients: tuple[str, ...], base_url: str 
         for client in clients:
             server, extra, url = start()
             try:
+                _warm(client, url)
                 tally = Tally(client, name)
                 _closed_loop(client, url, "sim-zero", calls, concurrency, tally, _sometimes_idle, timeout=30)
                 _settle(tally, server)
@@ -310,6 +311,7 @@ def churn(calls: int, concurrency: int, clients: tuple[str, ...], base_url: str 
 def _nginx_target() -> tuple[ServerProcess, Any, str]:
     server = start_server("zero", extra_args=("--access-log",))
     try:
+        server.wait_healthy()
         proxy = NginxGoaway(server.port, 10)
     except BaseException:
         server.stop()
@@ -319,6 +321,11 @@ def _nginx_target() -> tuple[ServerProcess, Any, str]:
 
 def _uvicorn_target() -> tuple[ServerProcess, Any, str]:
     server = start_server("zero", extra_args=("--access-log", "--server", "uvicorn", "--keep-alive-s", "1"))
+    try:
+        server.wait_healthy()
+    except BaseException:
+        server.stop()
+        raise
     return server, None, server.base_url
 
 
@@ -339,8 +346,12 @@ def outage(callers: int, outage_s: float, before_s: float, after_s: float, clien
         spec = f"status=503;start_ms={int(before_s * 1000)};for_ms={int(outage_s * 1000)}"
         server = start_server("zero", faults=spec, extra_args=("--access-log",))
         try:
+            server.wait_healthy()  # (a GET: the fault's window starts at the first POST, the loop's)
             tally = Tally(client, f"every answer 503 for {outage_s:g} s")
-            t_first = time.monotonic()  # the window counts from the server's first request: the loop's
+            # The window counts from the server's first POST: this warm-up's, decided as it is
+            # answered (the first call of a process costs its imports first: under load, seconds).
+            _warm(client, server.base_url)
+            t_first = time.monotonic()
             window = (t_first + before_s, t_first + before_s + outage_s)
             stamps: list[tuple[float, str, bool, float]] = []
             _outage_loop(client, server.base_url, callers, t_first + before_s + outage_s + after_s, tally, stamps)
@@ -362,6 +373,14 @@ def outage(callers: int, outage_s: float, before_s: float, after_s: float, clien
         finally:
             server.stop()
     return out
+
+
+def _warm(client: str, base_url: str) -> None:
+    """One call through a throwaway client of this kind (and event loop)."""
+    tally = Tally(client, "warm-up")
+    _closed_loop(client, base_url, "sim-zero", 1, 1, tally, lambda _rng: 0.0, timeout=60)
+    if tally.errors:
+        raise RuntimeError(f"warm-up call failed: {dict(tally.errors)}")
 
 
 def _outage_loop(client: str, base_url: str, callers: int, stop_at: float, tally: Tally,
@@ -481,6 +500,7 @@ def eyeballs(n: int, connect_timeout: float, clients: tuple[str, ...]) -> dict[s
         link.blackhole_ipv6()
         server = start_server("zero", extra_args=("--host", link.host_address))
         try:
+            server.wait_healthy()
             url = f"http://{link.NAME}:{server.port}/v1"
             rtt = _tcp_rtt_ms(link, server.port)
             rows: dict[str, Any] = {"rtt_ms": rtt, "connect_timeout_s": connect_timeout, "clients": {}}
