@@ -60,6 +60,8 @@ test-torch: setup
 lint: $(STAMP)
 	$(VENV)/bin/ruff check llmclient preprocess speculative benchmarks tests examples scripts
 	$(PY) scripts/unasync.py --check
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/signatures.py --check
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -12,7 +12,7 @@ Three goals of issue 46, each run side by side with the official ``openai`` clie
   fault, ``status=503;start_ms=...;for_ms=10000``) under 32 concurrent callers (each pausing
   50 ms between calls). Goal: attempts at most 1.2x the calls while it lasts (the official
   client: about 3x, ``max_retries=2``), and calls after it succeed at once. Attempts are the
-  upstream's access log; calls are the callers' own count.
+  upstream's access log; the outage's calls are those it answered 503 at least once.
 * ``eyeballs``: a new connection to a dual-stack name whose IPv6 route blackholes (a network
   namespace, ``benchmarks.netem.DualStackLink``, as root with nftables). Goal: a new connection
   costs at most RTT + 300 ms (RFC 8305's 250 ms attempt delay, plus the IPv4 handshake), where
@@ -80,9 +80,16 @@ class Tally:
 
 def upstream_counts(log_path: str | None) -> Counter[str]:
     """How many times each chat request id reached the upstream (its access log)."""
-    if not log_path:
-        return Counter()
-    return Counter(m.group(1) for m in _POST.finditer(Path(log_path).read_text(errors="replace")))
+    return Counter({rid: len(statuses) for rid, statuses in upstream_statuses(log_path).items()})
+
+
+def upstream_statuses(log_path: str | None) -> dict[str, list[int]]:
+    """What the upstream answered each attempt of each chat request id (its access log)."""
+    out: dict[str, list[int]] = {}
+    if log_path:
+        for m in _POST.finditer(Path(log_path).read_text(errors="replace")):
+            out.setdefault(m.group(1), []).append(int(m.group(2)))
+    return out
 
 
 def _kind(exc: BaseException) -> str:
@@ -352,13 +359,17 @@ def outage(callers: int, outage_s: float, before_s: float, after_s: float, clien
             # answered (the first call of a process costs its imports first: under load, seconds).
             _warm(client, server.base_url)
             t_first = time.monotonic()
-            window = (t_first + before_s, t_first + before_s + outage_s)
+            window_end = t_first + before_s + outage_s  # by our clock: the server's ends a moment earlier
             stamps: list[tuple[float, str, bool, float]] = []
             _outage_loop(client, server.base_url, callers, t_first + before_s + outage_s + after_s, tally, stamps)
             _settle(tally, server)
-            seen = upstream_counts(server.log_path)
-            during = [s for s in stamps if window[0] <= s[0] < window[1]]
-            after = [s for s in stamps if s[0] >= window[1] + 0.5]  # a moment for calls in flight to end
+            statuses = upstream_statuses(server.log_path)
+            seen = Counter({rid: len(answers) for rid, answers in statuses.items()})
+            # The calls the outage met: an attempt of theirs answered 503 (the server's clock
+            # decides, not ours: its window opened when it saw the warm-up's POST, a moment
+            # before the answer reached us, so a window by our clock would be off by as much).
+            during = [s for s in stamps if 503 in statuses.get(s[1], ())]
+            after = [s for s in stamps if s[0] >= window_end + 0.5]  # a moment for calls in flight to end
             tally.notes = {
                 "calls_during": len(during),
                 "attempts_during": sum(seen[rid] for _, rid, _, _ in during),

@@ -282,3 +282,16 @@ def _request_of(response: httpx.Response) -> httpx.Request | None:
 
 def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def describe_transport_error(exc: BaseException) -> str:
+    """A failed send in words a user acts on (a DNS failure, a TLS failure, a refused
+    connection), with the transport's own text."""
+    text = str(exc) or type(exc).__name__
+    if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+        return f"DNS lookup failed ({text})"
+    if "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text:
+        return f"TLS handshake failed ({text})"
+    if "Connection refused" in text or "Errno 111" in text:
+        return f"connection refused ({text}); is the server running at this base URL?"
+    return f"{type(exc).__name__}: {text}"

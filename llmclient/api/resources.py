@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import MalformedResponseError
 from .._keywords import check_keywords, create_params
-from ..pipeline.call import NOT_GIVEN, OPTION_KEYS, Call, split_options
-from ..pipeline.shared import RawResponse
+from ..layers.options import OPTION_KEYS, split_options
+from ..pipeline.call import NOT_GIVEN, Call
 from ..wire.codec import RESPONSES_PATH, float32_list
 from .models import create_embedding_response, jsonable
 from .passthrough import passed
+from .raw import RawResponse
 from .response import AsyncResponseContextManager, ResponseContextManager
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class _StreamingProxy:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self._resource, name)
-        if self._resource._client._on_event_loop:  # an async client (AsyncPipeline mixed in)
+        if self._resource._client._on_event_loop:  # an async client (AsyncClientIO mixed in)
             return lambda *args, **kwargs: AsyncResponseContextManager(
                 lambda: method(*args, _raw=True, **kwargs))
         return lambda *args, **kwargs: ResponseContextManager(lambda: method(*args, _raw=True, **kwargs))
@@ -208,7 +209,7 @@ def _make_embeddings(decode: bool) -> Callable[[dict[str, Any]], Any]:
 class Beta:
     """``client.beta.chat.completions.parse / stream``: the same resources as ``client.chat``;
     the rest of ``client.beta`` (assistants, threads, ...) is the official client's
-    (``_passthrough``)."""
+    (``api/passthrough.py``)."""
 
     def __init__(self, chat: Any) -> None:
         self.chat = chat

@@ -7,13 +7,13 @@ an HTTP-date) are honoured up to :data:`MAX_RETRY_AFTER_S`; otherwise exponentia
 with jitter. Once any stream content has reached the caller, nothing is retried.
 
 Where it differs, for overload (:data:`OVERLOAD_STATUSES`: 429, 503, and 529, Anthropic's
-``overloaded_error``), in :func:`status_retry_delay`: without a Retry-After the wait is *full*
+``overloaded_error``), in :func:`status_retry`: without a Retry-After the wait is *full*
 jitter (uniform in [0, backoff]; AWS Architecture Blog, "Exponential Backoff And Jitter",
 2015), so callers refused together spread out instead of coming back together; and a server
 that asks for longer than :data:`MAX_RETRY_AFTER_S` is not retried sooner than it asked (the
 official client retries after its own backoff then, into the same refusal): the error is
 raised at once. How many retries an origin gets at all while it fails is the retry budget's
-(``retry_budget.py``).
+(``features/admit/retry_budget.py``, applied by the retry layer).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import random
 import time
 from collections.abc import Mapping
 
+import httpx
+
 __all__ = [
     "INITIAL_BACKOFF_S",
     "MAX_BACKOFF_S",
@@ -30,11 +32,12 @@ __all__ = [
     "MAX_RETRY_AFTER_S",
     "OVERLOAD_STATUSES",
     "backoff_delay",
+    "error_retry",
     "free_retry",
     "is_retryable_status",
     "retry_after_seconds",
     "retry_delay",
-    "status_retry_delay",
+    "status_retry",
 ]
 
 INITIAL_BACKOFF_S = 0.5
@@ -124,21 +127,22 @@ def retry_delay(
     return backoff_delay(retries_done, rng, full_jitter)
 
 
-def status_retry_delay(status: int, headers: Mapping[str, str], retries_done: int, max_retries: int,
-                       rng: random.Random | None = None, now: float | None = None) -> float | None:
-    """Seconds to wait before retrying an answer with ``status``, or None: not retried (not a
-    retryable status, ``x-should-retry: false``, the retries used up, or an overload answer
-    that asked for longer than :data:`MAX_RETRY_AFTER_S`)."""
-    if not is_retryable_status(status, headers) or retries_done >= max_retries:
+def status_retry(status: int, headers: Mapping[str, str], attempt: int, max_retries: int,
+                 rng: random.Random | None = None, now: float | None = None) -> float | None:
+    """After an error status: seconds to wait before the next attempt, or None (raise it): not
+    a retryable status, ``x-should-retry: false``, the retries used up, or an overload answer
+    that asked for longer than :data:`MAX_RETRY_AFTER_S`. Overload without Retry-After waits a
+    full-jitter share, so refused callers do not come back together."""
+    if not is_retryable_status(status, headers) or attempt >= max_retries:
         return None
     requested = _requested_wait(headers, now)
     overload = status in OVERLOAD_STATUSES
     if requested is not None and requested > MAX_RETRY_AFTER_S and overload:
         return None  # it said not now: a retry within our cap would only be refused again
-    return retry_delay(retries_done, max_retries, headers, rng, full_jitter=overload)
+    return retry_delay(attempt, max_retries, headers, rng, full_jitter=overload)
 
 
-# Re-sends that do not use the caller's retry budget, because the request never ran. Each one
+# Re-sends that do not use the caller's max_retries, because the request never ran. Each one
 # goes to a fresh connection; several can be needed when many streams share a closing one.
 MAX_FREE_RETRIES = 8
 
@@ -150,7 +154,10 @@ def free_retry(exc: BaseException, used: int) -> bool:
 
     * RFC 9113 section 6.8: a stream above a GOAWAY's last-stream-id "can be safely retried";
     * RFC 9113 section 8.7: RST_STREAM(REFUSED_STREAM);
-    * a server that does not speak HTTP/2 at all answered our h2c preface.
+    * a server that does not speak HTTP/2 at all answered our h2c preface;
+    * a connection that could no longer take the stream when it came to it (GOAWAY read, the
+      stream cap, closing: ``http2.errors.ConnectionUnusable``), or an HTTP/1.1 connection
+      closed before any byte of the request was written (``http1_parser.ClosedBeforeSent``).
 
     Anything else (a connection closed before the answer, a GOAWAY that covers the stream, a
     cut stream) may have run on the server: inference servers do not honour Idempotency-Key,
@@ -162,3 +169,14 @@ def free_retry(exc: BaseException, used: int) -> bool:
     count here, so the two never multiply.
     """
     return used + int(getattr(exc, "replaced", 0)) < MAX_FREE_RETRIES and bool(getattr(exc, "unprocessed", False))
+
+
+def error_retry(exc: BaseException, attempt: int, max_retries: int, free_used: int) -> tuple[float | None, bool]:
+    """After a failed send: (the delay before the next attempt or None, whether that retry is
+    free: the request never ran on the server). Only a transport error is retried, and not a
+    URL the transport cannot speak."""
+    if not isinstance(exc, httpx.TransportError) or isinstance(exc, httpx.UnsupportedProtocol):
+        return None, False
+    if free_retry(exc, free_used):
+        return 0.0, True
+    return retry_delay(attempt, max_retries), False

@@ -91,18 +91,18 @@ def test_the_budget_option_is_checked_and_named() -> None:
 def test_overload_answers_wait_full_jitter_and_honour_what_the_server_asks() -> None:
     rng = random.Random(5)
     for status in (429, 503, 529):
-        waits = [_retry.status_retry_delay(status, {}, 1, 2, rng) for _ in range(400)]
+        waits = [_retry.status_retry(status, {}, 1, 2, rng) for _ in range(400)]
         assert all(w is not None and 0.0 <= w <= 1.0 for w in waits)
         assert min(w for w in waits if w is not None) < 0.25  # full jitter: down to 0, not 0.75 x
-    plain = [_retry.status_retry_delay(500, {}, 1, 2, rng) for _ in range(200)]
+    plain = [_retry.status_retry(500, {}, 1, 2, rng) for _ in range(200)]
     assert all(p is not None and 0.75 <= p <= 1.0 for p in plain)  # not overload: 25 % jitter
-    assert _retry.status_retry_delay(503, {"retry-after-ms": "1500"}, 0, 2) == 1.5
-    assert _retry.status_retry_delay(429, {"retry-after": "7"}, 0, 2) == 7.0
-    assert _retry.status_retry_delay(503, {"retry-after": "600"}, 0, 2) is None  # asked past the cap
-    assert _retry.status_retry_delay(500, {"retry-after": "600"}, 0, 2) is not None  # 500 says nothing of load
-    assert _retry.status_retry_delay(503, {"x-should-retry": "false"}, 0, 2) is None
-    assert _retry.status_retry_delay(400, {"x-should-retry": "true"}, 0, 2) is not None
-    assert _retry.status_retry_delay(503, {}, 2, 2) is None
+    assert _retry.status_retry(503, {"retry-after-ms": "1500"}, 0, 2) == 1.5
+    assert _retry.status_retry(429, {"retry-after": "7"}, 0, 2) == 7.0
+    assert _retry.status_retry(503, {"retry-after": "600"}, 0, 2) is None  # asked past the cap
+    assert _retry.status_retry(500, {"retry-after": "600"}, 0, 2) is not None  # 500 says nothing of load
+    assert _retry.status_retry(503, {"x-should-retry": "false"}, 0, 2) is None
+    assert _retry.status_retry(400, {"x-should-retry": "true"}, 0, 2) is not None
+    assert _retry.status_retry(503, {}, 2, 2) is None
 
 
 # -- through the clients, against the reference server ---------------------------------------------
@@ -195,9 +195,9 @@ def test_the_official_client_retries_every_failing_call_in_full(logged: RefServe
 def test_one_budget_per_client_family(logged: RefServer) -> None:
     c = llmclient.OpenAI(base_url=logged.base_url, api_key="k", max_retries=2)
     copy = c.with_options(timeout=10)
-    assert copy._retry_budget is c._retry_budget  # a copy shares the buckets
+    assert copy._ctx.retry_budget is c._ctx.retry_budget  # a copy shares the buckets
     other = llmclient.OpenAI(base_url=logged.base_url, api_key="k")
-    assert other._retry_budget is not c._retry_budget  # a client of its own has its own
+    assert other._ctx.retry_budget is not c._ctx.retry_budget  # a client of its own has its own
 
 
 # -- two processes, one Redis ------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import weakref
 from typing import Any, Final
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TOKEN_RATIO", "Bucket", "OriginBudget", "RetryBudget", "apply",
-           "check_retry_budget", "mark_refused", "origin_of", "outcome", "refusal"]
+           "check_retry_budget", "check_setting", "mark_refused", "origin_of", "outcome", "refusal"]
 
 log = logging.getLogger("llmclient.admit")
 
@@ -124,17 +124,25 @@ class RetryBudget:
         self._by_url = {}
 
 
-def check_retry_budget(value: object) -> RetryBudget | None:
-    """The client's ``retry_budget=``: None or True (the default budget), False (none: every
-    retryable failure retried up to ``max_retries``, as the official client does), or a
-    :class:`RetryBudget`; anything else is a ValueError that names it."""
-    if value is None or value is True:
-        return RetryBudget()
+def check_setting(value: object) -> RetryBudget | bool | None:
+    """The client's ``retry_budget=`` as given, checked (the client's Config keeps it): None or
+    True (the default budget), False (none: every retryable failure retried up to
+    ``max_retries``, as the official client does), or a :class:`RetryBudget`; anything else is a
+    ValueError that names it."""
+    if value is None or isinstance(value, (bool, RetryBudget)):
+        return value
+    raise ValueError(f"retry_budget must be True, False, None or llmclient.RetryBudget(...), got {value!r}")
+
+
+def check_retry_budget(value: object, inherited: RetryBudget | None = None) -> RetryBudget | None:
+    """The budget a client with ``retry_budget=value`` uses: the one it was given, none with
+    False, else ``inherited`` (the client it is a copy of had one) or a new default one."""
+    value = check_setting(value)
     if value is False:
         return None
     if isinstance(value, RetryBudget):
         return value
-    raise ValueError(f"retry_budget must be True, False, None or llmclient.RetryBudget(...), got {value!r}")
+    return inherited if inherited is not None else RetryBudget()
 
 
 class Bucket:
