@@ -31,6 +31,7 @@ from ._errors import (
 )
 from ._module_client import resource_proxy
 from .api.streaming import Stream
+from .features.admit.retry_budget import RetryBudget
 from .features.route import Ejection, Replica, Replicas
 from .layers.options import CallOptions
 from .pipeline.call import NOT_GIVEN, Call, NotGiven, Omit, not_given, omit
@@ -151,6 +152,7 @@ __all__ = [
     "RawResponse",
     "Replica",
     "Replicas",
+    "RetryBudget",
     "SSEDecoder",
     "SpeculationConfig",
     "Stream",

@@ -91,7 +91,8 @@ class BaseClient:
         self._proxy = connection.proxy
         # proxy= for every origin, else HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as httpx reads them
         self._transport_settings = TransportSettings(verify=connection.verify, http2=connection.http2,
-                                                     proxies=proxy_map(connection.proxy))
+                                                     proxies=proxy_map(connection.proxy),
+                                                     max_connection_age=connection.max_connection_age)
         self.cache = config.features.cache
         self._options: CallOptions = config.calls
         if config.official:
@@ -110,6 +111,7 @@ class BaseClient:
             transport=self._transport_now, http_client=http_client, header_forms=header_forms(self._headers),
             knowledge=original._ctx.knowledge if original is not None else Knowledge(),
             router=self._router, compress=connection.compress,
+            retry_budget=original._ctx.retry_budget if original is not None else None,  # a copy's: shared
             fixed_transport=None if is_async else self.__dict__.get("_transport"),
         )
         ctx.port = Port(
@@ -146,7 +148,8 @@ class BaseClient:
 
     def _copy_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """The keywords of a copy: this client's settings, with ``overrides`` given (None leaves
-        a setting as it is, except ``stream_idle_timeout``, where None turns the watchdog off);
+        a setting as it is, except ``stream_idle_timeout``, where None turns the watchdog off, and
+        ``max_connection_age``, where it means no age);
         ``default_headers`` are merged into this client's, ``set_default_headers`` replace them."""
         kwargs = self._config.options()
         kwargs["base_url"] = self.__dict__.get("_replicas") or self.base_url
@@ -165,8 +168,9 @@ class BaseClient:
             overrides["default_headers"] = merge_custom({**self._custom_headers}, overrides["default_headers"])
         elif set_default_headers is not None:
             overrides["default_headers"] = set_default_headers
-        if "stream_idle_timeout" in overrides:  # None is a value here: the watchdog off
-            kwargs["stream_idle_timeout"] = overrides.pop("stream_idle_timeout")
+        for name in ("stream_idle_timeout", "max_connection_age"):  # None is a value here
+            if name in overrides:
+                kwargs[name] = overrides.pop(name)
         kwargs.update({k: v for k, v in overrides.items() if v is not None and v is not NOT_GIVEN})
         return kwargs
 
@@ -272,6 +276,13 @@ class BaseClient:
         (``features/admit``)."""
         pacer = self._ctx.pacer
         return pacer.snapshot() if pacer is not None else {}
+
+    @property
+    def retry_budgets(self) -> dict[str, dict[str, Any]]:
+        """Per origin: the retry budget's tokens, its policy, whether it is spent and the
+        retries it refused (``features/admit/retry_budget``); empty with ``retry_budget=False``."""
+        budget = self._ctx.retry_budget
+        return budget.stats() if budget is not None else {}
 
     @property
     def concurrency_limits(self) -> dict[str, dict[str, Any]]:

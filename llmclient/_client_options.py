@@ -16,6 +16,7 @@ from .pipeline.call import NotGiven
 if TYPE_CHECKING:
     from .cache import ResponseCache
     from .features.admit.concurrency import AdaptiveConfig
+    from .features.admit.retry_budget import RetryBudget
     from .features.batch import BatchConfig
     from .features.hedge import HedgeConfig
     from .features.prefetch import SpeculationConfig
@@ -52,6 +53,7 @@ class ClientOptions(TypedDict, total=False):
     proxy: str | httpx.URL | None
     warm: bool
     compress: bool
+    max_connection_age: float | None
     # llmclient's: what each call does unless it says otherwise
     images: bool | str | Mapping[str, Any] | Any | None
     prefetch: bool | Literal["prefix"] | Sequence[Any] | Any | None
@@ -67,6 +69,7 @@ class ClientOptions(TypedDict, total=False):
     speculation: SpeculationConfig | Mapping[str, Any] | None
     pacing: Literal["auto"] | bool
     redis: str | Any | None
+    retry_budget: bool | RetryBudget | None
     concurrency: Literal["adaptive"] | bool | AdaptiveConfig | Mapping[str, Any] | None
     embedding_batch: bool | BatchConfig | Mapping[str, Any] | None
     priority_field: bool

@@ -28,11 +28,14 @@ from ._keywords import check_keywords
 from .features.admit.concurrency import AdaptiveConfig, adaptive_config
 from .features.admit.pacer import pacing_mode
 from .features.admit.priority import check_field as check_priority_field
+from .features.admit.retry_budget import RetryBudget
+from .features.admit.retry_budget import check_setting as check_retry_budget
 from .features.batch import BatchConfig, batch_config
 from .features.route import Replicas
 from .layers.calls import to_timeout
 from .layers.options import CallOptions
 from .pipeline.call import NOT_GIVEN, is_given
+from .transport.aging import MAX_CONNECTION_AGE_S, check_max_age
 
 __all__ = ["OPTION_NAMES", "Config", "Connection", "Credentials", "Features", "check_cache_setting"]
 
@@ -79,7 +82,8 @@ class Credentials:
 @dataclass(frozen=True, slots=True)
 class Connection:
     """Where the calls go and how: the base URL (or several replicas), timeouts, retries, and the
-    connections' settings (HTTP/2, TLS verification, proxy, a caller's own ``http_client``)."""
+    connections' settings (HTTP/2, TLS verification, proxy, a caller's own ``http_client``, the
+    connections' maximum age)."""
 
     base_url: httpx.URL | Replicas
     timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
@@ -90,9 +94,12 @@ class Connection:
     proxy: str | httpx.URL | None = None
     warm: bool = False  # open the connection (GET /models) when the client is made
     compress: bool = True  # compress request bodies for servers that read zstd or gzip
+    # every connection retired at this age, jittered (seconds; None: never): transport/aging.py
+    max_connection_age: float | None = MAX_CONNECTION_AGE_S
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", check_base_url(self.base_url))
+        object.__setattr__(self, "max_connection_age", check_max_age(self.max_connection_age))
         if not isinstance(self.timeout, httpx.Timeout):
             raise TypeError(f"timeout must be a number of seconds, an httpx.Timeout or None, got {self.timeout!r}")
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
@@ -154,7 +161,7 @@ def check_cache_setting(value: object) -> object:
 class Features:
     """The opt-in features and how they run: the response cache's store, speculation's budget,
     rate-limit pacing and the Redis it shares budgets through, adaptive concurrency, embedding
-    batching, and vLLM's body priority."""
+    batching, vLLM's body priority, and the retry budget per origin (on unless False)."""
 
     cache: Any = None
     speculation: Any = None  # a SpeculationConfig or a dict of its fields (checked when made)
@@ -163,9 +170,13 @@ class Features:
     concurrency: AdaptiveConfig | None = None
     embedding_batch: BatchConfig | None = None
     priority_field: bool = False
+    # None/True: a budget of the client's own (its copies share it); False: none; a RetryBudget:
+    # that one (features/admit/retry_budget.py; the buckets are made in layers/setup.py)
+    retry_budget: RetryBudget | bool | None = None
 
     def __post_init__(self) -> None:
         check_cache_setting(self.cache)
+        check_retry_budget(self.retry_budget)
         pacing_mode(self.pacing)
         object.__setattr__(self, "concurrency", adaptive_config(self.concurrency))
         object.__setattr__(self, "embedding_batch", batch_config(self.embedding_batch))
@@ -256,7 +267,7 @@ def make_config(options: Mapping[str, Any], *, credentials: Credentials, base_ur
     timeout = to_timeout(options.get("timeout", NOT_GIVEN), _http_client_timeout(http_client) or DEFAULT_TIMEOUT)
     connection = Connection(
         base_url=base_url, timeout=timeout, max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
-        **_given(options, ("http_client", "http2", "verify", "proxy", "warm", "compress")),
+        **_given(options, ("http_client", "http2", "verify", "proxy", "warm", "compress", "max_connection_age")),
     )
     calls = CallOptions(**_given(options, [f for f, g in GROUP_OF.items() if g == "calls"]))
     features = Features(**_given(options, [f for f, g in GROUP_OF.items() if g == "features"]))

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .._errors import APIConnectionError, APIStatusError
     from ..features.admit import Pacer
     from ..features.admit.gate import Gates
+    from ..features.admit.retry_budget import RetryBudget
     from ..features.batch import Batcher
     from ..features.hedge import HedgeTrack
     from ..features.port import Port
@@ -70,6 +71,9 @@ class Context:
     pacer: Pacer | None = None
     gates: Gates | None = None
     batcher: Batcher | None = None
+    # The retry budget per origin (None: off): its buckets, shared through ``redis`` when set.
+    retry_budget: RetryBudget | None = None
+    redis: Any = None  # the client's redis= (a URL, a redis client or a SharedBudget)
     # Hedged requests: latencies and budget per (site, path, model).
     hedge_tracks: dict[tuple[str, str, str], HedgeTrack] = field(default_factory=dict)
     port: Port | None = None  # what speculation may do with the client (features/port.py)

@@ -32,6 +32,8 @@ BASE = "http://127.0.0.1:9/v1"
     ("base_url", "ftp://example/v1", "base_url must be an http:// or https:// URL"),
     ("images", 3.5, "images= must be None, True, False, a target name"),
     ("prefetch", 7, "prefetch must be None, True, False, 'prefix'"),
+    ("retry_budget", "lots", "retry_budget must be True, False, None or llmclient.RetryBudget"),
+    ("max_connection_age", -5, "max_connection_age must be a number of seconds > 0, or None"),
 ])
 def test_a_bad_setting_raises_at_construction_in_with_options_and_per_call(option: str, value: Any,
                                                                            says: str) -> None:
