@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import httpx
 import orjson
 
-from . import _official, wire
+from . import _hints, _official, wire
 from ._async.pipeline import AsyncPipeline
 from ._async.resources import (
     AsyncChat,
@@ -495,7 +495,7 @@ class BaseClient:
             phase = {"ConnectTimeout": "connect", "ReadTimeout": "read", "WriteTimeout": "write",
                      "PoolTimeout": "pool"}.get(type(exc).__name__, "request")
             return APITimeoutError(f"Request timed out ({phase} phase) for {where}", request, **kw)
-        return APIConnectionError(f"Connection error for {where}: {_describe_transport_error(exc)}", request, **kw)
+        return APIConnectionError(f"Connection error for {where}: {_describe_transport_error(exc, call.url)}", request, **kw)
 
     @staticmethod
     def _error_retry(call: Call, exc: Exception, attempt: int, free_used: int) -> tuple[float | None, bool]:
@@ -504,7 +504,7 @@ class BaseClient:
             return None, False
         if _retry.free_retry(exc, free_used):
             return 0.0, True
-        return _retry.retry_delay(attempt, call.max_retries), False
+        return _retry.error_retry_delay(exc, call.url, attempt, call.max_retries), False
 
     @staticmethod
     def _status_retry_delay(call: Call, response: httpx.Response, attempt: int) -> float | None:
@@ -724,18 +724,8 @@ def _url(text: str) -> httpx.URL:
     return url
 
 
-def _describe_transport_error(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    cause = exc.__cause__ or exc.__context__
-    while cause is not None and not str(cause):
-        cause = cause.__cause__ or cause.__context__
-    if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
-        return f"DNS lookup failed ({text})"
-    if "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text:
-        return f"TLS handshake failed ({text})"
-    if "Connection refused" in text or "Errno 111" in text:
-        return f"connection refused ({text}); is the server running at this base URL?"
-    return f"{type(exc).__name__}: {text}"
+def _describe_transport_error(exc: Exception, url: str | None = None) -> str:
+    return _hints.describe_transport(type(exc).__name__, str(exc), url or _hints.request_url(exc))
 
 
 class OpenAI(SyncPassthrough, Pipeline, BaseClient):

@@ -34,6 +34,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from . import _official
+from ._hints import status_hint, with_hint
 from ._redact import redact_text
 
 if TYPE_CHECKING:
@@ -143,7 +144,10 @@ class APIStatusError(APIError):
         self.response = response
         self.status_code = response.status_code
         kw.setdefault("request_id", response.headers.get("x-request-id"))
-        super().__init__(message, _request_of(response), body=body, **kw)
+        request = _request_of(response)
+        if request is not None:  # the likely fix, where what came back decides one (_hints)
+            message = with_hint(message, status_hint(response.status_code, request.method, str(request.url)))
+        super().__init__(message, request, body=body, **kw)
 
 
 class BadRequestError(APIStatusError):

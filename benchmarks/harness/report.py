@@ -701,24 +701,75 @@ def _chart_svg(body: str, width: int, height: int, title: str, plot: tuple[float
             f'aria-label="{_esc(title)}"><title>{_esc(title)}</title>{body}</svg>')
 
 
-_LINE_H, _PLOT_W, _TEXT_W = 22, 380, 330
+_LINE_H, _PLOT_W = 22, 380
 
 
-def svg_interval_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str) -> str:
+def _words(r: Mapping[str, Any]) -> str:
+    """What the words column of a chart says of a claim: its figures and its verdict."""
+    out = row_outcome(r)
+    text = interval_text(r) + ("" if out == UNDECIDED else f" {r.get('verdict')}")
+    return f"{r['event']}: {text}" if r.get("kind") == "rate" else text
+
+
+def chart_layout(rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """(label column, words column) widths in pixels shared by every chart of a report, so that
+    all of them are drawn at one scale (each fills the page's width through its viewBox)."""
+    rows = list(rows)
+    return (_label_width(_claim_label(r) for r in rows),
+            _label_width((_words(r) for r in rows), floor=240))
+
+
+def _group_heading(effort: str, y: int) -> str:
+    return (f'<text x="4" y="{y + 14}" font-size="12" font-weight="bold">'
+            f'What you do: {_esc(EFFORTS.get(effort, effort))}</text>')
+
+
+def _claim_open(r: Mapping[str, Any], left: int, y: int) -> str:
+    return (f'<g class="claim" data-claim="{_esc(r["claim"])}" data-outcome="{row_outcome(r)}">'
+            f'<text x="{left - 8}" y="{y + 13}" font-size="11" text-anchor="end">'
+            f'{_esc(_claim_label(r))}</text>')
+
+
+def _claim_close(r: Mapping[str, Any], right: int, y: int) -> str:
+    grey = row_outcome(r) == UNDECIDED
+    return (f'<text x="{right + 10}" y="{y + 13}" font-size="11" fill="{"#555" if grey else "#222"}">'
+            f'{_esc(_words(r))}</text></g>')
+
+
+def _bar(x0: float, x1: float, y: float, h: float, fill: str, low: float, high: float,
+         tip: str, opacity: float) -> str:
+    return (f'<rect class="interval" data-low="{low:g}" data-high="{high:g}" x="{x0:.1f}" '
+            f'y="{y}" width="{max(x1 - x0, 1.0):.1f}" height="{h}" fill="{fill}" '
+            f'opacity="{opacity}"><title>{_esc(tip)}</title></rect>')
+
+
+def _axis(ticks: Sequence[float], fx: Any, left: int, right: int, y: int, label: Any) -> str:
+    parts = [f'<line x1="{left}" x2="{right}" y1="{y + 2}" y2="{y + 2}" stroke="#888"/>']
+    for tick in ticks:
+        x = fx(tick)
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y + 2}" y2="{y + 6}" stroke="#888"/>'
+                     f'<text class="tick" data-value="{tick:g}" x="{x:.1f}" y="{y + 17}" '
+                     f'font-size="9" text-anchor="middle">{label(tick)}</text>')
+    return "".join(parts)
+
+
+def svg_interval_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str,
+                       layout: tuple[int, int] | None = None) -> str:
     """One line per ratio claim: its ratio as a dot and its 95% interval as a bar on a log
     scale around 1.0x (no change), under a heading per effort group. Three columns that never
     overlap: the claim's name (right-aligned), the plot (its axis from a tick at or below the
     smallest value to one at or above the largest, so every dot and bar is on it), and the
     ratio in words; a claim the run could not judge gets its reason in the words column. The
-    1.0x line is drawn only inside the plot column, so no text crosses it."""
+    1.0x line is drawn only inside the plot column, row by row, so no text crosses it."""
     rows = [r for rs in groups.values() for r in rs]
     if not rows:
         return ""
-    values = [v for r in rows for v in (r.get("ci_low"), r.get("ci_high"), r.get("ratio"))
-              if isinstance(v, int | float) and v > 0 and r.get("ci_low") is not None]
+    values = [v for r in rows if r.get("ci_low") is not None
+              for v in (r.get("ci_low"), r.get("ci_high"), r.get("ratio"))
+              if isinstance(v, int | float) and v > 0]
     ticks = _ticks(min([1.0, *values]), max([1.0, *values]))
     lo, hi = ticks[0], ticks[-1]
-    label_w = _label_width(_claim_label(r) for r in rows)
+    label_w, words_w = layout or chart_layout(rows)
     left, right = label_w, label_w + _PLOT_W
     span = math.log10(hi) - math.log10(lo)
 
@@ -728,48 +779,34 @@ def svg_interval_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title:
     body, y = [], 8
     ref = fx(1.0)
     for effort, grouped in groups.items():
-        body.append(f'<text x="4" y="{y + 14}" font-size="12" font-weight="bold">'
-                    f'What you do: {_esc(EFFORTS.get(effort, effort))}</text>')
+        body.append(_group_heading(effort, y))
         y += _LINE_H
         for r in grouped:
-            out = row_outcome(r)
-            colour = _OUTCOME_COLOUR[out]
-            body.append(f'<g class="claim" data-claim="{_esc(r["claim"])}" data-outcome="{out}">')
-            body.append(f'<text x="{left - 8}" y="{y + 13}" font-size="11" text-anchor="end">'
-                        f'{_esc(_claim_label(r))}</text>')
-            body.append(f'<line x1="{ref:.1f}" x2="{ref:.1f}" y1="{y}" y2="{y + _LINE_H}" '
-                        f'stroke="#000" stroke-dasharray="3 3" class="reference"/>')
+            colour = _OUTCOME_COLOUR[row_outcome(r)]
+            body.append(_claim_open(r, left, y))
+            body.append(f'<line class="reference" x1="{ref:.1f}" x2="{ref:.1f}" y1="{y}" '
+                        f'y2="{y + _LINE_H}" stroke="#000" stroke-dasharray="3 3"/>')
             if r.get("ci_low") is not None:
-                x0, x1 = fx(r["ci_low"]), fx(r["ci_high"])
-                body.append(f'<rect class="interval" x="{x0:.1f}" y="{y + 6}" '
-                            f'width="{max(x1 - x0, 1.0):.1f}" height="10" fill="{colour}" '
-                            f'opacity="0.55"><title>{_esc(r["label"])}: '
-                            f'{_esc(interval_text(r))}</title></rect>')
+                body.append(_bar(fx(r["ci_low"]), fx(r["ci_high"]), y + 6, 10, colour, r["ci_low"],
+                                 r["ci_high"], f"{r['label']}: {interval_text(r)}", 0.55))
                 if r.get("ratio"):
-                    body.append(f'<circle class="dot" cx="{fx(r["ratio"]):.1f}" cy="{y + 11}" '
-                                f'r="4" fill="{colour}"/>')
-            words = interval_text(r) + ("" if out == UNDECIDED else f" {r.get('verdict')}")
-            body.append(f'<text x="{right + 10}" y="{y + 13}" font-size="11" fill="'
-                        f'{"#555" if out == UNDECIDED else "#222"}">{_esc(words)}</text></g>')
+                    body.append(f'<circle class="dot" data-value="{r["ratio"]:g}" '
+                                f'cx="{fx(r["ratio"]):.1f}" cy="{y + 11}" r="4" fill="{colour}"/>')
+            body.append(_claim_close(r, right, y))
             y += _LINE_H
-    body.append(f'<line x1="{left}" x2="{right}" y1="{y + 2}" y2="{y + 2}" stroke="#888"/>')
-    for tick in ticks:
-        x = fx(tick)
-        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y + 2}" y2="{y + 6}" stroke="#888"/>'
-                    f'<text class="tick" data-value="{tick:g}" x="{x:.1f}" y="{y + 17}" '
-                    f'font-size="9" text-anchor="middle">{_num(tick)}x</text>')
-    width = right + 10 + _TEXT_W
-    return _chart_svg("".join(body), width, y + 24, title, (left, right), "ratios")
+    body.append(_axis(ticks, fx, left, right, y, lambda t: f"{_num(t)}x"))
+    return _chart_svg("".join(body), right + 10 + words_w, y + 24, title, (left, right), "ratios")
 
 
-def svg_rate_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str) -> str:
+def svg_rate_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str,
+                   layout: tuple[int, int] | None = None) -> str:
     """One line per rate claim on a 0-100% axis: the baseline's share (hollow dot, grey bar:
     its Wilson 95% interval) and llmclient's (filled dot, coloured bar), under a heading per
     effort group, the counts and the verdict in the words column."""
     rows = [r for rs in groups.values() for r in rs]
     if not rows:
         return ""
-    label_w = _label_width(_claim_label(r) for r in rows)
+    label_w, words_w = layout or chart_layout(rows)
     left, right = label_w, label_w + _PLOT_W
 
     def fx(v: float) -> float:
@@ -777,41 +814,24 @@ def svg_rate_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str
 
     body, y = [], 8
     for effort, grouped in groups.items():
-        body.append(f'<text x="4" y="{y + 14}" font-size="12" font-weight="bold">'
-                    f'What you do: {_esc(EFFORTS.get(effort, effort))}</text>')
+        body.append(_group_heading(effort, y))
         y += _LINE_H
         for r in grouped:
-            out = row_outcome(r)
-            colour = _OUTCOME_COLOUR[out]
-            body.append(f'<g class="claim" data-claim="{_esc(r["claim"])}" data-outcome="{out}">')
-            body.append(f'<text x="{left - 8}" y="{y + 13}" font-size="11" text-anchor="end">'
-                        f'{_esc(_claim_label(r))}</text>')
+            colour = _OUTCOME_COLOUR[row_outcome(r)]
+            body.append(_claim_open(r, left, y))
             for side, dy, fill in (("baseline", 3, "#bbb"), ("candidate", 12, colour)):
                 ci, share = r.get(f"{side}_ci"), r.get(f"{side}_rate")
                 if ci is None or share is None:
                     continue
-                body.append(f'<rect class="interval" x="{fx(ci[0]):.1f}" y="{y + dy}" '
-                            f'width="{max(fx(ci[1]) - fx(ci[0]), 1.0):.1f}" height="6" '
-                            f'fill="{fill}" opacity="0.7"><title>{side}: '
-                            f'{r[f"{side}_events"]}/{r[f"{side}_trials"]} {_esc(r["event"])}'
-                            f'</title></rect>')
-                body.append(f'<circle class="dot" cx="{fx(share):.1f}" cy="{y + dy + 3}" r="3.5" '
-                            + ('fill="white" stroke="#666"' if side == "baseline" else
-                               f'fill="{colour}"') + "/>")
-            words = f"{r['event']}: {interval_text(r)}" + (
-                "" if out == UNDECIDED else f" {r.get('verdict')}")
-            body.append(f'<text x="{right + 10}" y="{y + 13}" font-size="11">{_esc(words)}'
-                        f'</text></g>')
+                tip = f"{side}: {r[f'{side}_events']}/{r[f'{side}_trials']} {r['event']}"
+                body.append(_bar(fx(ci[0]), fx(ci[1]), y + dy, 6, fill, ci[0], ci[1], tip, 0.7))
+                style = 'fill="white" stroke="#666"' if side == "baseline" else f'fill="{colour}"'
+                body.append(f'<circle class="dot" data-value="{share:g}" cx="{fx(share):.1f}" '
+                            f'cy="{y + dy + 3}" r="3.5" {style}/>')
+            body.append(_claim_close(r, right, y))
             y += _LINE_H
-    body.append(f'<line x1="{left}" x2="{right}" y1="{y + 2}" y2="{y + 2}" stroke="#888"/>')
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        x = fx(tick)
-        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y + 2}" y2="{y + 6}" stroke="#888"/>'
-                    f'<text class="tick" data-value="{tick:g}" x="{x:.1f}" y="{y + 17}" '
-                    f'font-size="9" text-anchor="middle">{tick:.0%}</text>')
-    width = right + 10 + max(_TEXT_W, _label_width((f"{r['event']}: {interval_text(r)} better"
-                                                     for r in rows), floor=0))
-    return _chart_svg("".join(body), width, y + 24, title, (left, right), "rates")
+    body.append(_axis((0.0, 0.25, 0.5, 0.75, 1.0), fx, left, right, y, lambda t: f"{t:.0%}"))
+    return _chart_svg("".join(body), right + 10 + words_w, y + 24, title, (left, right), "rates")
 
 
 _EFFORT_SHORT = {"default": "nothing", "option": "one option", "app": "app change"}
@@ -836,6 +856,17 @@ SAVINGS_COLUMNS = (
 )
 
 
+def _ratio_cell(r: Mapping[str, Any]) -> str:
+    """The table's ratio column, short enough to stay on one line: "2.82x (95% CI 2.49-3.57x)";
+    for a rate "0% -> 100% (95% CI +66 to +100 pt)" (the counts are in the columns before)."""
+    if r.get("kind") != "rate":
+        return interval_text(r)
+    if r.get("ci_low") is None:
+        return "not measured"
+    return (f"{r['baseline_rate']:.0%} -> {r['candidate_rate']:.0%} "
+            f"(95% CI {r['ci_low'] * 100:+.0f} to {r['ci_high'] * 100:+.0f} pt)")
+
+
 def _savings_table(doc: Mapping[str, Any]) -> str:
     head = "".join(f'<th title="{_esc(meaning)}">{_esc(name)}</th>'
                    for name, meaning in SAVINGS_COLUMNS)
@@ -843,13 +874,13 @@ def _savings_table(doc: Mapping[str, Any]) -> str:
     for scen, r, name, _judging in claim_rows(doc):
         base, cand = _sides(r)
         statistic = _stat_name(r).replace("ttft", "TTFT")
-        ratio_cell = "-" if r.get("verdict") == TOO_FEW else interval_text(r)
+        ratio_cell = "-" if r.get("verdict") == TOO_FEW else _ratio_cell(r)
         cells = [
             f"<td>{_esc(r['label'])}</td>", f"<td>{_esc(name)}</td>",
             f"<td>{_esc(_EFFORT_SHORT.get(r.get('effort') or 'default', ''))}</td>",
             f'<td class="nowrap">{_esc(statistic)}</td>', f"<td>{_esc(base)}</td>",
             f"<td>{_esc(cand)}</td>", f'<td class="nowrap ratio">{_esc(ratio_cell)}</td>',
-            f'<td class="nowrap verdict">{_esc(_verdict_cell(r).replace(TOO_FEW, "needs --full"))}</td>',
+            f'<td class="verdict">{_esc(_verdict_cell(r).replace(TOO_FEW, "needs --full"))}</td>',
             f'<td class="nowrap">{r.get("requests_baseline")}/{r.get("requests_candidate")}</td>',
             f'<td class="context">{_esc(r.get("context", ""))}</td>']
         body.append(f'<tr data-claim="{_esc(name)}" data-outcome="{row_outcome(r)}" '
@@ -865,12 +896,13 @@ def _savings_table(doc: Mapping[str, Any]) -> str:
 
 def _savings_section(doc: Mapping[str, Any]) -> str:
     found = claims(doc)
+    layout = chart_layout(found)
     ratios = effort_groups([c for c in found if c.get("kind") != "rate"])
     rates = effort_groups([c for c in found if c.get("kind") == "rate"])
     chart = svg_interval_chart(ratios, "each technique on the statistic it targets: ratio and "
-                                       "95% interval, log scale")
+                                       "95% interval, log scale", layout)
     rate_chart = svg_rate_chart(rates, "techniques judged on a rate: each side's share with its "
-                                       "95% interval")
+                                       "95% interval (hollow: the baseline)", layout)
     left = [f"<li>{_esc(s['name'])}: {_esc(s.get('adds') or s.get('description', ''))}</li>"
             for s in doc.get("full_only", [])]
     return (f'<section id="savings"><h2>Savings per technique</h2>{chart}{rate_chart}'

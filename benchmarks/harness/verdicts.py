@@ -210,7 +210,7 @@ def short_interval(row: Mapping[str, Any]) -> str:
 
 
 def interval_text(row: Mapping[str, Any]) -> str:
-    """"1.30x (95% CI 1.21-1.42x)"; for a rate "5/5 -> 0/5 (100% -> 0%; difference 95% CI -100
+    """"1.30x (95% CI 1.21-1.42x)"; for a rate "5/5 -> 0/5 (100% -> 0%, difference 95% CI -100
     to -57 points)"; a row the run could not judge says why instead."""
     v = row.get("verdict")
     conf = f"{float(row.get('confidence', CONFIDENCE)):.0%}"
@@ -222,7 +222,7 @@ def interval_text(row: Mapping[str, Any]) -> str:
                   f"{row['candidate_events']}/{row['candidate_trials']}")
         if row.get("ci_low") is None:
             return f"{counts} (not measured)"
-        return (f"{counts} ({_pct(row['baseline_rate'])} -> {_pct(row['candidate_rate'])}; "
+        return (f"{counts} ({_pct(row['baseline_rate'])} -> {_pct(row['candidate_rate'])}, "
                 f"difference {conf} CI {_points(row['ci_low'], row['ci_high'])})")
     if v == TOO_FEW:
         return (f"needs --full ({row.get('statistic')} needs {row.get('min_samples')} samples "

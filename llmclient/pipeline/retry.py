@@ -4,15 +4,22 @@ Matches the official client's policy (openai-python ``_should_retry`` / ``_calcu
 connection errors, 408, 409, 429 and 5xx are retried; a server's ``x-should-retry`` header
 overrides; ``retry-after-ms`` (OpenAI) and ``Retry-After`` (RFC 9110 section 10.2.3, seconds or
 an HTTP-date) are honoured up to :data:`MAX_RETRY_AFTER_S`; otherwise exponential backoff
-with jitter. Once any stream content has reached the caller, nothing is retried.
+with jitter. Once any stream content has reached the caller, nothing is retried. One departure:
+a connection this machine itself refused (a loopback address) fails at once
+(:func:`error_retry_delay`): nothing listens on that port, and seconds of backoff will not
+start a server there, where a remote refusal can be a restart or a balancer's moment.
 """
 
 from __future__ import annotations
 
 import email.utils
+import errno
 import random
 import time
 from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from .._hints import is_loopback
 
 __all__ = [
     "INITIAL_BACKOFF_S",
@@ -20,7 +27,9 @@ __all__ = [
     "MAX_FREE_RETRIES",
     "MAX_RETRY_AFTER_S",
     "backoff_delay",
+    "error_retry_delay",
     "free_retry",
+    "refused",
     "is_retryable_status",
     "retry_after_seconds",
     "retry_delay",
@@ -101,6 +110,29 @@ def retry_delay(
         if after is not None:
             return after
     return backoff_delay(retries_done, rng, full_jitter)
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is a refused TCP connect."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def error_retry_delay(exc: BaseException, url: str, retries_done: int, max_retries: int,
+                      rng: random.Random | None = None) -> float | None:
+    """The wait before retrying a call whose request failed with ``exc`` (a transport error),
+    or None: not retried. A refused connection to a loopback address is not retried at all
+    (nothing listens on that port of this machine: waiting 0.5 + 1 s for it only delays the
+    error); anything else as :func:`retry_delay`."""
+    if refused(exc) and is_loopback(urlsplit(url).hostname):
+        return None
+    return retry_delay(retries_done, max_retries, rng=rng)
 
 
 # Re-sends that do not use the caller's retry budget, because the request never ran. Each one
