@@ -29,8 +29,8 @@ __all__ = [
     "backoff_delay",
     "error_retry_delay",
     "free_retry",
-    "refused",
     "is_retryable_status",
+    "refused",
     "retry_after_seconds",
     "retry_delay",
 ]

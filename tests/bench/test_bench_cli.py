@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
 import pytest
 
 from benchmarks.harness.cli import quick_plan

@@ -144,7 +144,7 @@ def test_a_base_url_without_v1_gets_a_404_that_names_the_fix(drive: Drive, plain
 class _NotFound(http.server.BaseHTTPRequestHandler):
     """Python's http.server: 404 for every path, as a web server without the API answers."""
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         self.send_error(404)
 
     def log_message(self, *args: Any) -> None:
