@@ -407,7 +407,7 @@ def svg_log_hbars(bars: Sequence[tuple[str, float]], unit: str, title: str,
 
 HEADLINE_MAX_LINES = 6
 # Wins named per effort line (the rest: "and N more", in the table and the chart).
-HEADLINE_WINS = 4
+HEADLINE_WINS = 3
 HEADLINE_LEADS = {"default": "What the defaults save (nothing to do)",
                   "option": "With one option", "app": "With an app change"}
 
@@ -472,7 +472,9 @@ def win_text(claim: Mapping[str, Any]) -> str:
     better"."""
     name = claim["claim"]
     if claim.get("kind") == "rate":
-        return f"{name}: {claim['event']} {interval_text(claim)} {claim['verdict']}"
+        return (f"{name}: {claim['event']} {claim['baseline_events']}/{claim['baseline_trials']} "
+                f"-> {claim['candidate_events']}/{claim['candidate_trials']} "
+                f"({short_interval(claim)}) {claim['verdict']}")
     what = "time to first token" if claim.get("metric") == "ttft_ms" else "latency"
     return (f"{name}: {_dur(claim.get('baseline_stat'))} -> {_dur(claim.get('candidate_stat'))} "
             f"{claim['statistic']} {what}, {interval_text(claim)} {claim['verdict']}")
@@ -504,7 +506,8 @@ def _full_adds(undecided: Sequence[Mapping[str, Any]], left: Sequence[Mapping[st
         what = ", ".join(f"{s['name']} ({s.get('adds') or s.get('description', '')})"
                          for s in left)
         parts.append(("--full also runs " if undecided else "--full adds ") + what
-                     + ": not in the quick pass, which cannot decide them in its time")
+                     + ": not in the quick pass, which cannot decide them in its time; and the "
+                       "p95/p99 rows of the scenarios it ran")
     return "; ".join(parts) + "."
 
 
@@ -518,7 +521,8 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
     network = doc.get("network", {}).get("profile", "this")
     out: list[str] = []
     for effort, group in effort_groups([c for c in found if c["outcome"] == WIN]).items():
-        ranked = sorted(group, key=_strength, reverse=True)
+        # ratios by size, then rates by theirs (a count and a ratio have no common scale)
+        ranked = sorted(group, key=lambda c: (c.get("kind") != "rate", _strength(c)), reverse=True)
         shown = "; ".join(win_text(c) for c in ranked[:HEADLINE_WINS])
         more = len(ranked) - HEADLINE_WINS
         out.append(f"{HEADLINE_LEADS.get(effort, effort)} — {shown}"
@@ -542,8 +546,7 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
 
 def _strength(claim: Mapping[str, Any]) -> float:
     """How big a win is, to rank wins of different kinds on one line: a ratio's lower bound,
-    a rate's change as the ratio of the two sides' odds-free shares (how many times less often
-    a bad event happens, or more often a good one), bounded like a ratio."""
+    a rate's as how many times more often a good event happens (or less often a bad one)."""
     if claim.get("kind") == "rate":
         b, c = claim.get("baseline_rate") or 0.0, claim.get("candidate_rate") or 0.0
         good, bad = (c, b) if claim.get("higher_is_better") else (b, c)

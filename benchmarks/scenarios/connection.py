@@ -29,7 +29,7 @@ class ConnectionHandling:
     description = ("same chat workload via a fresh connection per call, the official openai "
                    "client's defaults, and llmclient's warm HTTP/2 (non-stream and stream)")
     requires = ("llmclient", "openai")
-    quick_s = 15  # measured: 42 calls of ~0.35 s over wan
+    quick_s = 18  # measured: 42 calls of ~0.4 s over wan
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 10)
@@ -65,7 +65,7 @@ class Concurrency:
     description = ("closed loop at fixed concurrency: official client (HTTP/1.1 pool) vs "
                    "llmclient (HTTP/2 multiplexing), fresh clients, blocks alternated A B A B")
     requires = ("llmclient", "openai")
-    quick_s = 5
+    quick_s = 4
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 11)

@@ -24,7 +24,7 @@ class EmbeddingBatching:
     name = "embedbatch"
     description = "64 concurrent single-input embeddings calls: llmclient without and with micro-batching"
     requires = ("llmclient",)
-    quick_s = 3
+    quick_s = 2
 
     def run(self, ctx: Context) -> ScenarioResult:
         llmclient = importlib.import_module("llmclient")

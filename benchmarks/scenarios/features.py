@@ -72,7 +72,7 @@ class Caching:
                    f"earlier prompt (Zipf s={ZIPF_S} over the prompts seen so far, temperature "
                    "0): openai vs llmclient vs llmclient with cache='memory'")
     requires = ("llmclient", "llmclient.cache", "openai")
-    quick_s = 15
+    quick_s = 18
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 71)
@@ -253,7 +253,7 @@ class Combined:
                    "time: the same code through openai and through llmclient with every feature")
     requires = ("llmclient", "llmclient.cache", "llmclient.prefetch", "llmclient.images",
                 "openai", "vision")
-    quick_s = 32  # measured: 5 sessions a client, ~4 s (official client) and ~2.4 s (llmclient)
+    quick_s = 42  # measured: 5 sessions a client, ~4.5 s (official client) and ~2.5 s (llmclient)
 
     def run(self, ctx: Context) -> ScenarioResult:
         from .images import photo_bytes

@@ -64,7 +64,7 @@ class ImageUpload:
                    "client-side preparation at a fixed q95 and at the measured quality; the "
                    "server decodes and resizes them all")
     requires = ("llmclient", "llmclient.images", "vision")
-    quick_s = 30  # measured: 6 raw uploads of ~1.9 s over wan, 2 photos' CPU figures (~3.5 s each)
+    quick_s = 21  # measured: 6 raw uploads of ~1.9 s over wan, 2 photos' CPU figures (~3.5 s each)
 
     def run(self, ctx: Context) -> ScenarioResult:
         from llmclient.features import images as _images

@@ -234,7 +234,7 @@ class Speculative:
                    f"({int(PREDICTABLE_SHARE * 100)}% predictable), and next-turn TTFT of an 8k-token "
                    "conversation cold vs prefix-warmed")
     requires = ("llmclient", "llmclient.prefetch")
-    quick_s = 30  # measured: 4 rounds of conversations with think time, 10 next-turn trials
+    quick_s = 29  # measured: 4 rounds of conversations with think time, 10 next-turn trials
 
     def run(self, ctx: Context) -> ScenarioResult:
         if not ctx.model:

@@ -273,7 +273,7 @@ class Streams:
                    "chat): complete answers, time to a complete answer, tokens generated twice; "
                    "official client + app retry loop vs llmclient")
     requires = ("llmclient", "openai", "faults", "spawn_server")
-    quick_s = 25  # measured: 2 APIs x 7 rounds (one warm-up) x 2-3 clients, 5 cuts each
+    quick_s = 26  # measured: 2 APIs x 7 rounds (one warm-up) x 2-3 clients, 5 cuts each
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 85)
@@ -384,7 +384,7 @@ def finished_first_time(record: RequestRecord) -> bool | None:
 
 # What each candidate's claim is called, per API.
 _TECHNIQUES = {("llmclient", "responses"): "resumed background streams",
-               ("llmclient", "chat"): "chat streams, llmclient's defaults",
+               ("llmclient", "chat"): "cut chat streams, llmclient's defaults",
                ("llmclient+continue", "chat"): "chat continuation"}
 
 
@@ -409,7 +409,7 @@ def _rows(records: Mapping[str, Sequence[RequestRecord]],
                                  f"{candidate}/{api}/{mix}",
                                  event="cut streams finished without the app starting over",
                                  count=finished_first_time,
-                                 technique=f"{technique} ({pct} cut), finished without starting over"))
+                                 technique=f"{technique} ({pct} cut)"))
                 if quick:
                     continue
                 for stat in ("p50", "p95", "p99"):

@@ -149,7 +149,7 @@ class ColdStart:
     name = "coldstart"
     description = "server start to first success; a fresh client's first call (openai vs llmclient)"
     requires = ("llmclient", "openai", "spawn_server")
-    quick_s = 5
+    quick_s = 4
 
     def run(self, ctx: Context) -> ScenarioResult:
         assert ctx.spawn_server is not None
@@ -246,11 +246,11 @@ TAIL_FACTOR = 8
 # llmclient's hedge learns its delay (a p95) from its first 20 calls and hedges none of them.
 HEDGE_LEARNS_FROM = 20
 # The quick pass picks its stragglers itself (an x-fault header, fired once per send: a hedge's
-# copy of a straggling call then runs clean, as it would on another replica): 5 of 20 calls,
-# spread out so the hedge budget (0.1 per call, 3 saved up) covers each, and counts how many
-# straggling calls still took over SLOW_FACTOR times a clean call: a count decides with 5 a
-# side what a p99 needs 200 for.
-QUICK_TAIL_CALLS = 20
+# copy of a straggling call then runs clean, as it would on another replica): 5 of 30 calls,
+# spread out so the hedge budget covers each (0.1 of a hedge per call, 3 saved up: 5 in 20
+# calls ran it dry at the fifth), and counts how many straggling calls still took over
+# SLOW_FACTOR times a clean call: a count decides with 5 a side what a p99 needs 200 for.
+QUICK_TAIL_CALLS = 30
 QUICK_TAIL_STRAGGLERS = 5
 SLOW_FACTOR = 3.0
 
@@ -305,7 +305,7 @@ class Tail:
     description = ("streamed chat with slow replicas (5% of requests 8x slower): TTFT and e2e "
                    "P99, llmclient vs llmclient with hedge=True")
     requires = ("llmclient", "faults", "spawn_server")
-    quick_s = 25  # measured: 20 learning calls, 20 pairs of which 5 straggle (8x)
+    quick_s = 35  # measured: 20 learning calls, 30 pairs of which 5 straggle (8x)
 
     def run(self, ctx: Context) -> ScenarioResult:
         return self._quick(ctx) if ctx.quick else self._full(ctx)
