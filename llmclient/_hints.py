@@ -88,6 +88,8 @@ def transport_hint(text: str, url: str | None) -> str | None:
     """A likely fix for a connection that failed before any HTTP answer (``text``: the
     exception's text and its causes')."""
     parts = urlsplit(url or "")
+    if "proxy" in text.lower():  # about the proxy, not the server the URL names: said as is
+        return None
     if parts.scheme == "https" and any(marker in text for marker in _PLAIN_HTTP):
         plain = parts._replace(scheme="http").geturl()
         return (f"the server at {parts.netloc} answered in plain HTTP, not TLS: use http:// "

@@ -408,6 +408,8 @@ def svg_log_hbars(bars: Sequence[tuple[str, float]], unit: str, title: str,
 HEADLINE_MAX_LINES = 6
 # Wins named per effort line (the rest: "and N more", in the table and the chart).
 HEADLINE_WINS = 3
+# Ties named on the "did not pay" line (the rest: "and N more"); every loss is named, with why.
+HEADLINE_FLAT = 8
 HEADLINE_LEADS = {"default": "What the defaults save (nothing to do)",
                   "option": "With one option", "app": "With an app change"}
 
@@ -454,9 +456,11 @@ def _trust_line(doc: Mapping[str, Any]) -> str:
     scenarios = doc.get("scenarios", [])
     ran = sum(1 for s in scenarios if not s.get("skipped"))
     parts.append(f"{ran}/{len(scenarios)} scenarios ran")
-    load = doc.get("machine", {}).get("busy")
-    if load is not None:
-        parts.append(f"machine {load:.0%} busy")
+    machine = doc.get("machine", {})
+    if machine.get("busy") is not None:
+        others = machine.get("others_cores")
+        parts.append(f"machine {machine['busy']:.0%} busy" + (
+            f" (others' work: {others:.1f} of {machine.get('cores')} cores)" if others is not None else ""))
     where = net.get("profile", "no")
     return f"How far to trust this run ({where} network): " + ", ".join(parts) + "."
 
@@ -484,9 +488,11 @@ def _did_not_pay(flat: Sequence[Mapping[str, Any]], lost: Sequence[Mapping[str, 
                  network: str) -> str:
     parts = []
     if flat:
+        more = len(flat) - HEADLINE_FLAT
         parts.append("no measurable difference, the 95% interval includes 1.0x (what they save "
                      "is within this network's noise): "
-                     + ", ".join(f"{c['claim']} {short_interval(c)}" for c in flat))
+                     + ", ".join(f"{c['claim']} {short_interval(c)}" for c in flat[:HEADLINE_FLAT])
+                     + (f" and {more} more in the table" if more > 0 else ""))
     if lost:
         parts.append(("slower: " if all(c.get("kind") != "rate" for c in lost) else "worse: ")
                      + ", ".join(f"{c['claim']} {interval_text(c)}"
@@ -521,8 +527,7 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
     network = doc.get("network", {}).get("profile", "this")
     out: list[str] = []
     for effort, group in effort_groups([c for c in found if c["outcome"] == WIN]).items():
-        # ratios by size, then rates by theirs (a count and a ratio have no common scale)
-        ranked = sorted(group, key=lambda c: (c.get("kind") != "rate", _strength(c)), reverse=True)
+        ranked = sorted(group, key=_strength, reverse=True)
         shown = "; ".join(win_text(c) for c in ranked[:HEADLINE_WINS])
         more = len(ranked) - HEADLINE_WINS
         out.append(f"{HEADLINE_LEADS.get(effort, effort)} — {shown}"
@@ -545,13 +550,15 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _strength(claim: Mapping[str, Any]) -> float:
-    """How big a win is, to rank wins of different kinds on one line: a ratio's lower bound,
-    a rate's as how many times more often a good event happens (or less often a bad one)."""
+    """How big a win surely is, to rank wins of both kinds on one line: a ratio's lower 95%
+    bound; for a rate, the same worst case in its terms: how many times more often the good
+    event happens at least (llmclient's lower Wilson bound over the baseline's upper one), or
+    the bad one less often."""
     if claim.get("kind") == "rate":
-        b, c = claim.get("baseline_rate") or 0.0, claim.get("candidate_rate") or 0.0
-        good, bad = (c, b) if claim.get("higher_is_better") else (b, c)
-        return (good + 0.01) / (bad + 0.01)
-    return float(claim.get("ratio") or 0.0)
+        b, c = claim.get("baseline_ci") or (0.0, 1.0), claim.get("candidate_ci") or (0.0, 1.0)
+        good, bad = (c[0], b[1]) if claim.get("higher_is_better") else (b[0], c[1])
+        return good / max(bad, 1e-3)
+    return float(claim.get("ci_low") or claim.get("ratio") or 0.0)
 
 
 # The field guide's four places a request's time goes, from client timings and Server-Timing.
@@ -708,10 +715,15 @@ _LINE_H, _PLOT_W = 22, 380
 
 
 def _words(r: Mapping[str, Any]) -> str:
-    """What the words column of a chart says of a claim: its figures and its verdict."""
+    """What the words column of a chart says of a claim: its figures and its verdict (a rate's
+    event is in its name and the table)."""
     out = row_outcome(r)
-    text = interval_text(r) + ("" if out == UNDECIDED else f" {r.get('verdict')}")
-    return f"{r['event']}: {text}" if r.get("kind") == "rate" else text
+    if r.get("kind") == "rate" and out != UNDECIDED and r.get("ci_low") is not None:
+        text = (f"{r['baseline_events']}/{r['baseline_trials']} -> "
+                f"{r['candidate_events']}/{r['candidate_trials']} ({short_interval(r)})")
+    else:
+        text = interval_text(r)
+    return text + ("" if out == UNDECIDED else f" {r.get('verdict')}")
 
 
 def chart_layout(rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
@@ -902,8 +914,11 @@ def _savings_section(doc: Mapping[str, Any]) -> str:
     layout = chart_layout(found)
     ratios = effort_groups([c for c in found if c.get("kind") != "rate"])
     rates = effort_groups([c for c in found if c.get("kind") == "rate"])
-    chart = svg_interval_chart(ratios, "each technique on the statistic it targets: ratio and "
-                                       "95% interval, log scale", layout)
+    # one ratio chart per effort group, each on its own axis: a 1,000x cache hit on the axis of
+    # a 1.2x connection saving would squeeze the latter to a point
+    chart = "".join(svg_interval_chart({effort: rows}, f"what you do: {EFFORTS.get(effort, effort)}"
+                                       " - ratio and 95% interval, log scale", layout)
+                    for effort, rows in ratios.items())
     rate_chart = svg_rate_chart(rates, "techniques judged on a rate: each side's share with its "
                                        "95% interval (hollow: the baseline)", layout)
     left = [f"<li>{_esc(s['name'])}: {_esc(s.get('adds') or s.get('description', ''))}</li>"

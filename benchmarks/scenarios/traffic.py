@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import secrets
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -287,7 +288,7 @@ def mark_slow(records: dict[str, list[RequestRecord]], stragglers: set[int], bas
                    if r.ok and i not in stragglers)
     if not clean:
         return None
-    threshold = factor * clean[len(clean) // 2]
+    threshold = factor * statistics.median(clean)
     for recs in records.values():
         for i, r in enumerate(recs):
             r.extra["straggler"] = i in stragglers

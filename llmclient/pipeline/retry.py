@@ -130,7 +130,10 @@ def error_retry_delay(exc: BaseException, url: str, retries_done: int, max_retri
     or None: not retried. A refused connection to a loopback address is not retried at all
     (nothing listens on that port of this machine: waiting 0.5 + 1 s for it only delays the
     error); anything else as :func:`retry_delay`."""
-    if refused(exc) and is_loopback(urlsplit(url).hostname):
+    # a proxy's refusal is about the proxy's address (the transport's ProxyError names it)
+    proxy = getattr(exc, "proxy", None)
+    where = proxy if isinstance(proxy, str) and "://" in proxy else url
+    if refused(exc) and is_loopback(urlsplit(where).hostname):
         return None
     return retry_delay(retries_done, max_retries, rng=rng)
 

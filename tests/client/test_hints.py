@@ -107,6 +107,14 @@ def test_a_refused_connect_on_loopback_is_not_retried_elsewhere_it_is() -> None:
     # a loopback server that reset a connection may be restarting: retried as before
     assert error_retry_delay(httpx.RemoteProtocolError("reset"), "http://127.0.0.1:9/v1", 0, 2) is not None
     assert error_retry_delay(exc, "http://10.0.0.7:8000/v1", 2, 2) is None  # budget spent
+    # a proxy that refused: its address decides, not the server's
+    proxied = _refused_error()
+    proxied.proxy = "http://***@10.0.0.9:3128"  # type: ignore[attr-defined]
+    assert error_retry_delay(proxied, "http://127.0.0.1:9/v1", 0, 2) is not None
+    proxied.proxy = "http://127.0.0.1:3128"  # type: ignore[attr-defined]
+    assert error_retry_delay(proxied, "http://10.0.0.7:8000/v1", 0, 2) is None
+    assert transport_hint("cannot connect to proxy http://127.0.0.1:1: Connection refused",
+                          "http://127.0.0.1:9/v1") is None
 
 
 # ---- end to end --------------------------------------------------------------------------------
