@@ -61,6 +61,7 @@ test-torch: setup
 lint: $(STAMP)
 	$(VENV)/bin/ruff check llmclient preprocess speculative benchmarks tests examples scripts
 	$(PY) scripts/unasync.py --check
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -29,11 +29,12 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
-from .api.module_client import resource_proxy
-from .api.partial import PartialAnswer, PartialChoice
+from ._module_client import resource_proxy
 from .api.streaming import AsyncStream, Stream
 from .features.route import Ejection, Replica, Replicas
-from .pipeline.call import NOT_GIVEN, Call, CallOptions, NotGiven, Omit, not_given, omit
+from .layers.options import CallOptions
+from .pipeline.call import NOT_GIVEN, Call, NotGiven, Omit, not_given, omit
+from .pipeline.partial import PartialAnswer, PartialChoice
 from .pipeline.timings import CallRecord
 from .pipeline.tracing import TraceContext
 from .transport.lanes import aclose_all, close_all
@@ -42,7 +43,7 @@ from .wire.codec import Codec, JsonCodec, SSEDecoder, StreamDecoder
 if TYPE_CHECKING:  # the lazy names below, for type checkers
     from llmclient.preprocess import ImageError
 
-    from .api.azure import AsyncAzureOpenAI, AzureOpenAI
+    from ._azure import AsyncAzureOpenAI, AzureOpenAI
     from .cache import CacheOptions
     from .features.hedge import HedgeConfig
     from .features.prefetch import PrefetchError, SpeculationConfig
@@ -61,8 +62,8 @@ _LAZY = {
     "PrefetchError": ("llmclient.features.prefetch", "PrefetchError"),
     "CacheOptions": ("llmclient.cache", "CacheOptions"),
     "HedgeConfig": ("llmclient.features.hedge", "HedgeConfig"),
-    "AzureOpenAI": ("llmclient.api.azure", "AzureOpenAI"),
-    "AsyncAzureOpenAI": ("llmclient.api.azure", "AsyncAzureOpenAI"),
+    "AzureOpenAI": ("llmclient._azure", "AzureOpenAI"),
+    "AsyncAzureOpenAI": ("llmclient._azure", "AsyncAzureOpenAI"),
     "DefaultHttpxClient": ("llmclient.transport.http_clients", "DefaultHttpxClient"),
     "DefaultAsyncHttpxClient": ("llmclient.transport.http_clients", "DefaultAsyncHttpxClient"),
     "pydantic_function_tool": ("llmclient.lib._structured", "pydantic_function_tool"),

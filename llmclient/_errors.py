@@ -34,7 +34,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from . import _official
-from ._hints import status_hint, with_hint
+from ._hints import describe_transport, request_url, status_hint, with_hint
 from ._redact import redact_text
 
 if TYPE_CHECKING:
@@ -286,3 +286,10 @@ def _request_of(response: httpx.Response) -> httpx.Request | None:
 
 def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def describe_transport_error(exc: BaseException, url: str | None = None) -> str:
+    """A failed send in words a user acts on (a DNS failure, a TLS failure, a refused
+    connection), with the transport's own text and, where what came back decides one, the
+    likely fix (``_hints``: plain HTTP on an https:// URL, nothing listening on this machine)."""
+    return describe_transport(type(exc).__name__, str(exc), url or request_url(exc))

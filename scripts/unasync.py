@@ -1,8 +1,10 @@
 """Write the synchronous twins of llmclient's async modules: one source, two clients.
 
 Code that differs between the sync and the async client only by ``async``/``await`` is written
-once, async, under ``llmclient/_async/``; this script writes its synchronous twin under
-``llmclient/_sync/`` (as httpcore and hishel do with unasync). The rewrite works on Python
+once, async, in a package's ``_async/`` folder; this script writes its synchronous twin into the
+``_sync/`` folder beside it (``llmclient/layers/_async/retry.py`` ->
+``llmclient/layers/_sync/retry.py``), as httpcore and hishel do with unasync. Every ``_async``
+folder under ``llmclient/`` is a source: a new package with twins needs no change here. The rewrite works on Python
 tokens, so strings and comments stay where they are and line numbers match between the twins:
 
 - ``async def`` / ``async with`` / ``async for`` lose ``async``; ``await x`` becomes ``x``;
@@ -13,7 +15,8 @@ tokens, so strings and comments stay where they are and line numbers match betwe
   for the few places where the two really differ in one expression.
 
 ``python scripts/unasync.py`` rewrites the generated files; ``--check`` (run by ``make lint``)
-fails, with a diff, when one is not what its source gives.
+fails, with a diff, when one is not what its source gives, or when a ``_sync`` module has no
+source left.
 """
 
 from __future__ import annotations
@@ -27,8 +30,7 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "llmclient" / "_async"
-TARGET = ROOT / "llmclient" / "_sync"
+PACKAGE = ROOT / "llmclient"
 
 # Whole names whose sync twin is not what the part rules below give.
 RENAMES: dict[str, str] = {
@@ -40,6 +42,8 @@ RENAMES: dict[str, str] = {
     "async_parse": "parse",
     "async_stream": "stream",
     "async_models_page": "models_page",
+    # speculative's runners: a prefetch in a task of the loop, or in a thread (features/prefetch)
+    "run_in_task": "run_in_thread",
 }
 # Each ``_``-separated part of a name: ``aclose_all`` -> ``close_all``, ``__aenter__`` ->
 # ``__enter__``, ``shared_async_transport`` -> ``shared_sync_transport``; and a part
@@ -50,10 +54,12 @@ PART_RENAMES: dict[str, str] = {
     "anext": "next", "aenter": "enter", "aexit": "exit", "abegin": "begin", "aget": "get",
     "aset": "set", "adelete": "delete", "alookup": "lookup", "aput": "put", "astore": "store",
     "areplay": "replay", "aflights": "flights", "abackend": "backend", "asend": "send",
-    "aafter": "after",
+    "aafter": "after", "ashield": "shield", "aadmit": "admit", "aacquire": "acquire",
+    "asubmit": "submit", "awarm": "warm", "alearned": "learned", "areserve": "reserve",
+    "aoff": "off", "aearly": "early", "adropped": "dropped",
 }
 
-HEADER = ("# Generated from llmclient/_async/{name} by scripts/unasync.py: do not edit here, edit that\n"
+HEADER = ("# Generated from {name} by scripts/unasync.py: do not edit here, edit that\n"
           "# file and run `python scripts/unasync.py` (make lint checks that this file is current).\n")
 PRAGMA = re.compile(r"^(?P<indent>\s*)(?P<code>.*?)\s*# unasync: sync=(?P<sync>.*)$")
 _WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
@@ -129,16 +135,23 @@ def generated(path: Path) -> str:
     body = unasync_source(path.read_text())
     if path.name == "__init__.py" and not body.strip():
         return body
-    return HEADER.format(name=path.name) + body
+    return HEADER.format(name=_show(path)) + body
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="fail if a generated file is not current")
-    parser.add_argument("--source", type=Path, default=SOURCE, help=argparse.SUPPRESS)
-    parser.add_argument("--target", type=Path, default=TARGET, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    return run(args.source, args.target, check=args.check)
+    failed = 0
+    for source, target in pairs(PACKAGE):
+        failed |= run(source, target, check=args.check)
+    return failed
+
+
+def pairs(package: Path) -> list[tuple[Path, Path]]:
+    """Each ``_async`` source folder under ``package`` and the ``_sync`` folder beside it."""
+    return [(source, source.with_name("_sync")) for source in sorted(package.rglob("_async"))
+            if source.is_dir() and "__pycache__" not in source.parts]
 
 
 def _show(path: Path) -> str:

@@ -67,9 +67,10 @@ class Drive:
             raise TypeError(f"the sync client gave an awaitable ({type(value).__name__})")
         return self._loop.run_until_complete(_await(value))
 
-    def client(self, module: ModuleType = llmclient, **kwargs: Any) -> Any:
-        """``module.OpenAI(**kwargs)`` or ``module.AsyncOpenAI(**kwargs)``, closed at teardown."""
-        client = getattr(module, "AsyncOpenAI" if self.is_async else "OpenAI")(**kwargs)
+    def client(self, module: ModuleType = llmclient, *, face: str = "OpenAI", **kwargs: Any) -> Any:
+        """``module.OpenAI(**kwargs)`` or ``module.AsyncOpenAI(**kwargs)``, closed at teardown
+        (``face="Anthropic"``: ``module.Anthropic`` or ``module.AsyncAnthropic``)."""
+        client = getattr(module, f"Async{face}" if self.is_async else face)(**kwargs)
         self._closers.append(client.close)
         return client
 

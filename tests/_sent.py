@@ -8,8 +8,6 @@ from typing import Any
 import httpx
 import orjson
 
-from llmclient.transport.origins import forget_all
-
 
 class Sent:
     def __init__(self) -> None:
@@ -23,8 +21,7 @@ class Sent:
 
     def client(self, drive: Any, base_url: str | list[str], **kw: Any) -> Any:
         """A client (``drive``'s kind) for ``base_url`` (one URL or replicas) whose POSTs this records: no retries, no
-        request compression, and the origin records forgotten (each test learns it afresh)."""
-        forget_all()
+        request compression; a new client knows nothing of the servers yet."""
         http = drive.http_client(event_hooks={"request": [self.hook]})
         return drive.client(**{"api_key": "k", "base_url": base_url, "http_client": http, "max_retries": 0,
                                "compress": False, **kw})

@@ -1,4 +1,4 @@
-"""scripts/unasync.py: the sync twins of llmclient/_async/ are generated, and current."""
+"""scripts/unasync.py: the sync twins of every ``_async`` folder under llmclient/ are generated, and current."""
 
 from __future__ import annotations
 
@@ -110,6 +110,16 @@ def test_check_fails_on_a_stale_or_orphaned_twin_and_run_fixes_it(tmp_path: Path
 
 
 def test_the_repository_twins_are_current() -> None:
-    if not (ROOT / "llmclient" / "_async").exists():
-        pytest.skip("no llmclient/_async package yet")
-    assert unasync.run(ROOT / "llmclient" / "_async", ROOT / "llmclient" / "_sync", check=True) == 0
+    found = unasync.pairs(ROOT / "llmclient")
+    assert found, "no _async source folder under llmclient/"
+    for source, target in found:
+        assert unasync.run(source, target, check=True) == 0, source
+
+
+def test_every_async_folder_under_a_package_is_a_source(tmp_path: Path) -> None:
+    for folder in ("pkg/_async", "pkg/sub/_async", "pkg/sub/_sync", "pkg/other"):
+        (tmp_path / folder).mkdir(parents=True)
+    assert unasync.pairs(tmp_path / "pkg") == [
+        (tmp_path / "pkg/_async", tmp_path / "pkg/_sync"),
+        (tmp_path / "pkg/sub/_async", tmp_path / "pkg/sub/_sync"),
+    ]

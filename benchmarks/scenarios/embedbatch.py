@@ -60,7 +60,7 @@ class EmbeddingBatching:
             order = ("llmclient", "llmclient+batch") if n % 2 == 0 else ("llmclient+batch", "llmclient")
             for variant in order:
                 records[variant].extend(ctx.run(round_of(variant, n)))
-        stats = clients["llmclient+batch"]._features.batcher.stats()
+        stats = clients["llmclient+batch"]._ctx.batcher.stats()
         notes = [f"{rounds} rounds of {CALLERS} concurrent single-input calls per variant (window "
                  f"{WINDOW_MS:g} ms); requests sent: llmclient {rounds * CALLERS}, llmclient+batch "
                  f"{stats['requests']} for {stats['calls']} calls (warm-up round included)"]

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import limits, ratelimit, shutdown, tracing
+from . import continuation, limits, ratelimit, shutdown, tracing, ws_responses
 from ._http import configure_logging
 from .app import App, AppConfig
 from .engine import ENGINES, Engine, create_engine, load_profile
@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault RNG")
     p.add_argument("--allow-fault-headers", action="store_true",
                    help="honour a request's x-fault header (off: any client could inject faults)")
-    p.add_argument("--api-key", help="require 'Authorization: Bearer <key>' on /v1 routes")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer <key>' on /v1 routes (on Anthropic's "
+                                     "Messages routes 'x-api-key: <key>', or the same Bearer header)")
     p.add_argument("--server", default="granian", choices=("granian", "hypercorn", "uvicorn"),
                    help="HTTP server: granian (HTTP/1.1 + HTTP/2), hypercorn (HTTP/1.1 + HTTP/2), "
                         "uvicorn (HTTP/1.1 only, as vLLM and SGLang serve)")
@@ -87,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
                         "running one, it waits for a free slot (vLLM V1's scheduler)")
     limits.add_arguments(p)
     ratelimit.add_arguments(p)
+    continuation.add_arguments(p)
+    ws_responses.add_arguments(p)
     return p
 
 
@@ -152,7 +155,9 @@ def main(argv: list[str] | None = None) -> None:
                                 reject_fields=frozenset(f for f in args.reject_fields.split(",") if f),
                                 scheduling_policy=args.scheduling_policy,
                                 served_names=tuple(dict.fromkeys(n for n in args.served_model_name if n)),
-                                server_timing=not args.no_server_timing))
+                                server_timing=not args.no_server_timing,
+                                continuation=continuation.from_args(args),
+                                websocket=ws_responses.from_args(args)))
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
                         cert if args.tls else None, key if args.tls else None, args.uvicorn_http)
     shutdown.configure(args.shutdown_grace_s)

@@ -17,6 +17,7 @@ import orjson
 
 __all__ = [
     "REQUEST_ID",
+    "SSE_KEEPALIVE",
     "TRACEPARENT",
     "Abort",
     "BodyTimeout",
@@ -51,15 +52,26 @@ class Cut(Exception):
     """Fault ``cut_after``: end the stream here, without finish_reason or [DONE]."""
 
 
+# An SSE comment: what a stream without a ping event of its own sends to keep a connection
+# alive (WHATWG HTML, "Server-sent events": lines starting with a colon are ignored).
+SSE_KEEPALIVE = b": ping\n\n"
+
+
 class Delivery:
     """Sends a stream's chunks (encoded bytes), applying the stream faults of ``fault``
     (a :class:`~benchmarks.server.faults.FaultSpec` or None) as it goes: ``cut_after`` raises
-    :class:`Cut` before chunk N, ``reset_after`` raises :class:`Abort` before chunk N, ``stall_after`` goes silent before chunk N until the request
-    is cancelled (the client left), or for ``resume_ms``, ``malformed_sse`` cuts the second chunk's JSON short."""
+    :class:`Cut` before chunk N, ``reset_after`` raises :class:`Abort` before chunk N,
+    ``stall_after`` goes silent before chunk N until the request is cancelled (the client left),
+    or for ``resume_ms``, ``pings_after`` sends only ``keepalive`` every ``ping_ms`` instead
+    (as long), ``error_after`` sends ``error`` (the route's error event) and raises :class:`Cut`
+    (without one: just the cut), ``malformed_sse`` cuts the second chunk's JSON short."""
 
-    def __init__(self, send: Send, fault: Any) -> None:
+    def __init__(self, send: Send, fault: Any, keepalive: bytes = SSE_KEEPALIVE,
+                 error: bytes | None = None) -> None:
         self._send = send
         self._fault = fault
+        self._keepalive = keepalive
+        self._error = error
         self.sent = 0
 
     async def __call__(self, data: bytes) -> None:
@@ -69,16 +81,37 @@ class Delivery:
                 raise Cut
             if fault.reset_after is not None and self.sent >= fault.reset_after:
                 raise Abort(f"injected reset after {self.sent} chunks")
+            if fault.error_after is not None and self.sent >= fault.error_after:
+                if self._error is not None:
+                    await self._send({"type": "http.response.body", "body": self._error, "more_body": True})
+                raise Cut
             if fault.stall_after is not None and self.sent == fault.stall_after:
                 logging.getLogger("benchmarks.server.app").info("fault: stall after %d chunks", self.sent)
-                if fault.resume_ms is not None:
-                    await asyncio.sleep(fault.resume_ms / 1000)  # a pause: then the stream goes on
-                else:
-                    await asyncio.Event().wait()  # until cancelled: the client went away
+                await _silence(fault.resume_ms)
+            if fault.pings_after is not None and self.sent == fault.pings_after:
+                logging.getLogger("benchmarks.server.app").info("fault: pings only after %d chunks", self.sent)
+                await self._pings(fault.ping_ms, fault.resume_ms)
             if fault.malformed_sse and self.sent == 1:
                 data = data[: len(data) // 2] + b"\n\n"
         await self._send({"type": "http.response.body", "body": data, "more_body": True})
         self.sent += 1
+
+    async def _pings(self, every_ms: int, for_ms: int | None) -> None:
+        """Keep-alives and nothing else, until the client leaves (or ``for_ms`` has passed)."""
+        loop = asyncio.get_running_loop()
+        end = None if for_ms is None else loop.time() + for_ms / 1000
+        while end is None or loop.time() < end:
+            wait = every_ms / 1000 if end is None else min(every_ms / 1000, end - loop.time())
+            await asyncio.sleep(max(0.0, wait))
+            if end is None or loop.time() < end:
+                await self._send({"type": "http.response.body", "body": self._keepalive, "more_body": True})
+
+
+async def _silence(resume_ms: int | None) -> None:
+    if resume_ms is not None:
+        await asyncio.sleep(resume_ms / 1000)  # a pause: then the stream goes on
+    else:
+        await asyncio.Event().wait()  # until cancelled: the client went away
 
 
 async def cancel_on_disconnect(receive: Receive, task: asyncio.Task[Any] | None) -> None:

@@ -7,12 +7,13 @@ contain the stop sequence").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Iterable
+from typing import Any, NamedTuple
 
+from .engine.base import RequestTiming, TokenEvent
 from .tokenizer import Detokenizer
 
-__all__ = ["TextStream", "tool_arguments"]
+__all__ = ["Step", "TextStream", "text_steps", "tool_arguments"]
 
 
 class TextStream:
@@ -25,6 +26,7 @@ class TextStream:
         self._hold = max((len(s) for s in stops), default=1) - 1
         self._pending = ""
         self.stopped = False
+        self.matched: str | None = None  # the stop sequence that ended the text
 
     def feed(self, ids: Iterable[int]) -> str:
         """Text safe to emit now; sets ``stopped`` once a stop sequence appears."""
@@ -42,8 +44,9 @@ class TextStream:
             return ""
         self._pending += self._detok.feed(ids)
         if self._stops:
-            cut = min((i for i in (self._pending.find(s) for s in self._stops) if i >= 0), default=-1)
-            if cut >= 0:
+            found = [(i, s) for s in self._stops if (i := self._pending.find(s)) >= 0]
+            if found:
+                cut, self.matched = min(found, key=lambda f: f[0])
                 self.stopped = True
                 out, self._pending = self._pending[:cut], ""
                 return out
@@ -56,6 +59,38 @@ class TextStream:
     def flush(self) -> str:
         out, self._pending = ("" if self.stopped else self._pending), ""
         return self._skipped(out)
+
+
+class Step(NamedTuple):
+    """One engine event as text: what may be sent now, the event's ids, and on the last step
+    the finish (``"stop"`` by a stop sequence or the engine's end, ``"length"``) and timing.
+    (A NamedTuple: one is built per token.)"""
+
+    text: str
+    ids: tuple[int, ...]
+    finish: str | None = None
+    timing: RequestTiming | None = None
+    cached: int | None = None  # the first event's prefix-cache hit (TokenEvent.cached_prompt_tokens)
+
+
+async def text_steps(events: AsyncIterator[TokenEvent], text: TextStream) -> AsyncIterator[Step]:
+    """An engine's events through ``text`` (stop sequences held back and caught), ending with
+    the step that finishes: a stop sequence (its timing counts the tokens generated so far,
+    since the engine's own never comes once the caller closes the request), or the engine's
+    finish with the held-back text flushed."""
+    generated = 0
+    async for ev in events:
+        delta = text.feed(ev.token_ids)
+        generated += len(ev.token_ids)
+        if text.stopped:
+            yield Step(delta, ev.token_ids, "stop", RequestTiming(completion_tokens=generated),
+                       ev.cached_prompt_tokens)
+            return
+        if ev.finish_reason is not None:
+            yield Step(delta + text.flush(), ev.token_ids, ev.finish_reason, ev.timing,
+                       ev.cached_prompt_tokens)
+            return
+        yield Step(delta, ev.token_ids, cached=ev.cached_prompt_tokens)
 
 
 def tool_arguments(schema: dict[str, Any], words: list[str]) -> Any:

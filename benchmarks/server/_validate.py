@@ -51,6 +51,8 @@ class ImagePart:
     url: str
     detail: str
     where: str  # "messages[0].content[1]", for error messages
+    media_type: str | None = None  # declared by the request (Anthropic's base64 source)
+    param: str | None = None  # the field an error names (default: ``{where}.image_url``)
 
 
 @dataclass(frozen=True)

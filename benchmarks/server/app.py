@@ -27,7 +27,7 @@ import orjson
 
 from llmclient.wire import compress
 
-from . import responses, wire
+from . import anthropic, responses, wire, ws_responses
 from ._http import (
     REQUEST_ID,
     TRACEPARENT,
@@ -47,7 +47,7 @@ from ._http import (
     send_bytes,
     server_timing,
 )
-from ._textstream import TextStream, tool_arguments
+from ._textstream import Step, TextStream, text_steps, tool_arguments
 from ._validate import (
     ChatParams,
     CompletionParams,
@@ -60,6 +60,7 @@ from ._validate import (
     request_priority,
 )
 from .background import BackgroundRuns
+from .continuation import ContinuationCost
 from .embeddings import embedding_data
 from .engine.base import (
     ContextLengthError,
@@ -148,6 +149,10 @@ class AppConfig:
     # x-llm-priority is only logged) or "priority" (the body field, else x-llm-priority: low = 1,
     # orders and preempts; the engine must be built with the same policy: make_engine).
     scheduling_policy: str = "fcfs"
+    # The Responses cost model of a chained turn (continuation.py) and the WebSocket mode's
+    # knobs (ws_responses.py).
+    continuation: ContinuationCost = field(default_factory=ContinuationCost)
+    websocket: ws_responses.WsSettings = field(default_factory=ws_responses.WsSettings)
 
 
 @dataclass
@@ -167,6 +172,8 @@ class _Req:
     engine_priority: int = 0
     ratelimit_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # on its answer
     send_timing: bool = True  # AppConfig.server_timing
+    api: str = anthropic.OPENAI  # the API the request speaks: its errors' shape (anthropic.face_of)
+    extra_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # on its answer
 
     def timing_comment(self) -> bytes:
         """A stream's closing ``: server-timing ...`` SSE comment; nothing with --no-server-timing."""
@@ -209,6 +216,7 @@ class App:
         self.responses = responses.ResponseStore()
         self.background = BackgroundRuns(self.config.limits.background_retention_s,
                                          self.config.limits.background_max_bytes)
+        self.anthropic = anthropic.Face(self)  # /v1/messages*, and /v1/models with anthropic-version
 
     # -- ASGI entry --------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -216,6 +224,8 @@ class App:
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
             await self._http(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await ws_responses.handle(self, scope, receive, send, _Req)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -246,6 +256,9 @@ class App:
                    header(scope, b"accept-encoding"), send_timing=self.config.server_timing)
         if header(scope, b"x-llm-priority") == "low":
             req.priority = 1
+        req.api = anthropic.face_of(scope)
+        if req.api == anthropic.ANTHROPIC:
+            req.extra_headers.append((b"request-id", anthropic.request_id(rid).encode()))
         status_box = [0]
         tracing = self.config.tracing
         span = (tracing.start(scope.get("method", "-"), scope.get("path", "-"),
@@ -256,7 +269,7 @@ class App:
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode()),
-                                      *wire.ADVERTISED_HEADERS, *req.ratelimit_headers]
+                                      *wire.ADVERTISED_HEADERS, *req.ratelimit_headers, *req.extra_headers]
                 if req.send_timing and not any(k == b"server-timing" for k, _ in message["headers"]):
                     message["headers"].append((b"server-timing", req.header_value()))
             await send(message)
@@ -285,6 +298,9 @@ class App:
                          "low" if req.priority > 0 else "normal", req.header_value().decode("latin-1"))
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send, req: _Req) -> None:
+        if req.api == anthropic.ANTHROPIC:
+            await self.anthropic.dispatch(scope, receive, send, req)
+            return
         method, path = scope["method"], scope["path"]
         handler = self._routes.get((method, path))
         if handler is None and method == "GET" and path.startswith("/v1/models/"):
@@ -363,8 +379,10 @@ class App:
             await self._error(send, req, 400, str(exc))
             return
         if self.config.ratelimits is not None:  # --rpm/--tpm (ratelimit.py)
-            verdict = self.config.ratelimits.admit(header(scope, b"authorization") or "", body)
-            req.ratelimit_headers = verdict.headers
+            key = header(scope, b"authorization") or header(scope, b"x-api-key") or ""
+            verdict = self.config.ratelimits.admit(key, body)
+            req.ratelimit_headers = (anthropic.ratelimit_headers(verdict) if req.api == anthropic.ANTHROPIC
+                                     else verdict.headers)
             if not verdict.ok:
                 code = "rate_limit_exceeded" if verdict.retry_after_s < self.config.ratelimits.window_s else None
                 await self._error(send, req, 429, verdict.message, code=code or "request_too_large")
@@ -402,7 +420,7 @@ class App:
             await asyncio.sleep(fault.stall_ms / 1000)
         if fault.status is not None:
             headers = []
-            if fault.status == 429:
+            if fault.status in (429, 529):
                 headers.append((b"retry-after", _retry_after(fault.retry_after_s)))
             msg = f"injected fault: status {fault.status}"
             await self._error(send, req, fault.status, msg, code="injected_fault", headers=headers)
@@ -416,12 +434,14 @@ class App:
     async def _error(self, send: Send, req: _Req, status: int, message: str,
                      param: str | None = None, code: str | None = None,
                      headers: list[tuple[bytes, bytes]] | None = None) -> None:
-        body = orjson.dumps(error_body(status, message, param, code))
+        body = orjson.dumps(anthropic.error_body(status, message, req.request_id)
+                            if req.api == anthropic.ANTHROPIC else error_body(status, message, param, code))
         await send_bytes(send, status, body, wire.JSON_TYPE, headers or ())
 
     async def _engine_error(self, send: Send, req: _Req, exc: EngineError) -> None:
-        if isinstance(exc, EngineOverloaded):
-            await self._error(send, req, 429, str(exc), code="rate_limit_exceeded",
+        if isinstance(exc, EngineOverloaded):  # a full queue: Anthropic's API calls it overload
+            status = 529 if req.api == anthropic.ANTHROPIC else 429
+            await self._error(send, req, status, str(exc), code="rate_limit_exceeded",
                               headers=[(b"retry-after", _retry_after(exc.retry_after_s))])
         elif isinstance(exc, ContextLengthError):
             await self._error(send, req, 400, str(exc), "messages", "context_length_exceeded")
@@ -501,17 +521,22 @@ class App:
 
     # -- generation ----------------------------------------------------------------------
     async def _images(self, req: _Req, parts: tuple[ImagePart, ...]) -> tuple[int, str]:
+        tokens, digest = await self._image_parts(req, parts)
+        return sum(tokens), digest
+
+    async def _image_parts(self, req: _Req, parts: tuple[ImagePart, ...]) -> tuple[list[int], str]:
+        """Each image's prompt tokens, and one digest of them all (the prefix cache's key)."""
         if not parts:
-            return 0, ""
+            return [], ""
         t = time.perf_counter()
-        tokens, digests = 0, hashlib.blake2b(digest_size=16)
+        tokens, digests = [], hashlib.blake2b(digest_size=16)
         for part in parts:
             try:
-                result = await self._offload(_decode_image, part.url, part.detail)
+                result = await self._offload(_decode_image, part.url, part.detail, part.media_type)
             except ImageError as exc:
-                raise InvalidRequest(f"{part.where}: {exc}", f"{part.where}.image_url",
+                raise InvalidRequest(f"{part.where}: {exc}", part.param or f"{part.where}.image_url",
                                      "invalid_image") from None
-            tokens += result[0]
+            tokens.append(result[0])
             digests.update(result[1].encode())
         req.timings["image"] = (time.perf_counter() - t) * 1000
         return tokens, digests.hexdigest()
@@ -653,29 +678,33 @@ class App:
                        track: LogprobTrack | None = None) -> tuple[str, str, RequestTiming | None]:
         """Run one choice to its end: (text, finish_reason, timing). ``track`` (logprobs were
         asked for) is given every generated id."""
-        text = TextStream(stops)
         parts: list[str] = []
-        finish, timing, generated = "length", None, 0
-        events = self.engine.submit(ereq)
-        paced = _paced(events, req.fault)
-        try:
-            async for ev in paced:
-                parts.append(text.feed(ev.token_ids))
-                generated += len(ev.token_ids)
+        finish, timing = "length", None
+        async with self._text_steps(req, self.engine.submit(ereq), TextStream(stops)) as steps:
+            async for step in steps:
+                parts.append(step.text)
                 if track is not None:
-                    track.add(ev.token_ids)
-                if text.stopped:
-                    finish, timing = "stop", RequestTiming(completion_tokens=generated)
-                    break
-                if ev.finish_reason is not None:
-                    finish, timing = ev.finish_reason, ev.timing
-                    parts.append(text.flush())
-                    break
-        finally:
-            await close_quietly(paced)
-            await close_quietly(events)
+                    track.add(step.ids)
+                if step.finish is not None:
+                    finish, timing = step.finish, step.timing
         req.add_engine_timing(timing)
         return "".join(parts), finish, timing
+
+    @contextlib.asynccontextmanager
+    async def _text_steps(self, req: _Req, events: AsyncIterator[TokenEvent],
+                          text: TextStream) -> AsyncIterator[AsyncIterator[Step]]:
+        """One engine request's events (from ``engine.submit``, called before any header is
+        sent so admission errors are real statuses) as text steps, paced by the request's
+        faults; the engine's stream is closed when the block ends. (A context, not one more
+        generator around the steps: that would be a hop per token.)"""
+        paced = _paced(events, req.fault)
+        steps = text_steps(paced, text)
+        try:
+            yield steps
+        finally:
+            await close_quietly(steps)
+            await close_quietly(paced)
+            await close_quietly(events)
 
     async def _run_all(self, req: _Req, ereqs: list[EngineRequest], stops: tuple[str, ...],
                        tracks: list[LogprobTrack] | None = None) -> list[tuple[str, str, RequestTiming | None]]:
@@ -696,7 +725,7 @@ class App:
                 (b"content-type", writer.content_type.encode()), (b"cache-control", b"no-cache")]})
             if fault is not None and fault.reset:
                 raise Abort("injected reset")
-            deliver = Delivery(send, fault)
+            deliver = Delivery(send, fault, writer.comment(b"ping"))
 
             async def emit(chunk: dict[str, Any]) -> None:
                 await deliver(writer.chunk({**head, **chunk}))
@@ -813,8 +842,8 @@ def _no_model(model: str) -> str:
     return f"The model `{model}` does not exist or you do not have access to it."
 
 
-def _decode_image(url: str, detail: str) -> tuple[int, str]:
-    result = process_image(decode_data_url(url), detail)
+def _decode_image(url: str, detail: str, media_type: str | None = None) -> tuple[int, str]:
+    result = process_image(decode_data_url(url), detail, media_type)
     return result.tokens, result.digest
 
 

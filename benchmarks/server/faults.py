@@ -8,6 +8,7 @@ Spec grammar (one fault)::
     item   := "status=" CODE | "retry_after=" SECONDS | "oom" | "stall_ms=" N | "cut_after=" N
             | "malformed_sse" | "slow_ms=" N | "straggler=" K | "reset" | "prob=" P
             | "times=" N | "stall_after=" N | "reset_after=" N | "once=" TOKEN | "resume_ms=" N
+            | "burst=" N | "pings_after=" N | "ping_ms=" N | "error_after=" N
 
 A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
 in order with a seeded RNG (reproducible); the first that fires applies. A request's
@@ -15,8 +16,11 @@ in order with a seeded RNG (reproducible); the first that fires applies. A reque
 that header only when the server was started with ``--allow-fault-headers``.
 
 Meaning:
-  status=429|500|502|503|504  answer with that status in OpenAI's error shape
-                              (429 carries ``Retry-After: retry_after``, default 1 s)
+  status=403|429|500|502|503|504|529
+                              answer with that status in the route's error shape (OpenAI's,
+                              or Anthropic's on /v1/messages: 403 permission_error, 529
+                              overloaded_error); 429 and 529 carry ``Retry-After: retry_after``,
+                              default 1 s
   oom                         the engine's out-of-memory failure (503, type server_error)
   stall_ms=N                  wait N ms before the first byte (a stored response's GET too)
   cut_after=N                 streams: end the body after N chunks, without finish_reason or
@@ -27,6 +31,15 @@ Meaning:
                               (no byte, no end) until the client leaves: a stalled stream
   resume_ms=N                 with stall_after: the stream goes on after N ms of silence instead
                               (a long pause mid-answer, as a model thinking; a NAT's idle timeout)
+  pings_after=N               streams: after N chunks, no content: only a keep-alive every
+                              ``ping_ms`` (default 500; Anthropic's ``event: ping``, an SSE
+                              comment ``: ping`` elsewhere) until the client leaves, or for
+                              ``resume_ms`` and then the stream goes on: a stream that looks
+                              alive to a read timeout while its content has stopped
+  error_after=N               streams: after N chunks, an error event and the end (Anthropic's
+                              ``event: error`` with ``overloaded_error``, as the API sends when
+                              it is overloaded mid-answer); a route without error events ends
+                              the stream there, as ``cut_after``
   slow_ms=N                   wait N ms before every chunk (non-streamed: every engine step)
   straggler=K                 the request takes K times its engine time (K >= 1)
   reset                       abort the stream/connection after the response headers
@@ -36,6 +49,8 @@ Meaning:
   times=N                     run-wide faults: fire at most N times in the run (e.g.
                               ``stall_ms=5000;times=1``: only the first request stalls, as on a
                               replica that was cold; a retry or a hedged copy then runs normally)
+  burst=N                     run-wide faults: once it fires, the next N-1 requests get it too
+                              (overload comes in storms: ``status=529;prob=0.02;burst=10``)
   once=TOKEN                  header faults: fire only for the first request that carries this
                               token; a retry, a re-send or a resume carrying the same header runs
                               clean (a benchmark picks which streams fail, and where, up front)
@@ -48,9 +63,10 @@ from dataclasses import dataclass
 
 __all__ = ["FaultInjector", "FaultSpec", "FaultSpecError", "parse_fault", "parse_fault_list"]
 
-FAULT_STATUSES = frozenset({429, 500, 502, 503, 504})
+FAULT_STATUSES = frozenset({403, 429, 500, 502, 503, 504, 529})
 _INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times", "stall_after", "reset_after",
-             "resume_ms")
+             "resume_ms", "burst", "pings_after", "ping_ms", "error_after")
+DEFAULT_PING_MS = 500
 # Tokens of ``once`` faults that fired, kept at most this many (oldest forgotten first).
 MAX_ONCE_TOKENS = 100_000
 _FLAGS = ("oom", "malformed_sse", "reset")
@@ -77,6 +93,10 @@ class FaultSpec:
     prob: float = 1.0
     times: int | None = None
     once: str | None = None
+    burst: int | None = None
+    pings_after: int | None = None
+    ping_ms: int = DEFAULT_PING_MS
+    error_after: int | None = None
 
 
 def _number(key: str, raw: str, *, integer: bool) -> float:
@@ -131,6 +151,10 @@ def parse_fault(spec: str) -> FaultSpec:
     fields: dict[str, object] = {}
     for item in items:
         _parse_item(item, fields)
+    if fields.get("ping_ms") == 0:
+        raise FaultSpecError("fault item ping_ms=0: the keep-alive interval must be positive")
+    if fields.get("burst") == 0:
+        raise FaultSpecError("fault item burst=0: a burst is at least 1 request")
     return FaultSpec(**fields)  # type: ignore[arg-type]
 
 
@@ -146,6 +170,7 @@ class FaultInjector:
         self.run_faults = run_faults
         self._rng = random.Random(seed)
         self._fired = [0] * len(run_faults)  # times each run-wide fault has fired
+        self._burst_left = [0] * len(run_faults)  # requests a burst still takes, per fault
         self._once: dict[str, None] = {}  # tokens of the ``once`` faults that fired, oldest first
 
     def _fires(self, fault: FaultSpec) -> bool:
@@ -155,18 +180,23 @@ class FaultInjector:
         """The fault for one request. Raises FaultSpecError for a malformed header."""
         if header:
             fault = parse_fault(header)
-            if fault.times is not None:
-                raise FaultSpecError("fault item times= is for run-wide faults (--faults)")
+            for key in ("times", "burst"):
+                if getattr(fault, key) is not None:
+                    raise FaultSpecError(f"fault item {key}= is for run-wide faults (--faults)")
             if fault.once is not None:
                 if fault.once in self._once:
                     return None
                 self._remember(fault.once)
             return fault if self._fires(fault) else None
         for i, fault in enumerate(self.run_faults):
+            if self._burst_left[i]:
+                self._burst_left[i] -= 1
+                return fault
             if fault.times is not None and self._fired[i] >= fault.times:
                 continue
             if self._fires(fault):
                 self._fired[i] += 1
+                self._burst_left[i] = (fault.burst or 1) - 1
                 return fault
         return None
 

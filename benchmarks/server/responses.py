@@ -38,9 +38,11 @@ from ._validate import (
 )
 from .background import BackgroundRun, BackgroundRuns, admit, resume_start
 from .engine.base import EngineError
+from .tokenizer import encode
 
-__all__ = ["MAX_STORED", "ResponseParams", "ResponseStore", "StoredResponse", "handle_create",
-           "handle_stored", "parse_response_request"]
+__all__ = ["MAX_STORED", "ResponseParams", "ResponseStore", "StoredResponse", "Turn",
+           "continuation_wait", "handle_create", "handle_stored", "parse_response_request",
+           "previous_not_found", "previous_response"]
 
 MAX_STORED = 1000
 INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
@@ -74,6 +76,10 @@ class StoredResponse:
     input_items: list[dict[str, Any]]
     # the conversation so far (input and output, earlier responses' first) as prompt text
     transcript: str
+    # its server time to the first token, the continuation wait left out (continuation.py)
+    pregen_ms: float = 0.0
+    # the transcript's token ids: kept only in a WebSocket connection's memory (ws_responses.py)
+    transcript_ids: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -241,49 +247,57 @@ def _sse(event: dict[str, Any]) -> bytes:
 
 
 # -- handlers (``app`` is the benchmarks.server.app.App) ---------------------------------------
+def previous_response(store: ResponseStore, p: ResponseParams) -> StoredResponse | None:
+    """The response ``p`` continues (None for a new conversation): 404 when it is not stored."""
+    if p.previous_response_id is None:
+        return None
+    earlier = store.get(p.previous_response_id)
+    if earlier is None:
+        raise previous_not_found(p.previous_response_id)
+    return earlier
+
+
+def previous_not_found(rid: str) -> InvalidRequest:
+    return InvalidRequest(f"Previous response with id '{rid}' not found.",
+                          "previous_response_id", "previous_response_not_found", status=404)
+
+
+async def continuation_wait(app: Any, req: Any, earlier: StoredResponse | None,
+                            remembered: bool) -> None:
+    """The cost model's reload of a chained turn (``continuation.py``): a turn whose earlier
+    response is read back from the store waits for it (``reload`` in Server-Timing); one that
+    continues from a WebSocket connection's memory does not, and says what it saved
+    (``reload-saved``)."""
+    if earlier is None:
+        return
+    wait = app.config.continuation.reload_ms(earlier.pregen_ms)
+    if remembered:
+        req.timings["reload"] = 0.0
+        req.timings["reload-saved"] = wait
+        return
+    req.timings["reload"] = wait
+    if wait > 0:
+        await asyncio.sleep(wait / 1000)
+
+
 async def handle_create(app: Any, store: ResponseStore, runs: BackgroundRuns, send: Send,
                         req: Any, body: dict[str, Any]) -> None:
     p = parse_response_request(body, app.engine.context_window)
     app._check_model(p.model)
-    history = ""
-    if p.previous_response_id is not None:
-        earlier = store.get(p.previous_response_id)
-        if earlier is None:
-            raise InvalidRequest(f"Previous response with id '{p.previous_response_id}' not found.",
-                                 "previous_response_id", "previous_response_not_found", status=404)
-        history = earlier.transcript
-    this_input = "".join(f"{role}: {text}\n" for role, text in p.messages)
-    lead = f"developer: {p.instructions}\n" if p.instructions else ""
-    prompt_text = lead + history + this_input
-    prompt_ids = await app._prompt_ids(prompt_text, app.config.limits.max_request_tokens, "input")
-    try:
-        ereqs = app._engine_requests(req, prompt_ids, 0, "", p.max_output_tokens, 1,
-                                     p.temperature, p.seed)
-    except InvalidRequest as exc:  # the chat wording names max_tokens / messages
-        raise InvalidRequest(exc.message, "max_output_tokens" if exc.param == "max_tokens" else "input",
-                             exc.code) from None
-    rid, item_id, created = _new_id("resp"), _new_id("msg"), int(time.time())
-    inputs = _input_items(p)
-
-    def finish(text: str, reason: str, timing: Any) -> dict[str, Any]:
-        status = "incomplete" if reason == "length" else "completed"
-        usage = _usage(len(prompt_ids), timing.cached_prompt_tokens if timing else 0,
-                       timing.completion_tokens if timing else 0)
-        response = _response(rid, created, p, status, [_message(item_id, text, status)], usage)
-        if p.store:
-            store.put(rid, StoredResponse(response, inputs,
-                                          history + this_input + f"assistant: {text}\n"))
-        return response
-
+    earlier = previous_response(store, p)
+    await continuation_wait(app, req, earlier, remembered=False)
+    turn = await Turn.start(app, req, p, earlier, store)
+    rid, item_id, created, finish = turn.rid, turn.item_id, turn.created, turn.finish
+    ereqs = turn.ereqs
     if p.background:
         runs.sweep(time.monotonic())
         if not admit(runs.live_bytes(), runs.max_bytes):
             raise InvalidRequest(f"Too many background responses in progress: their events hold "
                                  f"{runs.live_bytes()} bytes of the server's {runs.max_bytes}. "
                                  f"Retry later.", None, "background_capacity", status=503)
-        gen = _Generation(app, req, ereqs, p, prompt_text, rid, item_id, created, finish)
+        gen = _Generation(app, req, ereqs, p, turn.prompt_text, rid, item_id, created, finish)
         queued = _response(rid, created, p, "queued", [], None)
-        store.put(rid, StoredResponse(queued, inputs, history + this_input))
+        store.put(rid, StoredResponse(queued, turn.inputs, turn.history + turn.this_input))
         run = BackgroundRun(rid, queued, streamable=p.stream)
         runs.add(run)
         run.task = asyncio.ensure_future(_run_background(gen, run, runs, store))
@@ -296,7 +310,97 @@ async def handle_create(app: Any, store: ResponseStore, runs: BackgroundRuns, se
         text, reason, timing = (await app._run_all(req, ereqs, ()))[0]
         await app._json(send, req, finish(text, reason, timing))
         return
-    await _stream(send, req, _Generation(app, req, ereqs, p, prompt_text, rid, item_id, created, finish))
+    await _stream(send, req, turn.generation())
+
+
+class Turn:
+    """One response's making, before its engine runs: its prompt (the earlier conversation and
+    this input), engine requests, ids, and ``finish``, which builds the final response object
+    and keeps it (the server store when ``store``; ``keep``, a WebSocket connection's memory,
+    whatever ``store`` says)."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+        self.req: Any = None
+        self.p: ResponseParams | None = None
+        self.rid = self.item_id = self.prompt_text = self.history = self.this_input = ""
+        self.created = 0
+        self.inputs: list[dict[str, Any]] = []
+        self.ereqs: list[Any] = []
+        self.prompt_ids: tuple[int, ...] = ()
+        self.history_ids: tuple[int, ...] = ()
+        self.pre_ms = 0.0  # server time before the engine request, the continuation wait left out
+        self.store: ResponseStore | None = None
+        self.keep: Any = None
+
+    @classmethod
+    async def start(cls, app: Any, req: Any, p: ResponseParams, earlier: StoredResponse | None,
+                    store: ResponseStore, keep: Any = None, remembered: bool = False) -> Turn:
+        """``remembered``: ``earlier`` comes from a connection's memory, its tokens with it, so
+        only this turn's new text is tokenized."""
+        t = cls()
+        t.app, t.req, t.p, t.store, t.keep = app, req, p, store, keep
+        started = time.perf_counter()
+        t.history = earlier.transcript if earlier is not None else ""
+        t.this_input = "".join(f"{role}: {text}\n" for role, text in p.messages)
+        lead = f"developer: {p.instructions}\n" if p.instructions else ""
+        t.prompt_text = lead + t.history + t.this_input
+        budget = app.config.limits.max_request_tokens
+        history_ids = earlier.transcript_ids if remembered and earlier is not None else None
+        if history_ids is None:
+            t.prompt_ids = await app._prompt_ids(t.prompt_text, budget, "input")
+            t.history_ids = ()
+        else:
+            # Tokens never span a newline and each part ends with one: the parts' tokens,
+            # joined, are the whole prompt's.
+            new_ids = await app._prompt_ids(lead + t.this_input, budget, "input")
+            lead_n = len(await app._prompt_ids(lead, budget, "input")) if lead else 0
+            t.prompt_ids = new_ids[:lead_n] + history_ids + new_ids[lead_n:]
+            if len(t.prompt_ids) > min(app.engine.context_window, budget):
+                await app._prompt_ids(t.prompt_text, budget, "input")  # raises, naming the limit
+            t.history_ids = history_ids
+        req.timings["tokenize"] = (time.perf_counter() - started) * 1000
+        try:
+            t.ereqs = app._engine_requests(req, t.prompt_ids, 0, "", p.max_output_tokens, 1,
+                                           p.temperature, p.seed)
+        except InvalidRequest as exc:  # the chat wording names max_tokens / messages
+            raise InvalidRequest(exc.message, "max_output_tokens" if exc.param == "max_tokens"
+                                 else "input", exc.code) from None
+        t.rid, t.item_id, t.created = _new_id("resp"), _new_id("msg"), int(time.time())
+        t.inputs = _input_items(p)
+        t.pre_ms = (time.perf_counter() - req.t0) * 1000 - req.timings.get("reload", 0.0)
+        return t
+
+    def finish(self, text: str, reason: str, timing: Any) -> dict[str, Any]:
+        p = self.p
+        assert p is not None
+        status = "incomplete" if reason == "length" else "completed"
+        usage = _usage(len(self.prompt_ids), timing.cached_prompt_tokens if timing else 0,
+                       timing.completion_tokens if timing else 0)
+        response = _response(self.rid, self.created, p, status,
+                             [_message(self.item_id, text, status)], usage)
+        pregen = self.pre_ms + ((timing.queue_ms + timing.prefill_ms) if timing else 0.0)
+        answer = f"assistant: {text}\n"
+        if p.store:
+            self.store.put(self.rid, StoredResponse(response, self.inputs,  # type: ignore[union-attr]
+                                                    self.history + self.this_input + answer,
+                                                    pregen))
+        if self.keep is not None:
+            # Only the new text is tokenized when the history's tokens came with it.
+            ids = (self.history_ids + _ids(self.this_input + answer) if self.history_ids
+                   else _ids(self.history + self.this_input + answer))
+            self.keep(self.rid, StoredResponse(response, self.inputs,
+                                               self.history + self.this_input + answer, pregen, ids))
+        return response
+
+    def generation(self) -> _Generation:
+        assert self.p is not None
+        return _Generation(self.app, self.req, self.ereqs, self.p, self.prompt_text, self.rid,
+                           self.item_id, self.created, self.finish)
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    return tuple(encode(text))
 
 
 class _Generation:

@@ -89,7 +89,7 @@ async def _serve_granian(app: object, opts: ServeOptions, scheme: str) -> None:
         http=HTTPModes.http1 if opts.http1_only else HTTPModes.auto,
         http1_settings=HTTP1Settings(keep_alive=True),
         http2_settings=HTTP2Settings(max_concurrent_streams=MAX_CONCURRENT_STREAMS),
-        websockets=False, backlog=1024, log_enabled=False,
+        websockets=True, backlog=1024, log_enabled=False,  # the Responses WebSocket mode
         ssl_cert=opts.cert, ssl_key=opts.key,
     )
     task = asyncio.ensure_future(server.serve())

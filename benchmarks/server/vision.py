@@ -7,6 +7,12 @@ this project on 2026-12-02):
   * ``detail: "high"`` (and ``"auto"``, which we treat as high): scale to fit in 2048x2048,
     then scale so the shortest side is 768 px (never upscaling), then count 512 px tiles:
     85 + 170 * tiles tokens.
+Anthropic's rule (docs.claude.com/en/docs/build-with-claude/vision, "Evaluate image size" and
+"Calculate image costs", as preprocess/_targets.py records it; read again 2026-12): an image
+whose long edge is over 1568 px, or over about 1.15 megapixels, is scaled down (aspect kept)
+first; tokens = width * height / 750 of the image the model sees; an image over 8000 px on a
+side is refused. ``detail="anthropic"`` selects it.
+
 The decode and resize are real CPU work, so the caller runs :func:`process_image` in a thread
 and reports its time as the ``image`` Server-Timing metric.
 
@@ -26,8 +32,10 @@ import warnings
 from dataclasses import dataclass
 
 __all__ = [
+    "ANTHROPIC",
     "ImageError",
     "ImageResult",
+    "anthropic_size",
     "decode_data_url",
     "high_detail_size",
     "image_tokens",
@@ -46,6 +54,13 @@ MAX_PIXELS = 40_000_000
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 SUPPORTED_FORMATS = frozenset({"PNG", "JPEG", "WEBP", "GIF"})  # OpenAI's documented list
 DETAILS = ("auto", "low", "high")
+ANTHROPIC = "anthropic"  # the detail value that selects Anthropic's rule
+ANTHROPIC_MAX_SIDE = 1568
+ANTHROPIC_MAX_PIXELS = 1_150_000
+ANTHROPIC_PIXELS_PER_TOKEN = 750
+ANTHROPIC_REFUSED_SIDE = 8000
+# The media type a base64 source declares, per Pillow format.
+MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
 class ImageError(ValueError):
@@ -70,8 +85,19 @@ def high_detail_size(width: int, height: int) -> tuple[int, int]:
     return max(1, round(w * scale)), max(1, round(h * scale))
 
 
+def anthropic_size(width: int, height: int) -> tuple[int, int]:
+    """The size Anthropic's rule scales an image to: long edge at most 1568 px and at most
+    about 1.15 megapixels, never upscaled (pure)."""
+    scale = min(1.0, ANTHROPIC_MAX_SIDE / max(width, height),
+                math.sqrt(ANTHROPIC_MAX_PIXELS / (width * height)))
+    return max(1, int(width * scale)), max(1, int(height * scale))
+
+
 def image_tokens(width: int, height: int, detail: str) -> int:
     """Prompt tokens an image of this size costs under the provider rule (pure)."""
+    if detail == ANTHROPIC:
+        w, h = anthropic_size(width, height)
+        return max(1, math.ceil(w * h / ANTHROPIC_PIXELS_PER_TOKEN))
     if detail == "low":
         return LOW_DETAIL_TOKENS
     w, h = high_detail_size(width, height)
@@ -98,8 +124,9 @@ def decode_data_url(url: str) -> bytes:
         raise ImageError("image data URL is not valid base64") from None
 
 
-def process_image(data: bytes, detail: str) -> ImageResult:
-    """Decode, check and resize one image; CPU-bound, run it in a thread."""
+def process_image(data: bytes, detail: str, media_type: str | None = None) -> ImageResult:
+    """Decode, check and resize one image; CPU-bound, run it in a thread. ``media_type``: the
+    type the request declared (Anthropic's base64 source), which the image must be."""
     from PIL import Image, UnidentifiedImageError
 
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -109,12 +136,19 @@ def process_image(data: bytes, detail: str) -> ImageResult:
             img = Image.open(io.BytesIO(data))
             if img.format not in SUPPORTED_FORMATS:
                 raise ImageError(f"unsupported image format {img.format}; use PNG, JPEG, WEBP or GIF")
+            if media_type is not None and MEDIA_TYPES[img.format] != media_type:
+                raise ImageError(f"Image does not match the provided media type {media_type}")
             width, height = img.size
             if width * height > MAX_PIXELS:
                 raise ImageError(f"image of {width}x{height} pixels exceeds {MAX_PIXELS} pixels")
+            if detail == ANTHROPIC and max(width, height) > ANTHROPIC_REFUSED_SIDE:
+                raise ImageError(f"At least one of the image dimensions exceed max allowed size: "
+                                 f"{ANTHROPIC_REFUSED_SIDE} pixels")
             img.load()
-            low = detail == "low"
-            target = _fit(width, height, TILE) if low else high_detail_size(width, height)
+            if detail == ANTHROPIC:
+                target = anthropic_size(width, height)
+            else:
+                target = _fit(width, height, TILE) if detail == "low" else high_detail_size(width, height)
             resized = img.convert("RGB").resize(target, Image.Resampling.BICUBIC)
     except ImageError:
         raise

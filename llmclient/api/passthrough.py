@@ -16,32 +16,17 @@ llmclient.NotFoundError`` catches a 404 from ``client.files.retrieve``), with th
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
-import sys
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
-from .. import _errors
-from ..pipeline.tracing import new_trace_context, parse_traceparent
-from ..transport.lanes import TransportSettings, shared_async_transport, shared_sync_transport
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI as OfficialAsyncOpenAI
-    from openai import OpenAI as OfficialOpenAI
-    from openai import resources as r
-    from openai._client import (
-        AsyncOpenAIWithRawResponse,
-        AsyncOpenAIWithStreamedResponse,
-        OpenAIWithRawResponse,
-        OpenAIWithStreamedResponse,
-    )
-    from openai.resources.conversations import AsyncConversations, Conversations
-    from openai.resources.realtime import AsyncRealtime, Realtime
-    from openai.resources.webhooks import AsyncWebhooks, Webhooks
+from ..transport.lanes import TransportSettings
+from ._async.passthrough import AsyncManagedIO, AsyncPassthroughTypes, _AsyncAdapter
+from ._sync.passthrough import ManagedIO, PassthroughTypes, _Adapter
+from .passthrough_errors import translate, translated
 
 # The official client's placeholder api_key when the credential is a token (AzureOpenAI's); the
 # official Azure client built here gets None instead.
@@ -116,100 +101,13 @@ def _http_client(settings: TransportSettings, timeout: httpx.Timeout, is_async: 
     """An httpx client over llmclient's shared transport (the official client's redirect rule)."""
     if is_async:
         return httpx.AsyncClient(transport=_AsyncAdapter(settings), timeout=timeout, follow_redirects=True)
-    return httpx.Client(transport=_SyncAdapter(settings), timeout=timeout, follow_redirects=True)
-
-
-def _trace(request: httpx.Request) -> None:
-    """The headers every llmclient request carries; a caller's own traceparent is continued."""
-    context = new_trace_context(request.headers.get("traceparent"), request.headers.get("tracestate"))
-    for key, value in context.headers().items():
-        if key != "x-request-id" or key not in request.headers:
-            request.headers[key] = value
-
-
-class _SyncAdapter(httpx.BaseTransport):
-    """httpx transport interface over the shared SyncTransport (which closes with close_all)."""
-
-    def __init__(self, settings: TransportSettings) -> None:
-        self._settings = settings
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        request.read()  # a multipart upload is a stream: our connections send whole bodies
-        _trace(request)
-        return shared_sync_transport(self._settings).send(request)
-
-
-class _AsyncAdapter(httpx.AsyncBaseTransport):
-    """See :class:`_SyncAdapter` (the shared transport of the running event loop)."""
-
-    def __init__(self, settings: TransportSettings) -> None:
-        self._settings = settings
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        await request.aread()
-        _trace(request)
-        return await shared_async_transport(self._settings).send(request)
-
-
-# -- the official errors as llmclient's --------------------------------------------------------
-
-_made: dict[type[BaseException], type[_errors.OpenAIError]] = {}
-
-
-def _our_class(official: type[BaseException]) -> type[_errors.OpenAIError]:
-    """llmclient's class of the same name, else a subclass of the nearest one with that name
-    (``InvalidWebhookSignatureError`` under our ``OpenAIError``)."""
-    cls = _made.get(official)
-    if cls is not None:
-        return cls
-    for klass in official.__mro__:
-        ours = getattr(_errors, klass.__name__, None)
-        if isinstance(ours, type) and issubclass(ours, _errors.OpenAIError):
-            break
-    else:
-        ours = _errors.OpenAIError
-    if ours.__name__ != official.__name__:
-        ours = type(official.__name__, (ours,), {"__module__": "llmclient", "__doc__": official.__doc__})
-    _made[official] = ours
-    return ours
-
-
-def translate(exc: BaseException) -> BaseException | None:
-    """llmclient's error for an official one (same attributes, plus trace_id), else None."""
-    openai = sys.modules.get("openai")
-    if openai is None or not isinstance(exc, openai.OpenAIError):
-        return None
-    cls = _our_class(type(exc))
-    ours = cls.__new__(cls)
-    ours.__dict__.update(vars(exc))
-    ours.args = exc.args
-    if isinstance(ours, _errors.APIError):
-        request = ours.__dict__.get("request")
-        parent = parse_traceparent(request.headers.get("traceparent", "")) if request is not None else None
-        ours.trace_id = parent[0] if parent else None
-        ours.timings = None
-        response = ours.__dict__.get("response")
-        ours.__dict__.setdefault("request_id", response.headers.get("x-request-id") if response is not None
-                                 else None)
-    return ours
-
-
-@contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    """The official client's errors raised inside come out as llmclient's."""
-    try:
-        yield
-    except Exception as exc:
-        ours = translate(exc)
-        if ours is None:
-            raise
-        raise ours from exc
+    return httpx.Client(transport=_Adapter(settings), timeout=timeout, follow_redirects=True)
 
 
 def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        with _translated():
+        with translated():
             result = fn(*args, **kwargs)
         if inspect.iscoroutine(result):
             return _awaited(result)
@@ -221,54 +119,27 @@ def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 async def _awaited(coro: Any) -> Any:
-    with _translated():
+    with translated():
         return await coro
 
 
-class _Managed:
+class _Managed(ManagedIO, AsyncManagedIO):
     """A context manager the official client returned (``with_streaming_response``, stream
     helpers) or an awaitable one (``AsyncPaginator``): its errors on entry, on ``await`` and
-    while iterated come out as llmclient's."""
+    while iterated come out as llmclient's (entry, exit and iteration, of each kind:
+    ``api/_async/passthrough.py``)."""
 
     __slots__ = ("_target",)
 
     def __init__(self, target: Any) -> None:
         self._target = target
 
-    def __enter__(self) -> Any:
-        return _mapped(self._target.__enter__)()
-
-    def __exit__(self, *exc: Any) -> Any:
-        return self._target.__exit__(*exc)
-
-    async def __aenter__(self) -> Any:
-        return await _mapped(self._target.__aenter__)()
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._target.__aexit__(*exc)
+    @staticmethod
+    def _enter(enter: Callable[[], Any]) -> Any:
+        return _mapped(enter)()
 
     def __await__(self) -> Any:  # an AsyncPaginator: its first page
         return _awaited(self._target).__await__()
-
-    def __iter__(self) -> Any:  # a sync Stream / ResponseStream: iterated, errors mapped
-        it = iter(self._target)
-        while True:
-            with _translated():
-                try:
-                    item = next(it)
-                except StopIteration:
-                    return
-            yield item
-
-    async def __aiter__(self) -> Any:
-        it = self._target.__aiter__()
-        while True:
-            with _translated():
-                try:
-                    item = await it.__anext__()
-                except StopAsyncIteration:
-                    return
-            yield item
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)
@@ -338,59 +209,9 @@ for _name in (*RESOURCES, *METHODS, *SETTINGS):
         setattr(_Passthrough, _name, _passed_attr(_name))
 
 
-class SyncPassthrough(_Passthrough):
-    if TYPE_CHECKING:  # what editors and mypy see; at run time, the properties above
-        admin: r.Admin
-        audio: r.Audio
-        batches: r.Batches
-        containers: r.Containers
-        conversations: Conversations
-        evals: r.Evals
-        files: r.Files
-        fine_tuning: r.FineTuning
-        images: r.Images
-        moderations: r.Moderations
-        realtime: Realtime
-        uploads: r.Uploads
-        vector_stores: r.VectorStores
-        videos: r.Videos
-        webhooks: Webhooks
-        with_raw_response: OpenAIWithRawResponse
-        with_streaming_response: OpenAIWithStreamedResponse
-        get = OfficialOpenAI.get
-        post = OfficialOpenAI.post
-        patch = OfficialOpenAI.patch
-        put = OfficialOpenAI.put
-        delete = OfficialOpenAI.delete
-        get_api_list = OfficialOpenAI.get_api_list
-        request = OfficialOpenAI.request
-        webhook_secret: str | None
+class SyncPassthrough(_Passthrough, PassthroughTypes):
+    pass
 
 
-class AsyncPassthrough(_Passthrough):
-    if TYPE_CHECKING:
-        admin: r.AsyncAdmin
-        audio: r.AsyncAudio
-        batches: r.AsyncBatches
-        containers: r.AsyncContainers
-        conversations: AsyncConversations
-        evals: r.AsyncEvals
-        files: r.AsyncFiles
-        fine_tuning: r.AsyncFineTuning
-        images: r.AsyncImages
-        moderations: r.AsyncModerations
-        realtime: AsyncRealtime
-        uploads: r.AsyncUploads
-        vector_stores: r.AsyncVectorStores
-        videos: r.AsyncVideos
-        webhooks: AsyncWebhooks
-        with_raw_response: AsyncOpenAIWithRawResponse
-        with_streaming_response: AsyncOpenAIWithStreamedResponse
-        get = OfficialAsyncOpenAI.get
-        post = OfficialAsyncOpenAI.post
-        patch = OfficialAsyncOpenAI.patch
-        put = OfficialAsyncOpenAI.put
-        delete = OfficialAsyncOpenAI.delete
-        get_api_list = OfficialAsyncOpenAI.get_api_list
-        request = OfficialAsyncOpenAI.request
-        webhook_secret: str | None
+class AsyncPassthrough(_Passthrough, AsyncPassthroughTypes):
+    pass

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import MalformedResponseError
 from .._keywords import check_keywords, create_params
-from ..pipeline.call import NOT_GIVEN, OPTION_KEYS, Call, split_options
-from ..pipeline.shared import RawResponse
+from ..layers.options import OPTION_KEYS, split_options
+from ..pipeline.call import NOT_GIVEN, Call
 from ..wire.codec import RESPONSES_PATH, float32_list
 from .models import create_embedding_response, jsonable
 from .passthrough import passed
+from .raw import RawResponse
 from .response import AsyncResponseContextManager, ResponseContextManager
 
 if TYPE_CHECKING:

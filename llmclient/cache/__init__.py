@@ -5,6 +5,8 @@ Use through the client (``OpenAI(cache="sqlite:///~/.cache/llm.db")``, per call
 standalone with :class:`ResponseCache`. Keys: :func:`cache_key`; policy: :func:`cache_policy`.
 """
 
+from ._async.replay import AsyncReplayStream
+from ._async.singleflight import AsyncFlight, AsyncSingleFlight
 from ._backends import (
     AsyncBackend,
     Backend,
@@ -28,9 +30,9 @@ from ._entry import (
 )
 from ._key import ENDPOINTS, KEY_PREFIX, cache_key, endpoint_for, scope_hash
 from ._policy import CacheOptions, CacheSetting, Decision, cache_policy, normalize_options
-from ._replay import AsyncReplayStream, ReplayStream
-from ._singleflight import AsyncFlight, AsyncSingleFlight, Flight, SingleFlight
 from ._stats import CacheStats
+from ._sync.replay import ReplayStream
+from ._sync.singleflight import Flight, SingleFlight
 
 __all__ = [
     "ENDPOINTS",

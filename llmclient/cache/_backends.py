@@ -11,7 +11,8 @@ The interface (:class:`Backend`) is deliberately small so users can plug in thei
     name: str; stats: CacheStats      # evictions are counted here
 
 Backends never interpret values; ResponseCache encodes/decodes entries and turns any
-backend exception into a logged, counted miss.
+backend exception into a logged, counted miss. The async cache reaches a backend through an
+:class:`AsyncBackendView`; the sync cache calls it directly.
 """
 
 from __future__ import annotations
@@ -27,17 +28,18 @@ from typing import Any, Protocol, runtime_checkable
 
 import cachetools
 
+from ._async.backends import AsyncRedisIO
 from ._stats import CacheStats
+from ._sync.backends import RedisIO
 
 __all__ = [
     "AsyncBackend",
+    "AsyncBackendView",
     "Backend",
     "BaseBackend",
     "MemoryBackend",
     "RedisBackend",
     "SQLiteBackend",
-    "abackend_call",
-    "backend_call",
     "open_backend",
 ]
 
@@ -400,7 +402,7 @@ def _import_redis() -> Any:
     return redis
 
 
-class RedisBackend(BaseBackend):
+class RedisBackend(RedisIO, AsyncRedisIO, BaseBackend):
     """Entries in Redis, shared by every process and machine pointing at the same server.
 
     Keys are namespaced by ``prefix`` so ``clear()`` only removes this cache's keys. TTLs use
@@ -433,14 +435,8 @@ class RedisBackend(BaseBackend):
         _check_ttl(ttl)
         return None if ttl is None else max(1, int(ttl * 1000))
 
-    def get(self, key: str) -> bytes | None:
-        return self._client.get(self._k(key))
-
-    def set(self, key: str, value: bytes, ttl: float | None) -> None:
-        self._client.set(self._k(key), value, px=self._px(ttl))
-
-    def delete(self, key: str) -> None:
-        self._client.delete(self._k(key))
+    def _sync_client(self) -> Any:
+        return self._client
 
     def clear(self) -> None:
         batch: list[Any] = []
@@ -452,7 +448,7 @@ class RedisBackend(BaseBackend):
         if batch:
             self._client.unlink(*batch)
 
-    def _aclient(self) -> Any:
+    def _async_client(self) -> Any:
         # redis.asyncio connections belong to the loop that opened them.
         loop = asyncio.get_running_loop()
         if self._async is None or self._async[0] is not loop:
@@ -462,38 +458,54 @@ class RedisBackend(BaseBackend):
                                                        socket_connect_timeout=self._socket_timeout))
         return self._async[1]
 
-    async def aget(self, key: str) -> bytes | None:
-        return await self._aclient().get(self._k(key))
-
-    async def aset(self, key: str, value: bytes, ttl: float | None) -> None:
-        await self._aclient().set(self._k(key), value, px=self._px(ttl))
-
-    async def adelete(self, key: str) -> None:
-        await self._aclient().delete(self._k(key))
-
     def close(self) -> None:
         self._client.close()
 
     async def aclose(self) -> None:
+        """The loop's connections, then :meth:`close` (the async cache clears and deletes
+        through the sync client too)."""
         if self._async is not None:
             await self._async[1].aclose()
             self._async = None
         self.close()
 
 
-def backend_call(backend: Any, op: str, *args: Any) -> Any:
-    """``backend.<op>(*args)``: how the sync client reaches a backend."""
-    return getattr(backend, op)(*args)
+class AsyncBackendView:
+    """A backend as the async cache reaches it: each operation awaits the backend's
+    ``a<op>`` where it has one (Redis), else calls ``<op>`` (memory and SQLite are local and
+    quick, and a backend written for the sync client has only those)."""
 
+    __slots__ = ("_backend",)
 
-async def abackend_call(backend: Any, op: str, *args: Any) -> Any:
-    """``await backend.a<op>(*args)`` where the backend has it (Redis), else
-    ``backend.<op>(*args)`` (memory and SQLite are local and quick, and a backend written for
-    the sync client has only those)."""
-    method = getattr(backend, f"a{op}", None)
-    if method is not None:
-        return await method(*args)
-    return getattr(backend, op)(*args)
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    async def get(self, key: str) -> bytes | None:
+        aget = getattr(self._backend, "aget", None)
+        return await aget(key) if aget is not None else self._backend.get(key)
+
+    async def set(self, key: str, value: bytes, ttl: float | None) -> None:
+        aset = getattr(self._backend, "aset", None)
+        if aset is not None:
+            await aset(key, value, ttl)
+        else:
+            self._backend.set(key, value, ttl)
+
+    async def delete(self, key: str) -> None:
+        adelete = getattr(self._backend, "adelete", None)
+        if adelete is not None:
+            await adelete(key)
+        else:
+            self._backend.delete(key)
+
+    async def close(self) -> None:
+        aclose = getattr(self._backend, "aclose", None)
+        if aclose is not None:
+            await aclose()
+            return
+        close = getattr(self._backend, "close", None)
+        if close is not None:
+            close()
 
 
 def open_backend(spec: str | Backend | None) -> Backend:

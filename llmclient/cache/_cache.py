@@ -16,11 +16,11 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from .._async.cache import AsyncCacheHandleIO, AsyncCacheIO
 from .._logging import get_logger
 from .._redact import redact_text
-from .._sync.cache import CacheHandleIO, CacheIO
-from ._backends import Backend, open_backend
+from ._async.cache import AsyncCacheHandleIO, AsyncCacheIO
+from ._async.singleflight import AsyncFlight, AsyncSingleFlight
+from ._backends import AsyncBackendView, Backend, open_backend
 from ._entry import (
     CachedEntry,
     EntryError,
@@ -32,8 +32,9 @@ from ._entry import (
 from ._key import cache_key, endpoint_for, validate_namespace
 from ._policy import Decision, cache_policy
 from ._signing import SignatureError, resolve_signing_key, unsign
-from ._singleflight import AsyncFlight, AsyncSingleFlight, Flight, SingleFlight
 from ._stats import CacheStats
+from ._sync.cache import CacheHandleIO, CacheIO
+from ._sync.singleflight import Flight, SingleFlight
 
 __all__ = ["CacheHandle", "CachePlan", "ResponseCache", "open_cache"]
 
@@ -75,6 +76,7 @@ class ResponseCache(CacheIO, AsyncCacheIO):
         if not retry_after_s >= 0:
             raise ValueError(f"ResponseCache retry_after_s must be >= 0 seconds, got {retry_after_s!r}")
         self.backend: Any = open_backend(backend)
+        self.abackend = AsyncBackendView(self.backend)
         self.default_ttl = ttl
         self.namespace = validate_namespace(namespace) if namespace else None
         self._signing_key = resolve_signing_key(signing_key)

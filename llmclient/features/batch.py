@@ -10,18 +10,20 @@ to the inputs). The I/O waits ``window_ms`` after the first call of a batch (or 
 ``max_inputs`` inputs are in), sends once through the client's pipeline, and hands each caller
 its part. When the server refuses the combined request (4xx: one bad input), each call is sent
 again alone, so that the error is the bad input's caller's only; the server never ran the
-refused request. Sync callers wait on threads, async ones on the loop.
+refused request. The I/O is ``_async/batch.py`` (the sync twin generated): sync callers wait
+on threads and the first of a batch sends it, async ones wait on the loop and a task of its own
+sends it.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import APIStatusError
+from ._async.batch import AsyncBatcherIO
+from ._sync.batch import BatcherIO
 
 __all__ = ["BatchConfig", "Batcher", "batch_config", "batch_key", "split_answer"]
 
@@ -95,10 +97,9 @@ def split_answer(value: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]
 class _Pending:
     body: dict[str, Any]
     inputs: list[Any]
-    done: threading.Event = field(default_factory=threading.Event)
+    done: Any  # an Event (sync client) or AsyncEvent (async), set when result or error is in
     result: Any = None
     error: BaseException | None = None
-    future: Any = None  # asyncio.Future for async callers
 
 
 @dataclass
@@ -107,7 +108,7 @@ class _Batch:
     size: int = 0
 
 
-class Batcher:
+class Batcher(BatcherIO, AsyncBatcherIO):
     """Batches per key for one client. ``send(body)`` runs one embeddings request through the
     client's pipeline and returns ``(decoded answer, carrier)`` (a coroutine for the async
     client), the carrier being whatever the caller needs of that request (its Call: trace id and
@@ -120,7 +121,10 @@ class Batcher:
         self._lock = threading.Lock()
         self.requests = 0
         self.calls = 0
-        self._tasks: set[Any] = set()
+
+    @staticmethod
+    def _pending(body: dict[str, Any], done: Any) -> _Pending:
+        return _Pending(body, _inputs(body.get("input")) or [], done)
 
     def _join(self, key: tuple[Any, ...], pending: _Pending) -> tuple[_Batch, bool, bool]:
         """(batch, whether this call leads it, whether it is full now)."""
@@ -148,102 +152,18 @@ class Batcher:
         first = batch.calls[0].body
         return {**first, "input": [x for p in batch.calls for x in p.inputs]}
 
-    # -- sync ------------------------------------------------------------------------------
+    @staticmethod
+    def _share(batch: _Batch, answer: dict[str, Any], carrier: Any) -> None:
+        """Each caller's part of the combined answer."""
+        parts = split_answer(answer, [len(p.inputs) for p in batch.calls])
+        for pending, part in zip(batch.calls, parts, strict=True):
+            pending.result = (part, carrier, len(batch.calls))
 
-    def submit(self, key: tuple[Any, ...], body: dict[str, Any], send: Callable[[dict[str, Any]], Any]) -> Any:
-        pending = _Pending(body, _inputs(body.get("input")) or [])
-        batch, lead, full = self._join(key, pending)
-        if not lead:
-            pending.done.wait()
-            if pending.error is not None:
-                raise pending.error
-            return pending.result
-        if not full and self.config.window_ms > 0:
-            time.sleep(self.config.window_ms / 1000.0)
-        self._close(key, batch)
-        self._run_sync(batch, send)
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
-
-    def _run_sync(self, batch: _Batch, send: Callable[[dict[str, Any]], Any]) -> None:
-        try:
-            if len(batch.calls) == 1:
-                batch.calls[0].result = (*send(batch.calls[0].body), 1)
-            else:
-                answer, carrier = send(self._combined(batch))
-                for pending, part in zip(batch.calls, split_answer(answer, [len(p.inputs) for p in batch.calls]),
-                                         strict=True):
-                    pending.result = (part, carrier, len(batch.calls))
-        except APIStatusError as exc:
-            if len(batch.calls) > 1 and 400 <= exc.status_code < 500 and exc.status_code != 429:
-                for pending in batch.calls:  # refused unprocessed: each alone, its error its own
-                    try:
-                        pending.result = (*send(pending.body), 1)
-                    except BaseException as own:
-                        pending.error = own
-            else:
-                for pending in batch.calls:
-                    pending.error = exc
-        except BaseException as exc:
-            for pending in batch.calls:
-                pending.error = exc
-        finally:
-            for pending in batch.calls:
-                pending.done.set()
-
-    # -- async -----------------------------------------------------------------------------
-
-    async def asubmit(self, key: tuple[Any, ...], body: dict[str, Any], send: Callable[[dict[str, Any]], Any]) -> Any:
-        import asyncio  # the async client's first batched call loads it, not `import llmclient`
-
-        pending = _Pending(body, _inputs(body.get("input")) or [])
-        loop = asyncio.get_running_loop()
-        pending.future = loop.create_future()
-        batch, lead, full = self._join(key, pending)
-        if lead:  # the batch is sent by a task of its own: a caller cancelled leaves it running
-            task = loop.create_task(self._flush(key, batch, send, full))
-            self._tasks.add(task)  # held until done: the loop keeps only a weak reference
-            task.add_done_callback(self._tasks.discard)
-        return await pending.future
-
-    async def _flush(self, key: tuple[Any, ...], batch: _Batch, send: Callable[[dict[str, Any]], Any],
-                     full: bool) -> None:
-        import asyncio  # loaded already: the async client's batched call started this task
-
-        if not full and self.config.window_ms > 0:
-            await asyncio.sleep(self.config.window_ms / 1000.0)
-        self._close(key, batch)
-        await self._run_async(batch, send)
-
-    async def _run_async(self, batch: _Batch, send: Callable[[dict[str, Any]], Any]) -> None:
-        outcomes: list[tuple[Any, BaseException | None]] = []
-        try:
-            if len(batch.calls) == 1:
-                outcomes = [((*await send(batch.calls[0].body), 1), None)]
-            else:
-                answer, carrier = await send(self._combined(batch))
-                n = len(batch.calls)
-                outcomes = [((part, carrier, n), None)
-                            for part in split_answer(answer, [len(p.inputs) for p in batch.calls])]
-        except APIStatusError as exc:
-            if len(batch.calls) > 1 and 400 <= exc.status_code < 500 and exc.status_code != 429:
-                for pending in batch.calls:  # refused unprocessed: each alone, its error its own
-                    try:
-                        outcomes.append(((*await send(pending.body), 1), None))
-                    except Exception as own:
-                        outcomes.append((None, own))
-            else:
-                outcomes = [(None, exc)] * len(batch.calls)
-        except Exception as exc:
-            outcomes = [(None, exc)] * len(batch.calls)
-        for pending, (result, error) in zip(batch.calls, outcomes, strict=True):
-            if pending.future.done():
-                continue
-            if error is not None:
-                pending.future.set_exception(error)
-            else:
-                pending.future.set_result(result)
+    @staticmethod
+    def _refused_whole(batch: _Batch, exc: APIStatusError) -> bool:
+        """Whether the server refused the combined request for what one input is (4xx but 429:
+        it processed nothing), so each call goes again alone and the error is its caller's."""
+        return len(batch.calls) > 1 and 400 <= exc.status_code < 500 and exc.status_code != 429
 
     @staticmethod
     def key(base_url: str, scope: str, body: dict[str, Any] | None, plain: bool) -> tuple[Any, ...] | None:

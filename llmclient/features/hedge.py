@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..wire.codec import RESPONSES_PATH
+from ._async.hedge import AsyncCancelTokenIO
+from ._sync.hedge import CancelTokenIO
 
 __all__ = [
     "HEDGE_HEADER",
@@ -164,13 +165,13 @@ class HedgeLost(Exception):
     """Raised in the copy of a hedged call that lost the race (never reaches the caller)."""
 
 
-class CancelToken:
+class CancelToken(CancelTokenIO, AsyncCancelTokenIO):
     """Lets one thread cancel another's request in flight (the sync client's losing copy).
 
     The HTTP/2 connection attaches a canceller when it opens the request's stream
     (``request.extensions["llmclient.cancel"]``); :meth:`cancel` runs it, at once if it is
     already attached, else as soon as it is (HTTP/2 resets the stream, HTTP/1.1 closes the
-    connection).
+    connection). It also ends the call's retry wait (``sleep``/``asleep``, ``_async/hedge.py``).
     """
 
     __slots__ = ("_cancel", "_event", "_exc", "_lock")
@@ -179,7 +180,7 @@ class CancelToken:
         self._lock = threading.Lock()
         self._cancel: Any = None
         self._exc: Exception | None = None
-        self._event: threading.Event | None = None  # made by the first sleep(): most never do
+        self._event: Any = None  # an Event or AsyncEvent, made by the first wait: most never do
 
     def attach(self, cancel: Any) -> None:
         with self._lock:
@@ -196,26 +197,3 @@ class CancelToken:
             event.set()
         if cancel is not None:
             cancel(exc)
-
-    def sleep(self, seconds: float) -> None:
-        """A retry's wait that ends early, raising, when the call is cancelled meanwhile."""
-        with self._lock:
-            if self._event is None:
-                self._event = threading.Event()
-            event = self._event
-            if self._exc is not None:
-                raise self._exc
-        if event.wait(seconds) and self._exc is not None:
-            raise self._exc
-
-    async def asleep(self, seconds: float) -> None:
-        """:meth:`sleep` for the async client (checks every 20 ms: retry waits are rare)."""
-        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
-
-        deadline = time.monotonic() + seconds
-        while self._exc is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            await asyncio.sleep(min(left, 0.02))
-        raise self._exc

@@ -13,12 +13,16 @@ from typing import Any
 
 import httpx
 
+from ._async.held_body import AsyncHeldBodyIO
+from ._sync.held_body import HeldBodyIO
+
 __all__ = ["HeldBody"]
 
 
-class HeldBody(httpx.SyncByteStream, httpx.AsyncByteStream):
+class HeldBody(HeldBodyIO, AsyncHeldBodyIO, httpx.SyncByteStream, httpx.AsyncByteStream):
     """Wraps ``inner``; calls :meth:`_give_back` once, with the transport failure that cut the
-    body mid-iteration (``"ReadError: ..."``) or None."""
+    body mid-iteration (``"ReadError: ..."``) or None. Its iteration and close, of either kind,
+    are ``_async/held_body.py`` and the generated sync twin."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -27,33 +31,6 @@ class HeldBody(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.__dict__["_inner"], name)
-
-    def __iter__(self) -> Any:
-        try:
-            yield from self._inner
-        except httpx.TransportError as exc:  # cut mid-body
-            self._failure = f"{type(exc).__name__}: {exc}"
-            raise
-
-    async def __aiter__(self) -> Any:
-        try:
-            async for piece in self._inner:
-                yield piece
-        except httpx.TransportError as exc:
-            self._failure = f"{type(exc).__name__}: {exc}"
-            raise
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._release()
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            self._release()
 
     def _release(self) -> None:
         if self.__dict__.get("_held"):

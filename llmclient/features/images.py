@@ -41,6 +41,8 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from .image_settings import ImageSettings, resolve_settings
+
 __all__ = [
     "CacheInfo",
     "ImageSettings",
@@ -51,7 +53,6 @@ __all__ = [
     "resolve_settings",
 ]
 
-_OPTION_KEYS = frozenset({"target", "fetch", "webp", "quality", "max_input_pixels", "local_paths"})
 _CACHE_MAX_ENTRIES = 256
 _CACHE_MAX_BYTES = 64 * 1024 * 1024  # data URLs held; a 1024x768 photo is ~0.5-0.8 MB
 _FETCH_MAX_BYTES = 50 * 1024 * 1024
@@ -77,47 +78,6 @@ class ImageStats:
     @property
     def bytes_saved(self) -> int:
         return max(0, self.bytes_before - self.bytes_after)
-
-
-@dataclass(frozen=True)
-class ImageSettings:
-    enabled: bool = True
-    target: Any = None  # None: inferred per part from ``detail``; else a name or a Target
-    fetch: bool = False
-    webp: bool = False
-    quality: int | None = None
-    max_input_pixels: int | None = -1  # -1: preprocess's default
-    local_paths: bool = False  # read path strings and file:// URLs too (trusted content only)
-
-
-def resolve_settings(options: Any) -> ImageSettings:
-    """``None``, an object with an ``images`` attribute (CallOptions), or the value itself."""
-    value = getattr(options, "images", options)
-    if value is None or value is True:
-        return ImageSettings()
-    if value is False:
-        return ImageSettings(enabled=False)
-    if isinstance(value, dict):
-        unknown = set(value) - _OPTION_KEYS
-        if unknown:
-            raise ValueError(
-                f"unknown images option(s) {sorted(unknown)}; expected {sorted(_OPTION_KEYS)}"
-            )
-        return ImageSettings(
-            enabled=True,
-            target=value.get("target"),
-            fetch=bool(value.get("fetch", False)),
-            webp=bool(value.get("webp", False)),
-            quality=value.get("quality"),
-            max_input_pixels=value.get("max_input_pixels", -1),
-            local_paths=value.get("local_paths", False) is True,
-        )
-    if isinstance(value, str) or type(value).__name__ == "Target":
-        return ImageSettings(target=value)
-    raise ValueError(
-        f"images= must be None, True, False, a target name, a preprocess.Target or a dict, "
-        f"got {type(value).__name__}"
-    )
 
 
 def prepare_payload(body: dict[str, Any], options: Any = None) -> tuple[dict[str, Any], ImageStats]:

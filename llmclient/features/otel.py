@@ -198,8 +198,13 @@ def _instruments() -> _Instruments | None:
     metrics: Any = modules.get("opentelemetry.metrics")
     if trace is None and metrics is None:
         return None
-    tp = trace.get_tracer_provider() if trace is not None else None
-    mp = metrics.get_meter_provider() if metrics is not None else None
+    try:
+        tp = trace.get_tracer_provider() if trace is not None else None
+        mp = metrics.get_meter_provider() if metrics is not None else None
+    except AttributeError:
+        # Another thread is importing OpenTelemetry right now (redis-py's Redis thread imports
+        # it, say): sys.modules holds the module half made. This call goes without a span.
+        return None
     cached = _cache
     if cached[0] is tp and cached[1] is mp:
         return cached[2]

@@ -1,43 +1,41 @@
-"""One call as plain data (``Call``), and the pure function that builds it from ``create(**kw)``.
+"""One call as plain data (``Call``), the "not given" sentinels, and whose credentials a call
+runs under (its scope).
 
-Every pipeline stage (prepare, lookup, encode, send, decode, store, after) reads and annotates
-a ``Call``; none of them needs the client object. See docs/CONTRACTS.md, "Client pipeline seams".
+Every layer of the chain (``llmclient/layers``) reads and annotates a ``Call``; none of them
+needs the client object. The call is made by ``layers/calls.py``'s ``build_call`` from what a
+resource was given; its options are ``layers/options.py``'s ``CallOptions``. This module
+imports no feature: it is the plain data every room below the face may hold. See
+docs/CONTRACTS.md, "The call".
 """
 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .._redact import SECRET_HEADERS, redact_headers, redact_url
-from ..features.admit.priority import check as check_priority
-from ..features.admit.priority import header as priority_header
-from ..features.hedge import hedge_config
-from ..wire.codec import Wire
-from .resume import check_early_resume, check_stream_resume
 from .timings import CallRecord
-from .tracing import TraceContext, new_trace_context
-from .watchdog import DEFAULT_STREAM_IDLE_TIMEOUT, check_idle_timeout
+from .tracing import TraceContext
+
+if TYPE_CHECKING:
+    from ..layers.options import CallOptions
 
 __all__ = [
     "NOT_GIVEN",
-    "OPTION_KEYS",
     "SCOPE_HEADERS",
+    "SENTINEL_NAMES",
     "Call",
-    "CallOptions",
     "NotGiven",
-    "build_call",
+    "Omit",
     "credential_scope",
     "http_client_auth",
     "is_given",
     "not_given",
     "omit",
-    "split_options",
 ]
 
 
@@ -80,41 +78,12 @@ class Omit:
 omit = Omit()
 # The official client's sentinels count too (frameworks built on it pass ``openai.NOT_GIVEN``
 # for every argument they leave unset): recognised by class name, so openai is never imported.
-_SENTINEL_NAMES = frozenset({"NotGiven", "Omit"})
+SENTINEL_NAMES = frozenset({"NotGiven", "Omit"})
 
 
 def is_given(value: object) -> bool:
     """False for ``NOT_GIVEN`` / ``omit``, ours or the official client's."""
-    return value is not NOT_GIVEN and type(value).__name__ not in _SENTINEL_NAMES
-
-
-@dataclass(slots=True)
-class CallOptions:
-    """Per-call options the official client does not have; never sent to the server."""
-
-    cache: Any = None  # None | bool | llmclient.cache.CacheOptions
-    prefetch: Any = None  # None | list | callable | True | "prefix"
-    images: Any = None  # None | False | str target | dict
-    wire: Wire = "json"
-    hedge: Any = None  # None (no second copy) | llmclient.HedgeConfig
-    # A stream without an event this long ends (APITimeoutError); None: no watchdog.
-    stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT
-    # Derive a prompt_cache_key when the app sets none (features/route/cache_key): True: for any
-    # origin; False: never; None: only where the field is documented (api.openai.com).
-    auto_cache_key: bool | None = None
-    # "continue": a chat stream cut after content is continued from its partial answer
-    # (pipeline.resume); "auto": only what needs no opt-in (background resume, re-send).
-    stream_resume: str = "auto"
-    # A silent background stream resumed beside its connection before the idle limit
-    # (pipeline.resume.early_resume_after); False: only at the limit.
-    stream_early_resume: bool = True
-    # "low": work that may wait (x-llm-priority: low, and vLLM's body field where the client has
-    # priority_field=True: features/admit/priority); "normal": not low; None: as the headers say.
-    priority: str | None = None
-
-
-OPTION_KEYS = frozenset({"cache", "prefetch", "images", "wire", "hedge", "stream_idle_timeout",
-                         "auto_cache_key", "stream_resume", "stream_early_resume", "priority"})
+    return value is not NOT_GIVEN and type(value).__name__ not in SENTINEL_NAMES
 
 
 @dataclass(slots=True, repr=False)
@@ -130,12 +99,27 @@ class Call:
     trace: TraceContext
     scope: str
     base_url: str
-    options: CallOptions = field(default_factory=CallOptions)
+    options: CallOptions
     record: CallRecord = field(default_factory=CallRecord)
     # A hedge copy's CancelToken (llmclient.features.hedge), passed to the transport with each attempt.
     cancel: Any = None
     # Several replicas: the one this call must go to (a warm-up, a resumed stream), else None.
     route_pin: str | None = None
+    # What the answer becomes: ``make(value)`` for a whole answer, ``stream_make(chunk)`` for each
+    # event of a stream (None: ``make``), the face's types (llmclient/api/models.py).
+    make: Any = None
+    stream_make: Any = None
+    # with_raw_response / with_streaming_response: the server's own answer, never the cache's.
+    raw: bool = False
+    # Set by the encode layer: the codec chosen for this call and the body as it goes on the wire
+    # (None until encoded; a re-send in a plainer form encodes again).
+    codec: Any = None
+    content: bytes | None = None
+    # Several replicas: the call's plan over them (features/route/attempt.Routed), made by the
+    # route layer at its first attempt and kept across its retries.
+    route: Any = None
+    # Given extra_headers, extra_query or extra_body: a call of its own, never batched with others.
+    extras: bool = False
 
     @property
     def url(self) -> str:
@@ -153,7 +137,7 @@ class Call:
         built directly: ``dataclasses.replace`` costs ~10x more on this per-call path."""
         return Call(self.method, self.path, self.body, self.stream, headers, self.query,
                     self.timeout, self.max_retries, self.trace, self.scope, self.base_url,
-                    self.options, record, cancel)
+                    self.options, record, cancel, self.route_pin, self.make, self.stream_make, self.raw)
 
 
 # What names a tenant on the wire: every credential header, and the organisation and project
@@ -207,99 +191,3 @@ def http_client_auth(http_client: Any) -> str:
     if isinstance(header, str):
         return "basic:" + header
     return f"opaque:{type(auth).__qualname__}:{id(auth):x}"
-
-
-def split_options(params: dict[str, Any], defaults: CallOptions) -> tuple[dict[str, Any], CallOptions]:
-    """Take llmclient's own options out of ``create(**params)``; drop NOT_GIVEN values."""
-    names = _SENTINEL_NAMES
-    body = {k: v for k, v in params.items() if type(v).__name__ not in names and k not in OPTION_KEYS}
-    if not OPTION_KEYS.intersection(params):
-        return body, defaults
-    opts = CallOptions(defaults.cache, defaults.prefetch, defaults.images, defaults.wire,
-                       defaults.hedge, defaults.stream_idle_timeout, defaults.auto_cache_key,
-                       defaults.stream_resume, defaults.stream_early_resume, defaults.priority)
-    for key in OPTION_KEYS.intersection(params):
-        value = params[key]
-        if is_given(value):
-            setattr(opts, key, value)
-    if "hedge" in params and is_given(params["hedge"]):
-        opts.hedge = hedge_config(opts.hedge)
-    if "stream_idle_timeout" in params and is_given(params["stream_idle_timeout"]):
-        opts.stream_idle_timeout = check_idle_timeout(opts.stream_idle_timeout)
-    if opts.auto_cache_key is not None and not isinstance(opts.auto_cache_key, bool):
-        raise ValueError(f"auto_cache_key must be True, False or None, got {opts.auto_cache_key!r}")
-    if "stream_resume" in params and is_given(params["stream_resume"]):
-        opts.stream_resume = check_stream_resume(opts.stream_resume)
-    if "stream_early_resume" in params and is_given(params["stream_early_resume"]):
-        opts.stream_early_resume = check_early_resume(opts.stream_early_resume)
-    if "priority" in params and is_given(params["priority"]):
-        opts.priority = check_priority(opts.priority)
-    if opts.wire not in ("json", "protobuf", "auto"):
-        raise ValueError(f"wire must be 'json', 'protobuf' or 'auto', got {opts.wire!r}")
-    return body, opts
-
-
-def to_timeout(value: float | httpx.Timeout | NotGiven | None, default: httpx.Timeout) -> httpx.Timeout:
-    if not is_given(value):
-        return default
-    if isinstance(value, httpx.Timeout):
-        return value
-    return httpx.Timeout(value)  # type: ignore[arg-type]
-
-
-def build_call(
-    method: str,
-    path: str,
-    body: dict[str, Any] | None,
-    *,
-    base_url: str,
-    headers: Mapping[str, str],
-    query: Mapping[str, Any],
-    timeout: httpx.Timeout,
-    max_retries: int,
-    scope: str,
-    options: CallOptions,
-    stream: bool = False,
-    extra_headers: Mapping[str, str] | None = None,
-    extra_query: Mapping[str, Any] | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-    scope_auth: str = "",
-) -> Call:
-    """Merge client defaults with per-call extras into a Call (no I/O).
-
-    ``scope`` is the credential scope of ``headers`` (the client computes it once); when
-    ``extra_headers`` add, change or remove a credential header it is computed again from the
-    merged headers, the ones that go on the wire."""
-    merged = dict(headers)
-    if extra_headers:
-        rescope = False
-        for key, value in extra_headers.items():
-            lower = key.lower()
-            if lower in SCOPE_HEADERS:
-                rescope = True
-            if value is None or not is_given(value):  # the official ways to remove a header
-                merged.pop(lower, None)
-            else:
-                merged[lower] = str(value)
-        if rescope:
-            scope = credential_scope(merged, base_url, scope_auth)
-    priority_header(merged, options.priority)
-    trace = new_trace_context(merged.pop("traceparent", None), merged.pop("tracestate", None))
-    for key, value in trace.headers().items():
-        if key == "x-request-id":
-            merged.setdefault(key, value)  # a caller's own X-Request-ID wins
-        else:
-            merged[key] = value
-    if method != "GET":
-        # One key for every attempt of this call, so a retried POST is processed at most once
-        # by servers that honour it (https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/).
-        merged.setdefault("idempotency-key", uuid.uuid4().hex)
-    if extra_body:
-        body = {**(body or {}), **extra_body}
-    q = dict(query)
-    if extra_query:
-        q.update(extra_query)
-    record = CallRecord()
-    record.wire = options.wire if options.wire != "auto" else "json"
-    return Call(method, path, body, stream, merged, q, timeout, max_retries, trace, scope,
-                base_url, options, record)

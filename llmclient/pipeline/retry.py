@@ -19,6 +19,8 @@ import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+import httpx
+
 from .._hints import is_loopback
 
 __all__ = [
@@ -27,12 +29,14 @@ __all__ = [
     "MAX_FREE_RETRIES",
     "MAX_RETRY_AFTER_S",
     "backoff_delay",
+    "error_retry",
     "error_retry_delay",
     "free_retry",
     "is_retryable_status",
     "refused",
     "retry_after_seconds",
     "retry_delay",
+    "status_retry",
 ]
 
 INITIAL_BACKOFF_S = 0.5
@@ -158,3 +162,24 @@ def free_retry(exc: BaseException, used: int) -> bool:
     backoff, as the official client does, or fail.
     """
     return used < MAX_FREE_RETRIES and bool(getattr(exc, "unprocessed", False))
+
+
+def error_retry(exc: BaseException, attempt: int, max_retries: int, free_used: int,
+                url: str = "") -> tuple[float | None, bool]:
+    """After a failed send: (the delay before the next attempt or None, whether that retry is
+    free: the request never ran on the server). Only a transport error is retried, and not a
+    URL the transport cannot speak; a refused connect to this machine (``url``) not at all
+    (:func:`error_retry_delay`)."""
+    if not isinstance(exc, httpx.TransportError) or isinstance(exc, httpx.UnsupportedProtocol):
+        return None, False
+    if free_retry(exc, free_used):
+        return 0.0, True
+    return error_retry_delay(exc, url, attempt, max_retries), False
+
+
+def status_retry(status: int, headers: Mapping[str, str], attempt: int, max_retries: int) -> float | None:
+    """After an error status: the delay before the next attempt, or None (raise it). A 429
+    without Retry-After waits a full-jitter share, so refused callers do not come back together."""
+    if not is_retryable_status(status, headers):
+        return None
+    return retry_delay(attempt, max_retries, headers, full_jitter=status == 429)

@@ -20,6 +20,7 @@ import pytest
 
 from llmclient.cache import CachedEntry, RedisBackend, ResponseCache, SQLiteBackend, encode_entry
 from llmclient.cache._signing import ENV_SIGNING_KEY, SignatureError, sign, unsign
+from llmclient.layers._sync.cache import cache_for
 from tests._both import Drive
 
 MODEL = "sim-zero"
@@ -226,7 +227,7 @@ def test_signing_key_from_the_environment(drive: Drive, ref_server: Any, redis_u
     monkeypatch.setenv(ENV_SIGNING_KEY, KEY)
     backend = RedisBackend(redis_url, prefix=f"t-{uuid.uuid4().hex[:8]}:")
     client = drive.client(base_url=ref_server.base_url, api_key="k", cache=backend)
-    cache = client._features.cache_for(client._build_call("POST", "/chat/completions", {}))
+    cache = cache_for(client._ctx, client._build_call("POST", "/chat/completions", {}))
     assert cache is not None and cache.signed
     messages = question()
     plant(cache, client, messages)

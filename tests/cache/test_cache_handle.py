@@ -9,7 +9,9 @@ from typing import Any
 import httpx
 
 from llmclient.cache import CacheOptions, ResponseCache
-from llmclient.pipeline.call import Call, CallOptions, build_call, credential_scope
+from llmclient.layers.calls import build_call
+from llmclient.layers.options import CallOptions
+from llmclient.pipeline.call import Call, credential_scope
 
 from ._samples import CHAT_RESPONSE, chat_chunks
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import llmclient
+import llmclient.layers.answer
 from llmclient.wire.compression import supported_encodings
 from tests._both import Drive
 
@@ -504,7 +505,7 @@ def test_compressed_answers_are_read_and_bombs_refused(
         assert len(r.choices[0].message.content) == 512 * 1024
         assert raw.headers["content-encoding"] == coding and raw.content.startswith(b"{")
         assert r.timings.bytes_received < 64 * 1024  # counted as on the wire, not decompressed
-        monkeypatch.setattr(llmclient._client, "MAX_RESPONSE_BYTES", 1024 * 1024)
+        monkeypatch.setattr(llmclient.layers.answer, "MAX_RESPONSE_BYTES", 1024 * 1024)
         with pytest.raises(llmclient.APIResponseValidationError, match="more than 1048576") as info:
             drive(c.chat.completions.create(model="m", messages=MSG, extra_headers=fault(f"encoded={coding}:8")))
         assert info.value.trace_id

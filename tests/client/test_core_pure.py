@@ -12,8 +12,9 @@ import pytest
 import llmclient
 from llmclient._errors import describe_error_body, status_error_class
 from llmclient.api.models import ChatCompletion, ChatCompletionChunk
+from llmclient.layers.options import CallOptions, split_options
 from llmclient.pipeline import retry as _retry
-from llmclient.pipeline.call import NOT_GIVEN, CallOptions, split_options
+from llmclient.pipeline.call import NOT_GIVEN
 from llmclient.pipeline.timings import parse_server_timing
 from llmclient.pipeline.tracing import new_trace_context, parse_traceparent
 from llmclient.wire.codec import JSON_CODEC, SSEDecoder
@@ -265,7 +266,7 @@ def test_free_retry_only_where_the_protocol_says_the_request_never_ran() -> None
 def test_build_call_headers_trace_and_idempotency() -> None:
     import httpx
 
-    from llmclient.pipeline.call import build_call
+    from llmclient.layers.calls import build_call
 
     def make(extra: dict[str, str] | None) -> llmclient.Call:
         return build_call("POST", "/chat/completions", {"model": "m"}, base_url="http://h/v1",

@@ -4,16 +4,19 @@ own caller. The split (pure) and both clients against the reference server."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
 
 import llmclient
-from llmclient.features.batch import BatchConfig, batch_config, batch_key, split_answer
+from llmclient.features.batch import BatchConfig, Batcher, batch_config, batch_key, split_answer
 from tests._both import Drive
 from tests.conftest import RefServer
 
 MODEL = "text-embedding-3-small"
+HANG_GUARD_S = 10.0  # bounds a hang only: nothing here is timed
 
 
 def test_a_combined_answer_is_split_back_by_index_and_renumbered() -> None:
@@ -52,7 +55,7 @@ def test_concurrent_callers_share_requests_and_get_their_own_answers(drive: Driv
     for text, answer in zip(texts, answers, strict=True):
         assert len(answer.data) == 1 and answer.data[0].index == 0
         assert answer.data[0].embedding == _embed(drive, alone, text).data[0].embedding
-    stats = batched._features.batcher.stats()
+    stats = batched._ctx.batcher.stats()
     assert stats["calls"] == 16 and stats["requests"] < 16
     # Each answer carries the timings and trace id of the request that carried its input.
     assert all(a.timings.total_ms is not None and a.timings.batched >= 1 for a in answers)
@@ -88,3 +91,47 @@ def _or_error(fn: Any) -> Any:
         return fn()
     except llmclient.BadRequestError as exc:
         return exc
+
+
+class _Interrupted(BaseException):
+    """Not an Exception: what a cancelled task or a Ctrl-C raises out of a send."""
+
+
+def test_every_caller_of_a_batch_wakes_with_its_error_whatever_ends_the_send() -> None:
+    # The batch's send raises a BaseException: each caller gets it, none waits forever (the async
+    # copy once caught Exception only and left its callers' futures unresolved).
+    config = BatchConfig(window_ms=1000, max_inputs=2)  # the second call fills the batch
+    body = {"model": MODEL, "input": "x"}
+    key = ("u", "s", MODEL, None, None, None)
+
+    def sync_send(_body: dict[str, Any]) -> Any:
+        raise _Interrupted("send ended")
+
+    sync_batcher = Batcher(config)
+    errors: list[BaseException] = []
+
+    def caller() -> None:
+        try:
+            sync_batcher.submit(key, body, sync_send)
+        except _Interrupted as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=caller) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(HANG_GUARD_S)
+    assert len(errors) == 2 and sync_batcher.stats() == {"calls": 2, "requests": 1}
+
+    async def async_send(_body: dict[str, Any]) -> Any:
+        raise _Interrupted("send ended")
+
+    async def go() -> list[Any]:
+        batcher = Batcher(config)
+        calls = [batcher.asubmit(key, body, async_send) for _ in range(2)]
+        outcomes = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), HANG_GUARD_S)
+        return [*outcomes, batcher.stats()]
+
+    first, second, stats = asyncio.run(go())
+    assert isinstance(first, _Interrupted) and isinstance(second, _Interrupted)
+    assert stats == {"calls": 2, "requests": 1}

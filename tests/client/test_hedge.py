@@ -20,6 +20,7 @@ import pytest
 import llmclient
 from llmclient import AsyncOpenAI, HedgeConfig, OpenAI
 from llmclient.features.hedge import HedgeTrack, delay_ms, eligible, hedge_config
+from llmclient.layers._sync.hedge import twin as hedge_twin
 from tests._both import Drive
 from tests.conftest import start_ref_server, stop_ref_server
 
@@ -183,7 +184,7 @@ def test_no_hedge_without_the_option_or_when_the_call_turns_it_off(drive: Drive,
 def test_the_copy_is_marked_and_keeps_the_trace(drive: Drive, ref_server: Any) -> None:
     client = drive.client(base_url=ref_server.base_url, api_key="k")
     call = client._build_call("POST", "/chat/completions", BODY)
-    twin = client._features.hedge_twin(call)
+    twin = hedge_twin(call)
     assert twin.headers["x-llm-hedge"] == "1"
     assert twin.headers["idempotency-key"] == call.headers["idempotency-key"] + "-hedge"
     assert twin.headers["traceparent"] == call.headers["traceparent"]

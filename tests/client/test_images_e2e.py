@@ -288,6 +288,7 @@ def test_two_photos_are_prepared_cached_and_a_corrupt_one_refused(
     photo_path.with_name("other.jpg").write_bytes(camera_photo(4, orientation=1, gps=True))
     http_client = drive.http_client(event_hooks={"request": [wire.hook]})
     client = drive.client(base_url=ref_server.base_url, api_key="k", http_client=http_client)
+    drive(client.models.list())  # what the server reads (its codings) is known before the first photo
     # Two different photos in one message (the async client prepares them in parallel threads).
     messages = ask(data_url(photo), photo_path.with_name("other.jpg"))
     first = drive(client.chat.completions.create(model=model, messages=messages, max_tokens=1))

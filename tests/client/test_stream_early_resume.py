@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmclient.pipeline.call import CallOptions, split_options
+from llmclient.layers.options import CallOptions, split_options
 from llmclient.pipeline.resume import (
     EARLY_RESUME_CAP,
     EARLY_RESUME_CAP_S,

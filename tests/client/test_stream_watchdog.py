@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import llmclient
-from llmclient.api.partial import PartialTracker
+from llmclient.pipeline.partial import PartialTracker
 from llmclient.pipeline.watchdog import (
     body_read_timeout,
     check_idle_timeout,

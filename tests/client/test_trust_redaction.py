@@ -18,7 +18,8 @@ import pytest
 import llmclient
 from llmclient._logging import get_logger
 from llmclient._redact import MASK, redact_argv, redact_headers, redact_text, redact_url
-from llmclient.pipeline.call import CallOptions, build_call
+from llmclient.layers.calls import build_call
+from llmclient.layers.options import CallOptions
 from tests._both import Drive
 
 PASSWORD = "hunter2-s3cr3t-pw"

@@ -20,14 +20,6 @@ LONG = " ".join(f"word{i}" for i in range(800))  # ~7 KB of prompt: worth compre
 CHAT = {"model": "gpt-4o-mini", "temperature": 0, "max_tokens": 8}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_origin_records(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What origins have shown is kept per process; each test starts knowing nothing."""
-    import llmclient.transport.origins as origins
-
-    monkeypatch.setattr(origins, "_records", {})
-
-
 def _chat(content: str) -> dict[str, Any]:
     return {**CHAT, "messages": [{"role": "user", "content": content}]}
 

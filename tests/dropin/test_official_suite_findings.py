@@ -225,7 +225,7 @@ def test_the_known_create_keywords_are_the_official_signatures(path: str, resour
     import inspect
 
     from llmclient._keywords import create_params
-    from llmclient.pipeline.call import OPTION_KEYS
+    from llmclient.layers.options import OPTION_KEYS
 
     module, name = resource.split(":")
     official = set(inspect.signature(getattr(importlib.import_module(module), name).create).parameters) - {"self"}

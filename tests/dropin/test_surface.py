@@ -65,7 +65,7 @@ def test_jsonable_turns_response_objects_into_the_fields_that_were_sent() -> Non
 def test_module_level_client_follows_its_settings(ref_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(llmclient, "api_key", "sk-a")
     monkeypatch.setattr(llmclient, "base_url", ref_server.base_url)
-    from llmclient.api.module_client import load_client
+    from llmclient._module_client import load_client
 
     first = load_client()
     assert llmclient.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=2).choices

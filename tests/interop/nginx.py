@@ -22,6 +22,9 @@ from benchmarks.server.tls import generate_certs
 
 START_TIMEOUT_S = 20.0
 
+_WS = ('proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection "upgrade"; '
+       "proxy_read_timeout 3600s;")
+
 # listener name -> the directives of its server block (after "listen 127.0.0.1:PORT")
 LISTENERS: dict[str, tuple[str, str]] = {
     # name: (listen flags, extra directives)
@@ -35,6 +38,11 @@ LISTENERS: dict[str, tuple[str, str]] = {
     "small_body": ("http2", "client_max_body_size 16k;"),
     "dead_upstream": ("http2", ""),
     "short_read": ("http2", "proxy_read_timeout 1s;"),  # shorter than a silent upstream
+    # WebSockets (the Responses WebSocket mode): nginx's documented upgrade proxying
+    # (nginx.org/en/docs/http/websocket.html), HTTP/1.1 only since the upgrade is HTTP/1.1's.
+    "ws": ("", _WS),
+    "ws_tls": ("ssl", "ssl_protocols TLSv1.2 TLSv1.3; " + _WS),
+    "ws_short_read": ("", _WS.replace("3600s", "1s")),  # an idle socket is closed after 1 s
 }
 
 _CONF = """\
@@ -80,6 +88,10 @@ class Nginx:
     def base_url(self, listener: str) -> str:
         tls = "ssl" in LISTENERS[listener][0]
         return f"{'https' if tls else 'http'}://127.0.0.1:{self.ports[listener]}/v1"
+
+    def ws_url(self, listener: str) -> str:
+        """The Responses WebSocket URL through ``listener`` (ws:// or wss://)."""
+        return self.base_url(listener).replace("http", "ws", 1) + "/responses"
 
     def reload(self) -> None:
         subprocess.run(["nginx", "-p", str(self.prefix), "-c", str(self.prefix / "nginx.conf"),

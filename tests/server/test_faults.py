@@ -72,6 +72,26 @@ def test_times_limits_how_often_a_run_wide_fault_fires():
         inj.decide("stall_ms=5;times=1")
 
 
+def test_the_new_stream_and_overload_items_parse():
+    assert parse_fault("pings_after=4;ping_ms=250;resume_ms=900") == FaultSpec(
+        pings_after=4, ping_ms=250, resume_ms=900)
+    assert parse_fault("status=529;burst=5") == FaultSpec(status=529, burst=5)
+    assert parse_fault("error_after=3").error_after == 3 and parse_fault("status=403").status == 403
+    for bad, needle in (("ping_ms=0", "ping_ms"), ("burst=0", "burst")):
+        with pytest.raises(FaultSpecError, match=needle):
+            parse_fault(bad)
+
+
+def test_a_burst_holds_a_fired_fault_for_the_next_requests():
+    inj = FaultInjector(parse_fault_list("status=529;prob=0.05;burst=4"), seed=7)
+    fired = "".join("X" if inj.decide(None) else "." for _ in range(2000))
+    runs = [len(r) for r in fired.replace(".", " ").split()]
+    assert runs and all(n % 4 == 0 for n in runs)  # back-to-back bursts join up
+    assert 0.1 < fired.count("X") / len(fired) < 0.3  # bursts of 4 after gaps of about 1/0.05: about 4/24
+    with pytest.raises(FaultSpecError, match="burst"):
+        inj.decide("status=529;burst=2")
+
+
 def test_a_once_fault_fires_for_the_first_request_carrying_its_token_only():
     inj = FaultInjector(seed=0)
     assert inj.decide("reset_after=3;once=a") == FaultSpec(reset_after=3, once="a")
@@ -254,3 +274,21 @@ def test_straggler_takes_k_times_its_engine_time(timed_server):
     engine_ms = t.get("queue", 0) + t.get("prefill", 0) + t["decode"]
     assert engine_ms > 50              # ~10 tokens at ~12 ms
     assert t["total"] >= 0.9 * 4 * engine_ms
+
+
+def test_pings_after_sends_only_keepalive_comments_then_goes_on(ref_server):
+    with httpx.Client() as c, c.stream("POST", ref_server.base_url + "/chat/completions",
+                                       json={**STREAM, "max_tokens": 10},
+                                       headers={"x-fault": "pings_after=2;ping_ms=50;resume_ms=400"}) as r:
+        lines = [line for line in r.iter_lines() if line]
+    pings = [i for i, line in enumerate(lines) if line == ": ping"]
+    assert len(pings) >= 3 and pings == list(range(pings[0], pings[0] + len(pings)))  # one run
+    assert lines[:pings[0]] and all(line.startswith("data: ") for line in lines[:pings[0]])
+    assert lines[-1] == "data: [DONE]"  # then the stream went on to its end
+
+
+def test_error_after_on_a_route_without_error_events_is_a_cut(ref_server):
+    with httpx.Client() as c, c.stream("POST", ref_server.base_url + "/chat/completions", json=STREAM,
+                                       headers={"x-fault": "error_after=2"}) as r:
+        lines = [line for line in r.iter_lines() if line]
+    assert len(lines) == 2 and "[DONE]" not in lines[-1]

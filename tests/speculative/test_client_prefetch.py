@@ -23,6 +23,7 @@ import pytest
 
 from benchmarks.harness.serverproc import ServerProcess, start_server
 from llmclient.features.prefetch import SpeculationConfig
+from llmclient.layers._sync.cache import cache_for
 from llmclient.speculative import BudgetConfig, HistoryPredictor
 from tests._both import Drive
 
@@ -197,7 +198,7 @@ def test_a_sampled_prefetch_is_served_once_then_dropped(drive: Drive, ref_server
     first = drive(client.chat.completions.create(model=MODEL, messages=messages, temperature=0.9, max_tokens=8,
                                                  prefetch=["continue"]))
     idle(drive, client)
-    store = client._features.cache_for(client._build_call("POST", "/chat/completions", {})).backend
+    store = cache_for(client._ctx, client._build_call("POST", "/chat/completions", {})).backend
     assert len(store) == 1  # the prefetched sample (the first answer, sampled too, is not kept)
     follow = followup(messages, first, "continue")
     second = drive(client.chat.completions.create(model=MODEL, messages=follow, temperature=0.9, max_tokens=8))

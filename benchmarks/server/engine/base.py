@@ -64,6 +64,10 @@ class TokenEvent:
     token_ids: tuple[int, ...]
     finish_reason: str | None = None      # "stop" | "length" | None while running
     timing: RequestTiming | None = None   # present on the last event
+    # On the first event (prefill is done): prompt tokens the prefix cache served. An answer
+    # that reports cache use before it ends (Anthropic's ``message_start``) reads it here;
+    # None on later events, and from an engine that does not say.
+    cached_prompt_tokens: int | None = None
 
 
 @dataclass

@@ -145,6 +145,7 @@ class StepOutput(NamedTuple):
     token_ids: tuple[int, ...]
     finish_reason: str | None = None
     timing: RequestTiming | None = None
+    cached: int | None = None               # on a sequence's first output: its prefix-cache hit
 
 
 @dataclass(frozen=True)
@@ -518,8 +519,10 @@ class Scheduler:
 
     def _sample(self, seq: _Seq, end: float) -> StepOutput:
         token = seq.gen.next_token()
+        cached: int | None = None
         if seq.first_token is None:
             seq.first_token = end
+            cached = seq.cached_tokens
         finish: str | None = None
         if token in seq.req.stop_token_ids:
             finish = "stop"                        # like vLLM: the stop token is not emitted
@@ -534,9 +537,9 @@ class Scheduler:
             elif seq.context_len >= self.profile.context_window:
                 finish = "length"
         if finish is None:
-            return StepOutput(seq.sid, seq.req.request_id, tokens)
+            return StepOutput(seq.sid, seq.req.request_id, tokens, None, None, cached)
         self._finish(seq, end)
-        return StepOutput(seq.sid, seq.req.request_id, tokens, finish, self._timing(seq, end))
+        return StepOutput(seq.sid, seq.req.request_id, tokens, finish, self._timing(seq, end), cached)
 
     def _name_blocks(self, seq: _Seq) -> None:
         full = min(seq.num_computed // self.profile.block_size, len(seq.block_hashes))

@@ -152,7 +152,7 @@ class SimEngine:
                 continue                             # cancelled while the step ran
             if out.finish_reason is not None:
                 del channels[out.seq_id]             # finished: nothing to cancel on close
-            chan.put(TokenEvent(out.token_ids, out.finish_reason, out.timing))
+            chan.put(TokenEvent(out.token_ids, out.finish_reason, out.timing, out.cached))
 
 
 class _Channel:

@@ -353,7 +353,8 @@ class TorchEngine:
         elif len(seq.generated) >= seq.req.max_tokens:
             finish = "length"
         if finish is None:
-            seq.emit(TokenEvent((token,)))
+            first = len(seq.generated) == 1  # prefill is done: say what the prefix cache served
+            seq.emit(TokenEvent((token,), cached_prompt_tokens=seq.cached_tokens if first else None))
             return
         now = time.perf_counter()
         timing = RequestTiming(
@@ -365,7 +366,7 @@ class TorchEngine:
             completion_tokens=len(seq.generated),
         )
         ids = () if finish == "stop" else (token,)
-        seq.emit(TokenEvent(ids, finish, timing))
+        seq.emit(TokenEvent(ids, finish, timing, seq.cached_tokens if len(seq.generated) == 1 else None))
         with self._lock:
             self._release(seq)
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import httpx
 
-from ..._errors import APITimeoutError
 from ..held_body import HeldBody
+from ._async.gate import AsyncGateIO
+from ._sync.gate import GateIO
 from .concurrency import AdaptiveConfig, AdaptiveLimit, observe, unsignalled
 
 __all__ = ["Gate", "Gates", "sample_ms"]
@@ -37,19 +38,17 @@ def sample_ms(record: Any, stream: bool) -> float | None:
     return float(first) if isinstance(first, (int, float)) else None
 
 
-def _timed_out(base_url: str, timeout: float | None) -> APITimeoutError:
-    return APITimeoutError(f"Request timed out waiting for a concurrency slot at {base_url} "
-                           f"(adaptive limit; timeout {timeout:g} s; nothing was sent)")
+class Gate(GateIO, AsyncGateIO):
+    """One origin's slots: ``acquire``/``aacquire`` (``_async/gate.py``, the sync twin
+    generated) take one, :meth:`release` gives it back and hands it to the next in line."""
 
-
-class Gate:
     def __init__(self, base_url: str, config: AdaptiveConfig) -> None:
         self.base_url, self.config = base_url, config
         self.limit = AdaptiveLimit(float(config.initial))
         self.in_flight = 0
         self.waited = 0
         self._lock = threading.Lock()
-        self._waiters: deque[Any] = deque()  # threading.Event (sync) or asyncio.Future (async)
+        self._waiters: deque[Any] = deque()  # an Event (sync client) or AsyncEvent (async) each
 
     def _take(self) -> bool:
         if not self._waiters and self.in_flight < self.limit.allowed:
@@ -57,42 +56,14 @@ class Gate:
             return True
         return False
 
-    def acquire(self, timeout: float | None) -> None:
+    def _withdraw(self, waiter: Any) -> bool:
+        """Take ``waiter`` out of the line: True if it was still waiting, False when a release
+        handed it a slot meanwhile."""
         with self._lock:
-            if self._take():
-                return
-            event = threading.Event()
-            self._waiters.append(event)
-            self.waited += 1
-        if event.wait(timeout):
-            return
-        with self._lock:
-            if event in self._waiters:
-                self._waiters.remove(event)
-                raise _timed_out(self.base_url, timeout)
-        # handed a slot just as the wait ended: keep it
-
-    async def aacquire(self, timeout: float | None) -> None:
-        import asyncio  # the async client's first gated call loads it, not `import llmclient`
-
-        with self._lock:
-            if self._take():
-                return
-            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(future)
-            self.waited += 1
-        try:
-            await asyncio.wait_for(asyncio.shield(future), timeout)
-        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
-            with self._lock:
-                waiting = future in self._waiters
-                if waiting:
-                    self._waiters.remove(future)
-            if not waiting:
-                self.release(None)  # a slot was handed over as we gave up: give it back
-            if waiting and isinstance(exc, asyncio.TimeoutError):
-                raise _timed_out(self.base_url, timeout) from None
-            raise
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+                return True
+        return False
 
     def release(self, sample: float | None, answered: bool = False) -> None:
         """Give a slot back: with the answer's sample, or ``answered`` without one (a plain call
@@ -107,13 +78,7 @@ class Gate:
                 blind = self.limit.reason != before.reason  # lifted just now (it says so once)
             self.in_flight -= 1
             while self._waiters and self.in_flight < self.limit.allowed:
-                waiter = self._waiters.popleft()
-                if isinstance(waiter, threading.Event):
-                    waiter.set()
-                elif waiter.done():
-                    continue
-                else:
-                    waiter.set_result(None)
+                self._waiters.popleft().set()  # a waiter that gave up has left the line already
                 self.in_flight += 1
         if blind:  # once per gate: the limit is lifted once, and only before any sample
             log.warning("concurrency='adaptive' at %s: %s", self.base_url, self.limit.reason)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..._errors import APITimeoutError, OpenAIError
+from ._async.pacer import AsyncPacerIO
+from ._sync.pacer import PacerIO
 from .budget import NEVER, Bucket, learn, release, reserve, server_debt, wait_for
 from .cost import estimate_tokens
 from .headers import Observation, parse_headers
@@ -88,8 +90,9 @@ class Ticket:
     seq: int = 0
 
 
-class Pacer:
-    """Budgets per (base URL, credential scope) for one client, thread-safe."""
+class Pacer(PacerIO, AsyncPacerIO):
+    """Budgets per (base URL, credential scope) for one client, thread-safe. ``admit`` /
+    ``aadmit`` (``_async/pacer.py``, the sync twin generated) reserve; :meth:`settle` learns."""
 
     def __init__(self, mode: PacingMode = "auto", shared: Any = None) -> None:
         self.mode = pacing_mode(mode)
@@ -141,32 +144,6 @@ class Pacer:
             return False
         self._asked.add(key)
         return True
-
-    def admit(self, base_url: str, scope: str, body: Any, timeout_s: float | None, low: bool = False) -> Ticket | None:
-        """Reserve one attempt's budget: a Ticket (its ``wait_s`` is the caller's sleep), or
-        None when nothing is known of this origin's limits. Raises BudgetTooSmallError when
-        the call can never fit, APITimeoutError when its slot is past ``timeout_s`` (then
-        nothing is reserved). ``low``: a low-priority call (``budget.LOW_PRIORITY_SHARE``)."""
-        key = (base_url, scope)
-        if self._first_sight(key):
-            self._adopt(key, self.shared.learned(key))
-        state, cost, early = self._begin(key, body)
-        if state is None:
-            return early
-        shared_wait = self.shared.reserve(key, state, cost, timeout_s, low) if self.shared is not None else None
-        return self._book(key, state, cost, shared_wait, timeout_s, low)
-
-    async def aadmit(self, base_url: str, scope: str, body: Any, timeout_s: float | None,
-                     low: bool = False) -> Ticket | None:
-        """:meth:`admit` for the async client: the Redis reservation does not block the loop."""
-        key = (base_url, scope)
-        if self._first_sight(key):
-            self._adopt(key, await self.shared.alearned(key))
-        state, cost, early = self._begin(key, body)
-        if state is None:
-            return early
-        shared_wait = await self.shared.areserve(key, state, cost, timeout_s, low) if self.shared is not None else None
-        return self._book(key, state, cost, shared_wait, timeout_s, low)
 
     def _wait_locally(self, state: _State, cost: int, now: float, low: bool) -> float:
         wait = 0.0

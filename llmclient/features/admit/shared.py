@@ -21,6 +21,8 @@ import threading
 import time
 from typing import Any
 
+from ._async.shared import AsyncSharedBudgetIO
+from ._sync.shared import SharedBudgetIO
 from .budget import HEADROOM, LOW_PRIORITY_SHARE
 
 __all__ = ["RETRY_AFTER_S", "SharedBudget"]
@@ -79,9 +81,9 @@ def _import_redis() -> Any:
     return redis
 
 
-class SharedBudget:
+class SharedBudget(SharedBudgetIO, AsyncSharedBudgetIO):
     """Reservations in Redis at ``url`` (``redis://``, ``rediss://``, ``unix://``), keys under
-    ``prefix``."""
+    ``prefix``. ``learned``/``reserve`` and their async twins are ``_async/shared.py``."""
 
     def __init__(self, url: str, prefix: str = "llmclient:rl:") -> None:
         if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
@@ -120,27 +122,6 @@ class SharedBudget:
                 continue
         return {k: v for k, v in found.items() if v[0] > 0 and v[1] > 0}
 
-    def learned(self, key: tuple[str, str]) -> dict[str, tuple[int, float]]:
-        """The budgets other processes paced this credential with: kind -> (limit, window_s);
-        empty when none or when Redis cannot answer."""
-        if not self.healthy:
-            return {}
-        try:
-            return self._policies(self._client.mget(self._policy_keys(key)))
-        except Exception as exc:  # Redis must never fail a call
-            self._failed(exc)
-            return {}
-
-    async def alearned(self, key: tuple[str, str]) -> dict[str, tuple[int, float]]:
-        if not self.healthy:
-            return {}
-        try:
-            script = self._async_script()
-            return self._policies(await script.registered_client.mget(self._policy_keys(key)))
-        except Exception as exc:  # Redis must never fail a call
-            self._failed(exc)
-            return {}
-
     def _args(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None,
               low: bool) -> tuple[list[str], list[Any]]:
         keys: list[str] = []
@@ -172,33 +153,14 @@ class SharedBudget:
                         "view for %.0f s", type(exc).__name__, RETRY_AFTER_S)
         self._down_until = time.monotonic() + RETRY_AFTER_S
 
-    def reserve(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None,
-                low: bool = False) -> float | None:
-        """The wait for this reservation (past ``timeout_s``: refused, nothing reserved), or None
-        when Redis cannot answer (the caller paces locally)."""
-        if not self.healthy:
-            return None
-        keys, argv = self._args(key, state, cost, timeout_s, low)
-        if not keys:
-            return None
-        try:
-            return self._answer(self._script(keys=keys, args=argv))
-        except Exception as exc:  # Redis must never fail a call
-            self._failed(exc)
-            return None
+    def _sync_redis(self) -> Any:
+        return self._client
 
-    async def areserve(self, key: tuple[str, str], state: Any, cost: int, timeout_s: float | None,
-                       low: bool = False) -> float | None:
-        if not self.healthy:
-            return None
-        keys, argv = self._args(key, state, cost, timeout_s, low)
-        if not keys:
-            return None
-        try:
-            return self._answer(await self._async_script()(keys=keys, args=argv))
-        except Exception as exc:  # Redis must never fail a call
-            self._failed(exc)
-            return None
+    def _sync_script(self) -> Any:
+        return self._script
+
+    def _async_redis(self) -> Any:
+        return self._async_script().registered_client
 
     def _async_script(self) -> Any:
         import asyncio  # the async client's first shared reservation loads it

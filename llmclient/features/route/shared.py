@@ -108,6 +108,23 @@ class SharedEjections:
         self._stop.set()
         self._outbox.put(None)
 
+    def _flush(self) -> None:
+        """Closed: the ejections published before the close still reach the other processes (a
+        process that ejects a replica and exits at once must not take the news with it)."""
+        while True:
+            try:
+                item = self._outbox.get_nowait()
+            except queue.Empty:
+                return
+            if item is None:
+                continue
+            replica, cooldown = item
+            try:
+                self._connect().set(self.keys[replica], repr(time.time() + cooldown), px=max(1, int(cooldown * 1000)))
+            except Exception:  # Redis down: nothing more to do at shutdown
+                self.errors += 1
+                return
+
     def _connect(self) -> Any:
         if self._client is None:
             if isinstance(self._redis, str):
@@ -166,6 +183,7 @@ class SharedEjections:
                 self.others = [0] * len(self.keys)
                 next_read = time.monotonic() + REFRESH_S
                 next_load = time.monotonic() + REFRESH_S
+        self._flush()
         if self._loads is not None and self._client is not None:
             try:  # closed: this process's counts leave the fleet's view at once
                 for key in self.load_keys:

@@ -1,0 +1,2 @@
+"""The API resources, written once as coroutines; ``scripts/unasync.py`` writes the blocking
+twins into ``../_sync/``."""

@@ -1,0 +1,106 @@
+# Generated from llmclient/api/_async/passthrough.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
+"""What is passed through to the official sync client: the httpx transport it sends through,
+what its context managers and streams are wrapped in, and the types editors see
+(``api/passthrough.py`` tells the whole story)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from ...pipeline.tracing import new_trace_context
+from ...transport.lanes import TransportSettings, shared_sync_transport
+from ..passthrough_errors import translated
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+    from openai import resources as r
+    from openai._client import OpenAIWithRawResponse, OpenAIWithStreamedResponse
+    from openai.resources.conversations import Conversations
+    from openai.resources.realtime import Realtime
+    from openai.resources.webhooks import Webhooks
+
+__all__ = ["ManagedIO", "PassthroughTypes", "_Adapter"]
+
+
+def _trace(request: httpx.Request) -> None:
+    """The headers every llmclient request carries; a caller's own traceparent is continued."""
+    context = new_trace_context(request.headers.get("traceparent"), request.headers.get("tracestate"))
+    for key, value in context.headers().items():
+        if key != "x-request-id" or key not in request.headers:
+            request.headers[key] = value
+
+
+class _Adapter(httpx.BaseTransport):
+    """httpx transport interface over the shared SyncTransport (which closes with close_all)."""
+
+    def __init__(self, settings: TransportSettings) -> None:
+        self._settings = settings
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()  # a multipart upload is a stream: our connections send whole bodies
+        _trace(request)
+        return shared_sync_transport(self._settings).send(request)
+
+
+class ManagedIO:
+    """``_Managed``'s entry, exit and iteration (``with``, ``for``)."""
+
+    __slots__ = ()
+
+    _target: Any
+
+    if TYPE_CHECKING:  # _Managed's own, used here
+        @staticmethod
+        def _enter(enter: Callable[[], Any]) -> Any: ...
+
+    def __enter__(self) -> Any:
+        return self._enter(self._target.__enter__)
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._target.__exit__(*exc)
+
+    def __iter__(self) -> Any:  # a Stream / ResponseStream: iterated, errors mapped
+        it = self._target.__iter__()
+        while True:
+            with translated():
+                try:
+                    item = it.__next__()
+                except StopIteration:
+                    return
+            yield item
+
+
+class PassthroughTypes:
+    """The official sync client's attributes that ``SyncPassthrough`` passes through, as editors
+    and mypy see them (at run time they are ``_Passthrough``'s properties)."""
+
+    if TYPE_CHECKING:
+        admin: r.Admin
+        audio: r.Audio
+        batches: r.Batches
+        containers: r.Containers
+        conversations: Conversations
+        evals: r.Evals
+        files: r.Files
+        fine_tuning: r.FineTuning
+        images: r.Images
+        moderations: r.Moderations
+        realtime: Realtime
+        uploads: r.Uploads
+        vector_stores: r.VectorStores
+        videos: r.Videos
+        webhooks: Webhooks
+        with_raw_response: OpenAIWithRawResponse
+        with_streaming_response: OpenAIWithStreamedResponse
+        get = OpenAI.get
+        post = OpenAI.post
+        patch = OpenAI.patch
+        put = OpenAI.put
+        delete = OpenAI.delete
+        get_api_list = OpenAI.get_api_list
+        request = OpenAI.request
+        webhook_secret: str | None

@@ -1,0 +1,4 @@
+# Generated from llmclient/layers/_async/__init__.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
+"""The layers, written once as coroutines; ``scripts/unasync.py`` writes the blocking twins into
+``../_sync/``. One module per layer; ``chain.py`` declares their order."""

@@ -1,0 +1,102 @@
+# Generated from llmclient/layers/_async/cache.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
+"""The response cache and speculation (``cache=``, ``prefetch=``): an identical call already
+answered is answered from the cache (a stream replayed), one in flight is joined, a predicted
+follow-up in flight (a prefetch) is adopted; only a complete answer is stored (a stream: once it
+completed), and a call that asked for prefetch has its follow-ups planned from its answer.
+
+The decisions are the cache's (``llmclient.cache``: the key, the policy, the entries) and
+speculation's (``features/prefetch.py`` over ``llmclient.speculative``); the cache is opened,
+and speculation made, on first use. In the chain when the client has a cache or speculation, or
+the call asks for either.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...pipeline.reply import Reply
+
+if TYPE_CHECKING:
+    from ...features.prefetch import Speculation
+    from ...pipeline.call import Call
+    from ..context import Context
+    from ..options import CallOptions
+
+__all__ = ["Cache", "Layer", "cache_for", "speculation", "wanted"]
+
+
+def wanted(ctx: Context, options: CallOptions) -> bool:
+    return (options.cache is not False and (ctx.cache_setting is not None or options.cache is not None)) \
+        or bool(options.prefetch) or ctx.speculation is not None
+
+
+def cache_for(ctx: Context, call: Call) -> Any:
+    """The ResponseCache for this call, or None (the client's, or one a call asks for)."""
+    setting = call.options.cache
+    if setting is False or (setting is None and ctx.cache_setting is None):
+        return None
+    if ctx.cache is None:
+        # the cache (sqlite3, backends): loaded by the first call that asks for it
+        from ...cache import open_cache
+
+        ctx.cache = open_cache(ctx.cache_setting if ctx.cache_setting is not None else True)
+    return ctx.cache
+
+
+def speculation(ctx: Context, create: bool) -> Speculation | None:
+    """The client's speculation, made on first use when ``create``."""
+    if ctx.speculation is None and create:
+        # speculation (llmclient.speculative): loaded when a client turns it on
+        from ...features import prefetch as _prefetch
+
+        assert ctx.port is not None
+        ctx.speculation = _prefetch.Speculation(ctx.port, _prefetch.SpeculationConfig())
+        ctx.rebuild()  # every call now looks for a prefetch of it in flight (this layer)
+    return ctx.speculation
+
+
+def lookup_cache(ctx: Context, call: Call) -> Any:
+    """The cache's look-up alone: a CacheHandle (hit, join or lead) or None when not cached."""
+    cache = cache_for(ctx, call)
+    return cache.begin(call) if cache is not None else None
+
+
+class Cache:
+    __slots__ = ("_ctx", "_inner")
+
+    def __init__(self, inner: Any, ctx: Context) -> None:
+        self._inner, self._ctx = inner, ctx
+
+    def __call__(self, call: Call) -> Reply:
+        if call.raw:  # with_raw_response / with_streaming_response want the server's own answer
+            return self._inner(call)
+        ctx = self._ctx
+        prefetch = bool(call.options.prefetch)
+        spec = speculation(ctx, create=prefetch)
+        handle = lookup_cache(ctx, call) if spec is None else spec.lookup(call)
+        try:
+            if handle is not None and handle.entry is not None:
+                if call.stream:
+                    return Reply(None, result=handle.replay_stream(call.stream_make or call.make))
+                return Reply(None, result=ctx.finish(call, call.make(handle.response()), None))
+            reply: Reply = self._inner(call)
+            if call.stream:
+                on_complete = handle.on_stream_complete if handle is not None else None
+                if prefetch:
+                    assert spec is not None
+                    on_complete = spec.on_stream_complete(on_complete)
+                reply.on_complete = on_complete
+                return reply
+            if handle is not None:  # the cache keeps a complete answer, one that made an object
+                handle.store_response(reply.value)
+            if prefetch:  # plan the follow-ups (started in the background; never raises)
+                assert spec is not None
+                spec.after(call, reply.value or {})
+            return reply
+        finally:
+            if handle is not None:
+                handle.release()
+
+
+Layer = Cache
