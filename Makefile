@@ -20,7 +20,7 @@ system-deps:
 	@bash scripts/ensure-system-deps.sh
 
 ## The main job: the savings benchmark against the embedded reference server. `make bench` is the
-## quick pass (QUICK_MEASURED of scenarios on 2 cores; every row it shows decided, the scenarios that
+## quick pass (about 275 s of scenarios on 2 cores; every row it shows decided, the scenarios that
 ## need longer named in its headline); `make bench-full` (or `make bench ARGS=--full`) is the full
 ## suite (~45 minutes).
 bench: setup
