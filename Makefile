@@ -62,6 +62,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check llmclient preprocess speculative benchmarks tests examples scripts
 	$(PY) scripts/unasync.py --check
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/signatures.py --check
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

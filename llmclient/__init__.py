@@ -80,7 +80,7 @@ max_retries: int | None = None
 default_headers: Mapping[str, str] | None = None
 default_query: Mapping[str, object] | None = None
 http_client: Any = None
-# The official resources llmclient passes through (``_passthrough``): ``llmclient.responses``...
+# The official resources llmclient passes through (``api/passthrough.py``): ``llmclient.responses``...
 _MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models", "beta", "responses",
                                "moderations", "files", "batches", "images", "audio", "vector_stores",
                                "uploads", "fine_tuning", "containers", "conversations", "evals",

@@ -63,6 +63,9 @@ class CallRecord:
     cache_key: str | None = None  # the prompt_cache_key llmclient derived and sent (features/route/cache_key)
     batched: int = 0  # embedding_batch=: how many calls' inputs went in the request that carried this one (1: alone)
     priority_field: int | None = None  # vLLM's body priority llmclient added (features/admit/priority)
+    # This client's attempts to the call's origin awaiting their answer when this one was sent,
+    # itself included (layers/_async/inflight.py): 1 is a call alone; more is queueing on our side.
+    in_flight: int | None = None
     # The raw Server-Timing header; parsed on first read of ``server_timing`` (most callers
     # never look, and parsing costs more than the rest of the record).
     _server_timing_raw: str | None = None
