@@ -55,7 +55,7 @@ class EmbeddingBatching:
 
         ctx.run(round_of("llmclient", -1))  # warm both clients' connections
         ctx.run(round_of("llmclient+batch", -1))
-        warm = dict(clients["llmclient+batch"]._features.batcher.stats())
+        warm = dict(clients["llmclient+batch"]._ctx.batcher.stats())
         for n in range(rounds):
             order = ("llmclient", "llmclient+batch") if n % 2 == 0 else ("llmclient+batch", "llmclient")
             for variant in order:

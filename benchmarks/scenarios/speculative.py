@@ -255,7 +255,9 @@ class Speculative:
             Row("speculative: predicted follow-up", "baseline/predicted", "speculation/predicted",
                 technique="speculative prefetch, predicted follow-ups", context=context),
             Row("speculative: unpredicted follow-ups (cost of the extra load)", "baseline/unpredicted",
-                "speculation/unpredicted", technique="speculative prefetch, unpredicted follow-ups"),
+                "speculation/unpredicted", technique="speculative prefetch, unpredicted follow-ups",
+                context="what the prefetches add to the server's load: "
+                        f"{series.get('wasted_tokens', 0)} tokens generated for nothing"),
             Row(f"speculative: all follow-ups ({share} predictable), mean", "baseline", "speculation",
                 statistic="mean", technique="speculative prefetch, all follow-ups (mean)",
                 context=context),
