@@ -4,7 +4,10 @@ Matches the official client's policy (openai-python ``_should_retry`` / ``_calcu
 connection errors, 408, 409, 429 and 5xx are retried; a server's ``x-should-retry`` header
 overrides; ``retry-after-ms`` (OpenAI) and ``Retry-After`` (RFC 9110 section 10.2.3, seconds or
 an HTTP-date) are honoured up to :data:`MAX_RETRY_AFTER_S`; otherwise exponential backoff
-with jitter. Once any stream content has reached the caller, nothing is retried.
+with jitter. Once any stream content has reached the caller, nothing is retried. One departure:
+a connection this machine itself refused (a loopback address) fails at once
+(:func:`error_retry_delay`): nothing listens on that port, and seconds of backoff will not
+start a server there, where a remote refusal can be a restart or a balancer's moment.
 
 Where it differs, for overload (:data:`OVERLOAD_STATUSES`: 429, 503, and 529, Anthropic's
 ``overloaded_error``), in :func:`status_retry`: without a Retry-After the wait is *full*
@@ -19,11 +22,15 @@ raised at once. How many retries an origin gets at all while it fails is the ret
 from __future__ import annotations
 
 import email.utils
+import errno
 import random
 import time
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 import httpx
+
+from .._hints import is_loopback
 
 __all__ = [
     "INITIAL_BACKOFF_S",
@@ -33,8 +40,10 @@ __all__ = [
     "OVERLOAD_STATUSES",
     "backoff_delay",
     "error_retry",
+    "error_retry_delay",
     "free_retry",
     "is_retryable_status",
+    "refused",
     "retry_after_seconds",
     "retry_delay",
     "status_retry",
@@ -142,6 +151,32 @@ def status_retry(status: int, headers: Mapping[str, str], attempt: int, max_retr
     return retry_delay(attempt, max_retries, headers, rng, full_jitter=overload)
 
 
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is a refused TCP connect."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def error_retry_delay(exc: BaseException, url: str, retries_done: int, max_retries: int,
+                      rng: random.Random | None = None) -> float | None:
+    """The wait before retrying a call whose request failed with ``exc`` (a transport error),
+    or None: not retried. A refused connection to a loopback address is not retried at all
+    (nothing listens on that port of this machine: waiting 0.5 + 1 s for it only delays the
+    error); anything else as :func:`retry_delay`."""
+    # a proxy's refusal is about the proxy's address (the transport's ProxyError names it)
+    proxy = getattr(exc, "proxy", None)
+    where = proxy if isinstance(proxy, str) and "://" in proxy else url
+    if refused(exc) and is_loopback(urlsplit(where).hostname):
+        return None
+    return retry_delay(retries_done, max_retries, rng=rng)
+
+
 # Re-sends that do not use the caller's max_retries, because the request never ran. Each one
 # goes to a fresh connection; several can be needed when many streams share a closing one.
 MAX_FREE_RETRIES = 8
@@ -171,12 +206,14 @@ def free_retry(exc: BaseException, used: int) -> bool:
     return used + int(getattr(exc, "replaced", 0)) < MAX_FREE_RETRIES and bool(getattr(exc, "unprocessed", False))
 
 
-def error_retry(exc: BaseException, attempt: int, max_retries: int, free_used: int) -> tuple[float | None, bool]:
+def error_retry(exc: BaseException, attempt: int, max_retries: int, free_used: int,
+                url: str = "") -> tuple[float | None, bool]:
     """After a failed send: (the delay before the next attempt or None, whether that retry is
     free: the request never ran on the server). Only a transport error is retried, and not a
-    URL the transport cannot speak."""
+    URL the transport cannot speak; a refused connect to this machine (``url``) not at all
+    (:func:`error_retry_delay`)."""
     if not isinstance(exc, httpx.TransportError) or isinstance(exc, httpx.UnsupportedProtocol):
         return None, False
     if free_retry(exc, free_used):
         return 0.0, True
-    return retry_delay(attempt, max_retries), False
+    return error_retry_delay(exc, url, attempt, max_retries), False

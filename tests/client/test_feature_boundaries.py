@@ -168,10 +168,10 @@ def _guarded(tree: ast.AST) -> set[int]:
     return found
 
 # The modules every room may use: errors, logging, redaction, the version; the registry that
-# makes classes the official ones' kind, the keyword check and the sync/async waits (none of them
-# imports anything of llmclient above the base).
+# makes classes the official ones' kind, the keyword check, the sync/async waits and the hints
+# errors carry (none of them imports anything of llmclient above the base).
 BASE = ("llmclient._errors", "llmclient._logging", "llmclient._redact", "llmclient._version",
-        "llmclient._official", "llmclient._keywords", "llmclient._synchronization")
+        "llmclient._official", "llmclient._keywords", "llmclient._synchronization", "llmclient._hints")
 # Top-down: face (llmclient, _client, _config, _azure, _module_client, _doctor, _async/_sync
 # client) -> api (+ lib, types) -> layers -> features -> cache -> pipeline (a call's plain data and
 # the sans-I/O parts) -> wire, transport. room -> the rooms below it that it may import.

@@ -58,7 +58,7 @@ class Retry:
             try:
                 response = self._inner(call)
             except Exception as exc:
-                delay, free = error_retry(exc, attempt, call.max_retries, free_used)
+                delay, free = error_retry(exc, attempt, call.max_retries, free_used, call.url)
                 if not isinstance(exc, httpx.TransportError):
                     raise
                 err = self._errors.connection_error(call, exc, exc._request)
