@@ -128,7 +128,8 @@ def _ci(row: Mapping[str, Any]) -> str:
         return "-"
     if row.get("kind") == "rate":
         return f"[{row['ci_low'] * 100:+.0f},{row['ci_high'] * 100:+.0f}] pt"
-    return f"[{row['ci_low']:.2f}-{row['ci_high']:.2f}]"
+    # The ratio's own precision: "0.998x [0.996-1.01]", never a point outside its rounded interval.
+    return f"[{_x(row['ci_low']).removesuffix('x')}-{_x(row['ci_high']).removesuffix('x')}]"
 
 
 def _verdict_cell(row: Mapping[str, Any]) -> str:

@@ -201,6 +201,18 @@ def test_the_terminal_table_agrees(doc: dict[str, Any]) -> None:
     assert "requests: requests sent by the baseline / by llmclient" in table   # columns explained
 
 
+def test_the_terminal_ratio_lies_in_its_printed_interval() -> None:
+    """A ratio within 1% of no change prints three decimals; its interval must too, or the
+    table reads "0.998x [1.00-1.01]" (seen in a quick pass): a point outside its own interval."""
+    v = {"a": records("a", 400.0, n=40), "b": records("b", 400.8, n=40)}
+    doc = build_result([ScenarioResult("s", "d", variants=v, rows=[Row("near one", "a", "b")])], {})
+    (line,) = [ln for ln in render_table(doc).splitlines() if ln.startswith("near one ")]
+    m = re.search(r"([\d.]+)x \[([\d.]+)-([\d.]+)\]", line)
+    assert m, line
+    ratio, low, high = (float(g) for g in m.groups())
+    assert low <= ratio <= high, line
+
+
 def test_an_effort_written_by_hand_must_match_the_arms_options() -> None:
     v = {"openai": records("openai", 600.0, n=10), "fast": records("fast", 200.0, n=10)}
     wrong = ScenarioResult("s", "d", variants=v, arms={"openai": Arm("openai"), "fast": Arm("llmclient")},
