@@ -61,6 +61,35 @@ def test_retries_are_at_most_half_the_bucket_plus_the_ratio_of_successes(outcome
     assert allowed <= budget.threshold + budget.token_ratio * successes
 
 
+def _lost_share(budget: rb.RetryBudget | None, failure_rate: float, runs: int = 200, calls: int = 300) -> float:
+    """Calls that end in an error, each attempt failing at ``failure_rate`` (retryable),
+    ``max_retries=2``, seeded; None: no budget."""
+    lost = 0
+    for run in range(runs):
+        rng = random.Random(run)
+        bucket = rb.Bucket(budget) if budget is not None else None
+        for _ in range(calls):
+            for attempt in range(3):
+                if rng.random() >= failure_rate:
+                    if bucket is not None:
+                        bucket.succeeded()
+                    break
+                allowed = bucket.failed() if bucket is not None else True
+                if not allowed or attempt == 2:
+                    lost += 1
+                    break
+    return lost / (runs * calls)
+
+
+def test_a_sick_but_answering_origin_keeps_its_retries() -> None:
+    """The faults benchmark's mix: 12 % of answers 429/503/504/reset. gRFC A6's example budget
+    (10 tokens, 0.1) drains there and fails about 8 % of calls (the official client, retrying
+    all, failed none of 300); the defaults lose about what retries alone lose (0.12^3)."""
+    unlimited = _lost_share(None, 0.12)
+    assert _lost_share(rb.RetryBudget(), 0.12) <= unlimited + 0.002
+    assert _lost_share(rb.RetryBudget(max_tokens=10, token_ratio=0.1), 0.12) > 0.05  # why not A6's
+
+
 def test_a_full_outage_costs_about_one_attempt_per_call() -> None:
     budget = rb.RetryBudget()
     bucket = rb.Bucket(budget)
@@ -148,7 +177,7 @@ def test_an_origin_that_fails_every_call_gets_a_handful_of_retries_then_none(dri
     c = drive.client(base_url=logged.base_url, api_key="k", max_retries=2, timeout=30)
     errors, ids = _failing(drive, c, 12)
     attempts = _attempts(logged, ids)
-    assert attempts <= 12 + 5  # max_tokens / 2 retries, not 2 per call (36 attempts)
+    assert attempts <= 12 + rb.RetryBudget().threshold  # max_tokens / 2 retries, not 2 per call (36 attempts)
     refused = [e for e in errors if getattr(e, "retry_budget", None)]
     assert refused and all(e.timings.retries == 0 for e in refused[1:])  # failed at once
     last = errors[-1]
@@ -210,7 +239,7 @@ def test_processes_sharing_redis_share_one_budget(drive: Drive, logged: RefServe
                           cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     a = json.loads(done.stdout.strip().splitlines()[-1])
-    assert sum(a["retries"]) <= 5 and a["refused"] >= 1
+    assert sum(a["retries"]) <= rb.RetryBudget().threshold and a["refused"] >= 1
     c = drive.client(base_url=logged.base_url, api_key="k", max_retries=2, timeout=30, redis=redis_url, pacing=False)
     errors, ids = _failing(drive, c, 1)
     assert errors[0].timings.retries == 0 and errors[0].retry_budget
