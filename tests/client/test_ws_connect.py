@@ -381,3 +381,87 @@ def test_a_malformed_event_names_the_url(kind) -> None:
     finally:
         stop.set()
         srv.shutdown()
+
+
+def test_a_stored_response_cut_after_it_was_stored_is_fetched_by_id_and_finished(server, kind) -> None:
+    # The reference server stores a response once its text is generated, before its last events
+    # go out: a cut after every text delta leaves it in the store, and llmclient reads it back.
+    with Conn("llmclient", kind, server) as ws:
+        ws.create(**BODY)
+        clean = ws.until_done()
+    text_events = 4 + sum(e.type == "response.output_text.delta" for e in clean)
+    token = f"cutstored-{kind}"
+    with Conn("llmclient", kind, server, initial_delay=0.01,
+              extra_headers={"x-fault": f"cut_after={text_events};once={token}"}) as ws:
+        ws.create(**BODY)
+        events = ws.until_done()
+        final = _final(events)
+        t = ws.conn.timings[final.response.id]
+    assert len(events) == text_events + 1  # what arrived, then the terminal event fetched
+    assert final.type == _final(clean).type and final.response.output_text == _text(events)
+    assert _text(events) == _text(clean) and t.recovered == "fetched" and t.sent == 1
+
+
+def test_a_stored_response_cut_before_it_was_stored_raises_naming_the_fetch(server, kind) -> None:
+    token = f"cutearly-{kind}"
+    with Conn("llmclient", kind, server, initial_delay=0.01,
+              extra_headers={"x-fault": f"cut_after=5;once={token}"}) as ws:
+        ws.create(**BODY)
+        got = []
+        with pytest.raises(llmclient.IncompleteStreamError, match="fetching it by id failed") as info:
+            while True:
+                got.append(ws.recv())
+    assert info.value.partial.events == 5 == len(got)
+
+
+def _own_server(handler: Any) -> tuple[Any, int]:
+    from websockets.sync.server import serve
+
+    srv = serve(handler, "127.0.0.1", 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, srv.socket.getsockname()[1]
+
+
+def test_a_policy_close_mid_response_says_what_to_do(kind) -> None:
+    from websockets.frames import CloseCode
+
+    def handler(conn: Any) -> None:
+        conn.recv()
+        conn.send('{"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1"}}')
+        conn.close(CloseCode.POLICY_VIOLATION, "not allowed")
+
+    srv, port = _own_server(handler)
+    try:
+        with Conn("llmclient", kind, RefServer(f"http://127.0.0.1:{port}", port)) as ws:
+            ws.create(**BODY, store=False)
+            assert ws.recv().type == "response.created"
+            with pytest.raises(llmclient.IncompleteStreamError) as info:
+                ws.recv()
+        message = str(info.value)
+        assert "1008" in message and "policy violation" in message and "check the API key" in message
+        assert f"ws://127.0.0.1:{port}/v1/responses" in message
+    finally:
+        srv.shutdown()
+
+
+def test_an_upgrade_answered_426_names_the_url_and_the_status(kind) -> None:
+    from websockets.http11 import Response
+    from websockets.datastructures import Headers
+
+    def refuse(conn: Any, request: Any) -> Any:
+        return Response(426, "Upgrade Required", Headers([("Upgrade", "h2c"), ("Content-Length", "0")]), b"")
+
+    from websockets.sync.server import serve
+
+    srv = serve(lambda c: None, "127.0.0.1", 0, process_request=refuse)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.socket.getsockname()[1]
+    try:
+        with pytest.raises(llmclient.APIStatusError) as info, \
+                Conn("llmclient", kind, RefServer(f"http://127.0.0.1:{port}", port)):
+            pass
+        assert info.value.status_code == 426
+        assert "426" in str(info.value) and f"127.0.0.1:{port}/v1/responses" in str(info.value)
+        assert "use the HTTP API" in str(info.value)
+    finally:
+        srv.shutdown()

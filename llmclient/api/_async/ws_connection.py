@@ -669,16 +669,19 @@ class AsyncResponsesConnection:
                    "(stream_idle_timeout)")
         else:
             why = f"the socket closed with code {code} ({close_meaning(code)})"
+        advice = []
+        if not stalled and code not in ws_mode.RECOVERABLE_CLOSES:
+            advice.append(ws_mode.close_advice(code))  # what the code itself says to do
         if fetched is not None:
-            advice = f"it was stored, but fetching it by id failed ({fetched})"
+            advice.append(f"it was stored, but fetching it by id failed ({fetched})")
         elif rid is not None and not pending.store:
-            advice = ("it had store=False, so the API keeps it nowhere else: send it again "
-                      "(store=True lets llmclient fetch it after a lost socket)")
+            advice.append("it had store=False, so the API keeps it nowhere else: send it again "
+                          "(store=True lets llmclient fetch it after a lost socket)")
         elif not reopened:
-            advice = "no new socket could be opened: check the server and send it again"
-        else:
-            advice = f"{ws_mode.close_advice(code)}"
-        message = f"{what} on the WebSocket to {where} was cut: {why}; {advice}"
+            advice.append("no new socket could be opened: check the server and send it again")
+        elif not advice:
+            advice.append(ws_mode.close_advice(code))
+        message = f"{what} on the WebSocket to {where} was cut: {why}; {'; '.join(advice)}"
         kw: dict[str, Any] = {"trace_id": turn.trace.trace_id} if turn is not None else {}
         err: APIConnectionError = (APITimeoutError(message, **kw) if stalled
                                    else IncompleteStreamError(message, **kw))
