@@ -445,8 +445,8 @@ def test_a_policy_close_mid_response_says_what_to_do(kind) -> None:
 
 
 def test_an_upgrade_answered_426_names_the_url_and_the_status(kind) -> None:
-    from websockets.http11 import Response
     from websockets.datastructures import Headers
+    from websockets.http11 import Response
 
     def refuse(conn: Any, request: Any) -> Any:
         return Response(426, "Upgrade Required", Headers([("Upgrade", "h2c"), ("Content-Length", "0")]), b"")
