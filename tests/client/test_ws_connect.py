@@ -40,13 +40,14 @@ class Conn:
     """A connection of ``lib`` ("official" or "llmclient"), ``kind`` "sync" or "async", behind
     one synchronous face (the async one runs each call to its end on a loop of its own)."""
 
-    def __init__(self, lib: str, kind: str, server: RefServer, api_key: str = KEY,
+    def __init__(self, lib: str, kind: str, server: RefServer | str, api_key: str = KEY,
                  client_kw: dict[str, Any] | None = None, **connect: Any) -> None:
         self.lib, self.kind = lib, kind
         self.loop = asyncio.new_event_loop() if kind == "async" else None
         mod: Any = openai if lib == "official" else llmclient
         cls = mod.OpenAI if kind == "sync" else mod.AsyncOpenAI
-        self.client = self.run(self._make(cls, server.base_url, api_key, client_kw or {}))
+        base_url = server if isinstance(server, str) else server.base_url
+        self.client = self.run(self._make(cls, base_url, api_key, client_kw or {}))
         self.connect = connect
 
     @staticmethod
