@@ -466,3 +466,56 @@ def test_an_upgrade_answered_426_names_the_url_and_the_status(kind) -> None:
         assert "use the HTTP API" in str(info.value)
     finally:
         srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def aging_server() -> Iterator[RefServer]:
+    s = start_ref_server("--ws-max-connection-s", "1")
+    yield s
+    stop_ref_server(s)
+
+
+@pytest.mark.parametrize("handler", [True, False])
+def test_the_age_limit_s_close_between_responses_costs_no_response(aging_server, kind, handler) -> None:
+    # The server's age limit: an error event, then 1001. A create sent after that goes out on a
+    # new socket, with on_reconnecting told (the official handler's event) or without one.
+    import time
+
+    told: list[Any] = []
+    extra = {"on_reconnecting": lambda e: told.append(e)} if handler else {}
+    with Conn("llmclient", kind, aging_server, api_key="sk-any", initial_delay=0.01, **extra) as ws:
+        ws.create(**BODY)
+        assert _final(ws.until_done()).type in TERMINAL
+        err = ws.recv()
+        assert err.type == "error" and err.error.code == "websocket_connection_limit_reached"
+        ws.run(asyncio.sleep(0.3)) if ws.loop is not None else time.sleep(0.3)  # the 1001 comes
+        ws.create(**BODY)
+        final = _final(ws.until_done())
+        assert final.type in TERMINAL and final.response.output_text
+        assert ws.conn.timings[final.response.id].sent >= 1
+    if handler:
+        assert told and told[0].close_code == 1001 and told[0].attempt == 1
+
+
+def test_the_sync_connection_takes_sends_from_another_thread(server) -> None:
+    client = llmclient.OpenAI(base_url=server.base_url, api_key=KEY)
+    try:
+        with client.responses.connect() as conn:
+            def send() -> None:
+                for lane in ("a", "b", "c"):
+                    conn.response.create(**BODY, stream_id=lane)
+
+            t = threading.Thread(target=send)
+            t.start()
+            finals = []
+            for ev in conn:
+                if ev.type in TERMINAL:
+                    finals.append(ev)
+                    if len(finals) == 3:
+                        break
+            t.join(10)
+        assert sorted(f.stream_id for f in finals) == ["a", "b", "c"]
+        assert len({f.response.output_text for f in finals}) == 1  # the same input, temperature 0
+        assert all(conn.timings[f.response.id].stream_id == f.stream_id for f in finals)
+    finally:
+        client.close()
