@@ -129,7 +129,7 @@ class AsyncStream(Generic[_T]):
         while the model writes the next ones: start each tool then. ``on_chunk``: called with
         every chunk as it comes (to show text). Afterwards ``stream.tool_collector.message()``
         is the assistant message the chunks make, as accumulating them gives."""
-        from ...pipeline.early_tools import ToolCallCollector
+        from ...pipeline.early_tools import ToolCallCollector  # only a tool_calls() caller needs it
 
         collector = self.tool_collector = ToolCallCollector()
         async for chunk in self:

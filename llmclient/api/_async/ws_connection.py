@@ -229,6 +229,7 @@ class AsyncResponsesConnectionManager:
 
     async def _open(self, extra_query: Mapping[str, Any], extra_headers: Mapping[str, Any]) -> AsyncWebSocket:
         """A new socket, or the face's error naming the URL and what to do."""
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket import connect_async
 
         url = self._url(extra_query)
@@ -309,6 +310,7 @@ def _enqueue(queue: list[bytes], data: bytes, limit: int) -> None:
 
 def _open_error(url: str, exc: Exception, trace: TraceContext) -> Exception:
     """The face's error for a socket that did not open."""
+    # the ws extra (websockets): loaded with the first socket
     from ...transport.websocket import HandshakeError, WebSocketTimeout
 
     kw: dict[str, Any] = {"trace_id": trace.trace_id}
@@ -406,6 +408,7 @@ class AsyncResponsesConnection:
         try:
             await ws.send_text(raw)
         except Exception as exc:
+            # the ws extra (websockets): loaded with the first socket
             from ...transport.websocket import WebSocketError
 
             if not isinstance(exc, WebSocketError):
@@ -444,6 +447,7 @@ class AsyncResponsesConnection:
                 return
 
     async def _next(self) -> tuple[bytes, dict[str, Any]]:
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket import WebSocketClosed, WebSocketError, WebSocketTimeout
 
         while True:
@@ -659,6 +663,7 @@ class AsyncResponsesConnection:
 
     def _cut_error(self, pending: Pending, turn: _Turn | None, code: int | None, stalled: bool,
                    reopened: bool = True, fetched: str | None = None) -> Exception:
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket.errors import close_meaning
 
         where = redact_url(self.url)
@@ -696,6 +701,7 @@ class AsyncResponsesConnection:
                       "(connection.close() or the end of its with block)")
 
     def _closed_error(self, code: int | None, unsent: int = 0) -> Exception:
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket.errors import close_meaning
 
         lead = f"{unsent} message(s) not sent: " if unsent else ""

@@ -231,6 +231,7 @@ class ResponsesConnectionManager:
 
     def _open(self, extra_query: Mapping[str, Any], extra_headers: Mapping[str, Any]) -> SyncWebSocket:
         """A new socket, or the face's error naming the URL and what to do."""
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket import connect_sync
 
         url = self._url(extra_query)
@@ -311,6 +312,7 @@ def _enqueue(queue: list[bytes], data: bytes, limit: int) -> None:
 
 def _open_error(url: str, exc: Exception, trace: TraceContext) -> Exception:
     """The face's error for a socket that did not open."""
+    # the ws extra (websockets): loaded with the first socket
     from ...transport.websocket import HandshakeError, WebSocketTimeout
 
     kw: dict[str, Any] = {"trace_id": trace.trace_id}
@@ -408,6 +410,7 @@ class ResponsesConnection:
         try:
             ws.send_text(raw)
         except Exception as exc:
+            # the ws extra (websockets): loaded with the first socket
             from ...transport.websocket import WebSocketError
 
             if not isinstance(exc, WebSocketError):
@@ -446,6 +449,7 @@ class ResponsesConnection:
                 return
 
     def _next(self) -> tuple[bytes, dict[str, Any]]:
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket import WebSocketClosed, WebSocketError, WebSocketTimeout
 
         while True:
@@ -661,6 +665,7 @@ class ResponsesConnection:
 
     def _cut_error(self, pending: Pending, turn: _Turn | None, code: int | None, stalled: bool,
                    reopened: bool = True, fetched: str | None = None) -> Exception:
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket.errors import close_meaning
 
         where = redact_url(self.url)
@@ -698,6 +703,7 @@ class ResponsesConnection:
                       "(connection.close() or the end of its with block)")
 
     def _closed_error(self, code: int | None, unsent: int = 0) -> Exception:
+        # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket.errors import close_meaning
 
         lead = f"{unsent} message(s) not sent: " if unsent else ""
