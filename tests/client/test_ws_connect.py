@@ -519,3 +519,27 @@ def test_the_sync_connection_takes_sends_from_another_thread(server) -> None:
         assert all(conn.timings[f.response.id].stream_id == f.stream_id for f in finals)
     finally:
         client.close()
+
+
+def test_a_server_killed_mid_response_raises_with_the_partial_and_runs_nothing_twice(kind) -> None:
+    import signal
+
+    s = start_ref_server(FAULT_HEADERS)
+    try:
+        with Conn("llmclient", kind, s, api_key="sk-any", max_retries=2, initial_delay=0.01,
+                  extra_headers={"x-fault": "slow_ms=50"}) as ws:
+            ws.create(**BODY, store=False, stream_id="a")
+            got = [ws.recv() for _ in range(4)]
+            assert s.process is not None
+            s.process.send_signal(signal.SIGKILL)
+            s.process.wait(10)
+            with pytest.raises(llmclient.IncompleteStreamError) as info:
+                while True:
+                    got.append(ws.recv())
+            assert info.value.partial.response_id == got[0].response.id
+            assert info.value.partial.events == len(got) and "1006" in str(info.value)
+            # nothing listens now: a new create cannot go out, and says so
+            with pytest.raises(llmclient.APIConnectionError, match="not sent"):
+                ws.create(**BODY)
+    finally:
+        stop_ref_server(s)
