@@ -464,7 +464,9 @@ class AsyncResponsesConnection:
             try:
                 data = await ws.recv(self._idle_timeout())
             except WebSocketTimeout:
-                await self._lost(ws, None, stalled=True)
+                # recv's own limit leaves the socket open (a stall); a ping never answered has
+                # failed it (a dead peer or path: lost, as a 1006)
+                await self._lost(ws, 1006 if ws.closed else None, stalled=not ws.closed)
                 continue
             except WebSocketClosed as exc:
                 if self._closed:

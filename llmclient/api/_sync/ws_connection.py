@@ -466,7 +466,9 @@ class ResponsesConnection:
             try:
                 data = ws.recv(self._idle_timeout())
             except WebSocketTimeout:
-                self._lost(ws, None, stalled=True)
+                # recv's own limit leaves the socket open (a stall); a ping never answered has
+                # failed it (a dead peer or path: lost, as a 1006)
+                self._lost(ws, 1006 if ws.closed else None, stalled=not ws.closed)
                 continue
             except WebSocketClosed as exc:
                 if self._closed:
