@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ..models import TracedChatCompletion as ChatCompletion
     from ..models import TracedCompletion as Completion
     from ..streaming import AsyncStream
+    from .ws_connection import AsyncResponsesConnectionManager
 
 __all__ = [
     "AsyncChat",
@@ -613,6 +614,30 @@ class AsyncResponses(_ResponsesBase):
     ) -> Any:
         call = self._create_call(params, stream, extra_headers, extra_query, extra_body, timeout)
         return await self._client._request(call, response_object, _raw, response_stream_event)
+
+    def connect(
+        self,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, Any] | None = None,
+        websocket_connection_options: Mapping[str, Any] | None = None,
+        on_reconnecting: Callable[[Any], Any] | None = None,
+        max_retries: int = 5,
+        initial_delay: float = 0.5,
+        max_delay: float = 8.0,
+        max_queue_size: int = 1_048_576,
+        *,
+        warm: bool = False,
+    ) -> AsyncResponsesConnectionManager:
+        """A persistent Responses WebSocket (the official signature and defaults) on llmclient's
+        own WebSocket transport (``api/_async/ws_connection.py``; the ``ws`` extra).
+        ``warm=True`` starts the handshake now, so it runs while the app gets ready."""
+        from .ws_connection import AsyncResponsesConnectionManager  # the ws mode's, on first use
+
+        return AsyncResponsesConnectionManager(
+            self._client, extra_query=extra_query or {}, extra_headers=extra_headers or {},
+            websocket_connection_options=websocket_connection_options or {},
+            on_reconnecting=on_reconnecting, max_retries=max_retries, initial_delay=initial_delay,
+            max_delay=max_delay, max_queue_size=max_queue_size, warm=warm)
 
 
 class AsyncEmbeddings(_Resource):

@@ -33,6 +33,7 @@ from ..early_resume import aclose_quietly, adropped, aearly_reads
 
 if TYPE_CHECKING:
     from ...pipeline.call import Call
+    from ...pipeline.early_tools import ReadyToolCall, ToolCallCollector
     from ...pipeline.stream_session import Step
     from ...pipeline.timings import CallRecord
     from ...wire.codec import StreamDecoder
@@ -46,6 +47,7 @@ class AsyncStream(Generic[_T]):
     """The events of one streamed call (drop-in for ``openai.AsyncStream``)."""
 
     response: httpx.Response
+    tool_collector: ToolCallCollector  # after tool_calls(): the chunks' message
 
     def __init__(
         self,
@@ -120,6 +122,23 @@ class AsyncStream(Generic[_T]):
         finally:
             _reset(token)
             await self.close()
+
+    async def tool_calls(self, on_chunk: Callable[[Any], Any] | None = None) -> AsyncIterator[ReadyToolCall]:
+        """Chat completions: read the stream and yield each tool call as soon as its arguments
+        are complete (``pipeline/early_tools.py`` says when), with its ``index`` and ``id``,
+        while the model writes the next ones: start each tool then. ``on_chunk``: called with
+        every chunk as it comes (to show text). Afterwards ``stream.tool_collector.message()``
+        is the assistant message the chunks make, as accumulating them gives."""
+        from ...pipeline.early_tools import ToolCallCollector  # only a tool_calls() caller needs it
+
+        collector = self.tool_collector = ToolCallCollector()
+        async for chunk in self:
+            if on_chunk is not None:
+                on_chunk(chunk)
+            for call in collector.feed(chunk):
+                yield call
+        for call in collector.finish():
+            yield call
 
     async def _reconnect(self, err: APIError, step: Step) -> None:
         """Go on after ``err`` as ``step`` says: the rest of a background stream, the chat

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ..models import TracedChatCompletion as ChatCompletion
     from ..models import TracedCompletion as Completion
     from ..streaming import Stream
+    from .ws_connection import ResponsesConnectionManager
 
 __all__ = [
     "Chat",
@@ -615,6 +616,30 @@ class Responses(_ResponsesBase):
     ) -> Any:
         call = self._create_call(params, stream, extra_headers, extra_query, extra_body, timeout)
         return self._client._request(call, response_object, _raw, response_stream_event)
+
+    def connect(
+        self,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_headers: Mapping[str, Any] | None = None,
+        websocket_connection_options: Mapping[str, Any] | None = None,
+        on_reconnecting: Callable[[Any], Any] | None = None,
+        max_retries: int = 5,
+        initial_delay: float = 0.5,
+        max_delay: float = 8.0,
+        max_queue_size: int = 1_048_576,
+        *,
+        warm: bool = False,
+    ) -> ResponsesConnectionManager:
+        """A persistent Responses WebSocket (the official signature and defaults) on llmclient's
+        own WebSocket transport (``api/_sync/ws_connection.py``; the ``ws`` extra).
+        ``warm=True`` starts the handshake now, so it runs while the app gets ready."""
+        from .ws_connection import ResponsesConnectionManager  # the ws mode's, on first use
+
+        return ResponsesConnectionManager(
+            self._client, extra_query=extra_query or {}, extra_headers=extra_headers or {},
+            websocket_connection_options=websocket_connection_options or {},
+            on_reconnecting=on_reconnecting, max_retries=max_retries, initial_delay=initial_delay,
+            max_delay=max_delay, max_queue_size=max_queue_size, warm=warm)
 
 
 class Embeddings(_Resource):
