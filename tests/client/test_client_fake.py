@@ -462,7 +462,7 @@ def test_concurrent_calls_through_goaway_never_leak_transport_errors(drive: Driv
         results = drive.gather([settled(lambda: a.chat.completions.create(model="m", messages=MSG))] * 12,
                                workers=12)
         assert all(not isinstance(r, BaseException) or isinstance(r, llmclient.APIError) for r in results)
-        assert any(not isinstance(r, BaseException) for r in results)
+        assert any(not isinstance(r, BaseException) for r in results), [repr(r)[:300] for r in results]
     finally:
         server.stop()
 
