@@ -226,6 +226,14 @@ http {{
         keepalive_requests {requests};
         location / {{ proxy_pass http://ref; }}
     }}
+    # nginx before 1.25 speaks only HTTP/2 on an `http2` cleartext port (an HTTP/1.1 request
+    # line there is "illegal"): HTTP/1.1 clients get a port of their own, where the same limit
+    # ends a connection with `Connection: close`.
+    server {{
+        listen 127.0.0.1:{port1};
+        keepalive_requests {requests};
+        location / {{ proxy_pass http://ref; }}
+    }}
 }}
 """
 
@@ -237,17 +245,18 @@ def _free_port() -> int:
 
 
 class NginxGoaway:
-    """nginx (h2c on a loopback port) in front of ``upstream``, GOAWAY after ``requests`` streams
-    per connection."""
+    """nginx in front of ``upstream``: h2c on one loopback port (GOAWAY after ``requests``
+    streams per connection), HTTP/1.1 on another (``Connection: close`` after as many)."""
 
     def __init__(self, upstream_port: int, requests: int) -> None:
         exe = shutil.which("nginx")
         if exe is None:
             raise RuntimeError("nginx is not installed (scripts/ensure-system-deps.sh installs it)")
         self.prefix = Path(tempfile.mkdtemp(prefix="llmclient-bench-nginx-"))
-        self.port = _free_port()
+        self.port, self.port1 = _free_port(), _free_port()
         (self.prefix / "nginx.conf").write_text(_NGINX_CONF.format(d=self.prefix, upstream=upstream_port,
-                                                                   port=self.port, requests=requests))
+                                                                   port=self.port, port1=self.port1,
+                                                                   requests=requests))
         self.process = subprocess.Popen([exe, "-p", str(self.prefix), "-c", str(self.prefix / "nginx.conf")],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 20
@@ -255,7 +264,8 @@ class NginxGoaway:
             if self.process.poll() is not None:
                 raise RuntimeError(f"nginx exited: {self.process.stderr.read().decode() if self.process.stderr else ''}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                for port in (self.port, self.port1):
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
@@ -266,6 +276,10 @@ class NginxGoaway:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def base_url_http1(self) -> str:
+        return f"http://127.0.0.1:{self.port1}/v1"
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -302,6 +316,8 @@ def churn(calls: int, concurrency: int, clients: tuple[str, ...], base_url: str 
     for name, start in targets:
         for client in clients:
             server, extra, url = start()
+            if client == "openai" and isinstance(extra, NginxGoaway):
+                url = extra.base_url_http1  # the official client speaks HTTP/1.1 only
             try:
                 _warm(client, url)
                 tally = Tally(client, name)

@@ -31,8 +31,10 @@ def test_an_outage_run_counts_calls_and_attempts_in_and_after_the_window() -> No
 
 @pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed (scripts/ensure-system-deps.sh)")
 def test_a_small_churn_run_finds_every_call_in_the_upstream_log() -> None:
-    rows = reliability.churn(calls=60, concurrency=4, clients=("llmclient",))
-    assert [r.target for r in rows] == ["nginx GOAWAY every 10 requests", "uvicorn closing connections idle 1 s"]
+    rows = reliability.churn(calls=60, concurrency=4, clients=("llmclient", "openai"))  # the control too
+    assert [(r.target, r.client) for r in rows] == [
+        (target, client) for target in ("nginx GOAWAY every 10 requests", "uvicorn closing connections idle 1 s")
+        for client in ("llmclient", "openai")]
     for tally in rows:
         assert tally.calls == 60 and not tally.errors
         assert tally.duplicated == 0 and tally.upstream_attempts == 60
