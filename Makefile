@@ -19,9 +19,10 @@ setup: $(STAMP) system-deps
 system-deps:
 	@bash scripts/ensure-system-deps.sh
 
-## The main job: the savings benchmark against the embedded reference server. `make bench` is a
-## representative pass over every scenario (small budgets, about 8 minutes on 2 cores) ending in a
-## summary; `make bench-full` (or `make bench ARGS=--full`) is the full suite (~45 minutes).
+## The main job: the savings benchmark against the embedded reference server. `make bench` is the
+## quick pass (about 275 s of scenarios on 2 cores; every row it shows decided, the scenarios that
+## need longer named in its headline); `make bench-full` (or `make bench ARGS=--full`) is the full
+## suite (~45 minutes).
 bench: setup
 	$(PY) -m benchmarks --quick $(ARGS)
 
@@ -61,6 +62,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check llmclient preprocess speculative benchmarks tests examples scripts
 	$(PY) scripts/unasync.py --check
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/signatures.py --check
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

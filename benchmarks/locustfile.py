@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from locust import User, between, task
@@ -32,6 +32,9 @@ except ImportError as exc:  # pragma: no cover - needs the bench extra
     raise SystemExit("locust is not installed: pip install 'llmclient[bench]'") from exc
 
 from llmclient_bench.harness.load import LengthModel, readable_text
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 REQUEST_TYPE = "LLM"
 
@@ -82,7 +85,7 @@ class LLMUser(User):
     @task
     def chat(self) -> None:
         words, max_tokens = self.lengths.sample(self.rng)
-        messages = [{"role": "user", "content": readable_text(words, self.rng)}]
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": readable_text(words, self.rng)}]
         t0 = time.perf_counter()
         ttft: float | None = None
         chars = 0

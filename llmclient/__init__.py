@@ -8,7 +8,7 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._client import AsyncOpenAI, OpenAI, RawResponse, __version__
+from ._client import OpenAI, RawResponse, __version__
 from ._errors import (
     APIConnectionError,
     APIError,
@@ -30,7 +30,8 @@ from ._errors import (
     UnprocessableEntityError,
 )
 from ._module_client import resource_proxy
-from .api.streaming import AsyncStream, Stream
+from .api.streaming import Stream
+from .features.admit.retry_budget import RetryBudget
 from .features.route import Ejection, Replica, Replicas
 from .layers.options import CallOptions
 from .pipeline.call import NOT_GIVEN, Call, NotGiven, Omit, not_given, omit
@@ -44,6 +45,9 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers
     from llmclient.preprocess import ImageError
 
     from ._azure import AsyncAzureOpenAI, AzureOpenAI
+    from ._client_async import AsyncOpenAI
+    from ._client_async import AsyncOpenAI as AsyncClient
+    from .api._async.streaming import AsyncStream
     from .cache import CacheOptions
     from .features.hedge import HedgeConfig
     from .features.prefetch import PrefetchError, SpeculationConfig
@@ -51,12 +55,15 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers
     from .transport.http_clients import DefaultAsyncHttpxClient, DefaultHttpxClient
 
 Client = OpenAI
-AsyncClient = AsyncOpenAI
 LLMClientError = OpenAIError
 
-# Names whose modules cost import time (Pillow, the speculative package, the cache backends):
+# Names whose modules cost import time (the async client's layers and streams, Pillow, the
+# speculative package, the cache backends):
 # imported on first access, so ``import llmclient`` stays light.
 _LAZY = {
+    "AsyncOpenAI": ("llmclient._client_async", "AsyncOpenAI"),
+    "AsyncClient": ("llmclient._client_async", "AsyncOpenAI"),
+    "AsyncStream": ("llmclient.api._async.streaming", "AsyncStream"),
     "ImageError": ("preprocess", "ImageError"),
     "SpeculationConfig": ("llmclient.features.prefetch", "SpeculationConfig"),
     "PrefetchError": ("llmclient.features.prefetch", "PrefetchError"),
@@ -80,7 +87,7 @@ max_retries: int | None = None
 default_headers: Mapping[str, str] | None = None
 default_query: Mapping[str, object] | None = None
 http_client: Any = None
-# The official resources llmclient passes through (``_passthrough``): ``llmclient.responses``...
+# The official resources llmclient passes through (``api/passthrough.py``): ``llmclient.responses``...
 _MODULE_RESOURCES = frozenset({"chat", "completions", "embeddings", "models", "beta", "responses",
                                "moderations", "files", "batches", "images", "audio", "vector_stores",
                                "uploads", "fine_tuning", "containers", "conversations", "evals",
@@ -145,6 +152,7 @@ __all__ = [
     "RawResponse",
     "Replica",
     "Replicas",
+    "RetryBudget",
     "SSEDecoder",
     "SpeculationConfig",
     "Stream",

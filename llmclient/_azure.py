@@ -12,13 +12,13 @@ sent as ``Authorization: Bearer``.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import _official
-from ._client import AsyncOpenAI, BaseClient, OpenAI
+from ._client import BaseClient, OpenAI
+from ._client_async import AsyncOpenAI
 from ._errors import OpenAIError
 from .api.passthrough import (
     API_KEY_SENTINEL,  # the official client's placeholder api_key for a token
@@ -150,8 +150,12 @@ class _AzureMixin(BaseClient):
             kwargs.setdefault("azure_ad_token_provider", self._azure_ad_token_provider)
         return kwargs
 
+    def _token_provider(self) -> Any:
+        return self._azure_ad_token_provider
+
     @staticmethod
-    def _set_token(call: Call, token: str) -> None:
+    def _set_token(call: Call, token: object) -> None:
+        token = _check_token(token)
         if "authorization" not in call.headers or call.headers["authorization"].startswith("Bearer "):
             call.headers["authorization"] = f"Bearer {token}"
 
@@ -162,11 +166,6 @@ class AzureOpenAI(_AzureMixin, OpenAI):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**self._setup_azure(kwargs))
 
-    def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
-        provider = self._azure_ad_token_provider
-        if provider is not None:
-            self._set_token(call, _check_token(provider()))
-        return super()._request(call, make, raw, stream_make)
 
 
 class AsyncAzureOpenAI(_AzureMixin, AsyncOpenAI):
@@ -175,14 +174,6 @@ class AsyncAzureOpenAI(_AzureMixin, AsyncOpenAI):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**self._setup_azure(kwargs))
 
-    async def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any:
-        provider = self._azure_ad_token_provider
-        if provider is not None:
-            token = provider()
-            if inspect.isawaitable(token):
-                token = await token
-            self._set_token(call, _check_token(token))
-        return await super()._request(call, make, raw, stream_make)
 
 
 _official.register(AzureOpenAI, AsyncAzureOpenAI, hide=True)  # openai.AzureOpenAI's kind too

@@ -17,53 +17,39 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from . import _official
-from ._async.client import AsyncClientIO
 from ._config import Config, openai_config
 from ._keywords import official_settings
 from ._sync.client import ClientIO
-from ._synchronization import start_task
 from ._version import __version__
 from .api.errors import OPENAI_ERRORS
 from .api.headers import merge_custom, openai_headers
 from .api.models import ChatCompletion
-from .api.passthrough import AsyncPassthrough, SyncPassthrough
+from .api.passthrough import SyncPassthrough
 from .api.raw import RawResponse
 from .api.resources import Beta
 from .features.port import Port
-from .layers._async.cache import alookup_cache, cache_for, speculation
-from .layers._async.chain import Chain as AsyncChain
-from .layers._sync.cache import lookup_cache
-from .layers._sync.chain import Chain
 from .layers.answer import finish
 from .layers.calls import build_call, to_timeout
 from .layers.context import Context
 from .layers.options import CallOptions, split_options
 from .layers.request import header_forms
-from .layers.setup import speculation_stats
+from .layers.setup import cache_for, speculation, speculation_stats
 from .layers.setup import start as start_features
 from .pipeline.call import NOT_GIVEN, Call, NotGiven, credential_scope, http_client_auth
 from .pipeline.knowledge import Knowledge
 from .transport.http_clients import client_headers
-from .transport.lanes import (
-    AsyncTransport,
-    SyncTransport,
-    TransportSettings,
-    shared_async_transport,
-    shared_sync_transport,
-)
+from .transport.lanes import SyncTransport, TransportSettings, shared_sync_transport
 from .transport.proxy import proxy_map
 from .wire.compression import accept_encoding
 
 if TYPE_CHECKING:
-    import asyncio
-
     from typing_extensions import Self, Unpack
 
-    from ._config import ClientOptions, CopyOptions
+    from ._client_options import ClientOptions, CopyOptions
     from .features.prefetch import Speculation
     from .features.route.router import Router
 
-__all__ = ["AsyncOpenAI", "BaseClient", "OpenAI", "RawResponse", "__version__"]
+__all__ = ["BaseClient", "OpenAI", "RawResponse", "__version__"]
 
 # The client a copy is made from (with_options): the copy shares what it learned about servers.
 _copying: ContextVar[BaseClient | None] = ContextVar("llmclient_copying", default=None)
@@ -77,10 +63,13 @@ class BaseClient:
     _ctx: Context
     if TYPE_CHECKING:  # the I/O mixed in (ClientIO / AsyncClientIO)
         def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any: ...
+        def _make_chain(self, ctx: Context) -> Any: ...
+        @staticmethod
+        def _cache_lookup(ctx: Context) -> Any: ...
 
     def __init__(self, **options: Unpack[ClientOptions]) -> None:
         azure = hasattr(self, "_setup_azure")
-        config = openai_config(options, official_settings("AzureOpenAI" if azure else "OpenAI"),
+        config = openai_config(options, lambda: official_settings("AzureOpenAI" if azure else "OpenAI"),
                                f"{type(self).__name__}.__init__")
         self._setup(config, _copying.get())
 
@@ -102,7 +91,8 @@ class BaseClient:
         self._proxy = connection.proxy
         # proxy= for every origin, else HTTP(S)_PROXY / ALL_PROXY / NO_PROXY as httpx reads them
         self._transport_settings = TransportSettings(verify=connection.verify, http2=connection.http2,
-                                                     proxies=proxy_map(connection.proxy))
+                                                     proxies=proxy_map(connection.proxy),
+                                                     max_connection_age=connection.max_connection_age)
         self.cache = config.features.cache
         self._options: CallOptions = config.calls
         if config.official:
@@ -121,23 +111,33 @@ class BaseClient:
             transport=self._transport_now, http_client=http_client, header_forms=header_forms(self._headers),
             knowledge=original._ctx.knowledge if original is not None else Knowledge(),
             router=self._router, compress=connection.compress,
+            retry_budget=original._ctx.retry_budget if original is not None else None,  # a copy's: shared
+            fixed_transport=None if is_async else self.__dict__.get("_transport"),
         )
         ctx.port = Port(
             build=self._build_call, request=self._request,
-            lookup=(lambda call: alookup_cache(ctx, call)) if is_async else (lambda call: lookup_cache(ctx, call)),
+            lookup=self._cache_lookup(ctx),
             cache_for=lambda call: cache_for(ctx, call), defaults=config.calls,
             has_cache=config.features.cache is not None, is_async=is_async, options=CallOptions,
             split=lambda params: split_options(params, config.calls), chat_completion=ChatCompletion,
         )
         start_features(ctx, config.features, config.calls.prefetch)
         self._ctx = ctx
-        self._chain = (AsyncChain if is_async else Chain)(ctx)
+        self._chain = self._make_chain(ctx)
         self._attach()  # type: ignore[attr-defined]
 
     # -- settings ---------------------------------------------------------------------------
 
     def _open_transport(self) -> None:
         """The sync client's shared connections (the async client's are per event loop)."""
+
+    def _token_provider(self) -> Any:
+        """A function giving the credential for each request (None: the headers' own)."""
+        return None
+
+    @staticmethod
+    def _set_token(call: Call, token: object) -> None:
+        """Put the credential ``token`` a provider gave on the call (the face's own header)."""
 
     def _transport_now(self) -> Any:
         return self._transport  # type: ignore[attr-defined]
@@ -148,7 +148,8 @@ class BaseClient:
 
     def _copy_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """The keywords of a copy: this client's settings, with ``overrides`` given (None leaves
-        a setting as it is, except ``stream_idle_timeout``, where None turns the watchdog off);
+        a setting as it is, except ``stream_idle_timeout``, where None turns the watchdog off, and
+        ``max_connection_age``, where it means no age);
         ``default_headers`` are merged into this client's, ``set_default_headers`` replace them."""
         kwargs = self._config.options()
         kwargs["base_url"] = self.__dict__.get("_replicas") or self.base_url
@@ -167,8 +168,9 @@ class BaseClient:
             overrides["default_headers"] = merge_custom({**self._custom_headers}, overrides["default_headers"])
         elif set_default_headers is not None:
             overrides["default_headers"] = set_default_headers
-        if "stream_idle_timeout" in overrides:  # None is a value here: the watchdog off
-            kwargs["stream_idle_timeout"] = overrides.pop("stream_idle_timeout")
+        for name in ("stream_idle_timeout", "max_connection_age"):  # None is a value here
+            if name in overrides:
+                kwargs[name] = overrides.pop(name)
         kwargs.update({k: v for k, v in overrides.items() if v is not None and v is not NOT_GIVEN})
         return kwargs
 
@@ -276,6 +278,13 @@ class BaseClient:
         return pacer.snapshot() if pacer is not None else {}
 
     @property
+    def retry_budgets(self) -> dict[str, dict[str, Any]]:
+        """Per origin: the retry budget's tokens, its policy, whether it is spent and the
+        retries it refused (``features/admit/retry_budget``); empty with ``retry_budget=False``."""
+        budget = self._ctx.retry_budget
+        return budget.stats() if budget is not None else {}
+
+    @property
     def concurrency_limits(self) -> dict[str, dict[str, Any]]:
         """With ``concurrency="adaptive"``: per base URL, the calls allowed in flight now, in
         flight, waiting, the latency baseline, cuts and the reason of the last change."""
@@ -316,26 +325,6 @@ class OpenAI(SyncPassthrough, ClientIO, BaseClient):
         return self
 
 
-class AsyncOpenAI(AsyncPassthrough, AsyncClientIO, BaseClient):
-    """Asynchronous client (drop-in for ``openai.AsyncOpenAI``)."""
-
-    def __init__(self, **options: Unpack[ClientOptions]) -> None:
-        super().__init__(**options)
-        self._warm_task: asyncio.Task[None] | None = None
-        if self._config.connection.warm:
-            # With no running loop, nothing starts: warm on the first call's loop (warmup()).
-            self._warm_task = start_task(self.warmup)
-
-    @property
-    def _transport(self) -> AsyncTransport | None:
-        if self._http_client is not None:
-            return None
-        return shared_async_transport(self._transport_settings)
-
-    async def __aenter__(self) -> AsyncOpenAI:
-        return self
-
-
 # With ``openai`` imported, ``isinstance(client, openai.OpenAI)`` holds (``_official``); the
 # official attributes these classes lack stay missing.
-_official.register(OpenAI, AsyncOpenAI, hide=True)
+_official.register(OpenAI, hide=True)

@@ -7,19 +7,19 @@ plus the official client's own settings that llmclient only passes on (``officia
 checks its fields in ``__post_init__``, so a bad value raises at construction, in
 ``with_options`` and per call alike, naming the option and what it takes. The keyword names are
 the groups' fields (:data:`OPTION_NAMES`); ``with_options`` is :meth:`Config.replace`, and a copy
-is the same config with changes. :class:`ClientOptions` spells the keywords out for type
-checkers and editors (``OpenAI(api_kye=...)`` and ``OpenAI(max_retries="three")`` fail there);
-a test holds it to the groups.
+is the same config with changes. ``_client_options.ClientOptions`` spells the keywords out for
+type checkers and editors (``OpenAI(api_kye=...)`` and ``OpenAI(max_retries="three")`` fail
+there); a test holds it to the groups.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
+from typing import Any, Final, Literal
 
 import httpx
 
@@ -28,18 +28,16 @@ from ._keywords import check_keywords
 from .features.admit.concurrency import AdaptiveConfig, adaptive_config
 from .features.admit.pacer import pacing_mode
 from .features.admit.priority import check_field as check_priority_field
+from .features.admit.retry_budget import RetryBudget
+from .features.admit.retry_budget import check_setting as check_retry_budget
 from .features.batch import BatchConfig, batch_config
-from .features.route import Replica, Replicas
+from .features.route import Replicas
 from .layers.calls import to_timeout
 from .layers.options import CallOptions
-from .pipeline.call import NOT_GIVEN, NotGiven, is_given
+from .pipeline.call import NOT_GIVEN, is_given
+from .transport.aging import MAX_CONNECTION_AGE_S, check_max_age
 
-if TYPE_CHECKING:
-    from .cache import ResponseCache
-    from .features.hedge import HedgeConfig
-    from .features.prefetch import SpeculationConfig
-
-__all__ = ["OPTION_NAMES", "ClientOptions", "Config", "Connection", "CopyOptions", "Credentials", "Features", "check_cache_setting"]
+__all__ = ["OPTION_NAMES", "Config", "Connection", "Credentials", "Features", "check_cache_setting"]
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)  # the official client's default
 DEFAULT_MAX_RETRIES: Final = 2
@@ -84,7 +82,8 @@ class Credentials:
 @dataclass(frozen=True, slots=True)
 class Connection:
     """Where the calls go and how: the base URL (or several replicas), timeouts, retries, and the
-    connections' settings (HTTP/2, TLS verification, proxy, a caller's own ``http_client``)."""
+    connections' settings (HTTP/2, TLS verification, proxy, a caller's own ``http_client``, the
+    connections' maximum age)."""
 
     base_url: httpx.URL | Replicas
     timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
@@ -95,9 +94,12 @@ class Connection:
     proxy: str | httpx.URL | None = None
     warm: bool = False  # open the connection (GET /models) when the client is made
     compress: bool = True  # compress request bodies for servers that read zstd or gzip
+    # every connection retired at this age, jittered (seconds; None: never): transport/aging.py
+    max_connection_age: float | None = MAX_CONNECTION_AGE_S
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", check_base_url(self.base_url))
+        object.__setattr__(self, "max_connection_age", check_max_age(self.max_connection_age))
         if not isinstance(self.timeout, httpx.Timeout):
             raise TypeError(f"timeout must be a number of seconds, an httpx.Timeout or None, got {self.timeout!r}")
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
@@ -159,7 +161,7 @@ def check_cache_setting(value: object) -> object:
 class Features:
     """The opt-in features and how they run: the response cache's store, speculation's budget,
     rate-limit pacing and the Redis it shares budgets through, adaptive concurrency, embedding
-    batching, and vLLM's body priority."""
+    batching, vLLM's body priority, and the retry budget per origin (on unless False)."""
 
     cache: Any = None
     speculation: Any = None  # a SpeculationConfig or a dict of its fields (checked when made)
@@ -168,9 +170,13 @@ class Features:
     concurrency: AdaptiveConfig | None = None
     embedding_batch: BatchConfig | None = None
     priority_field: bool = False
+    # None/True: a budget of the client's own (its copies share it); False: none; a RetryBudget:
+    # that one (features/admit/retry_budget.py; the buckets are made in layers/setup.py)
+    retry_budget: RetryBudget | bool | None = None
 
     def __post_init__(self) -> None:
         check_cache_setting(self.cache)
+        check_retry_budget(self.retry_budget)
         pacing_mode(self.pacing)
         object.__setattr__(self, "concurrency", adaptive_config(self.concurrency))
         object.__setattr__(self, "embedding_batch", batch_config(self.embedding_batch))
@@ -219,14 +225,16 @@ class Config:
         return {**out, **self.official}
 
 
-def openai_config(options: Mapping[str, Any], official_names: frozenset[str], where: str) -> Config:
+def openai_config(options: Mapping[str, Any], official_names: Callable[[], frozenset[str]], where: str) -> Config:
     """The Config of ``OpenAI(**options)``: the official client's environment defaults
     (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``), every
     keyword checked; a keyword neither llmclient's nor the official client's is the official
     TypeError naming the closest real one."""
     unknown = set(options) - OPTION_NAMES
-    if unknown and not official_names.issuperset(unknown):
-        check_keywords(f"{where}()", options, OPTION_NAMES | official_names)
+    if unknown:  # only then are the official client's own names read (its signature: openai imported)
+        known = official_names()
+        if not known.issuperset(unknown):
+            check_keywords(f"{where}()", options, OPTION_NAMES | known)
     api_key = options.get("api_key")
     if api_key is None:
         api_key = os.environ.get("OPENAI_API_KEY")
@@ -259,7 +267,7 @@ def make_config(options: Mapping[str, Any], *, credentials: Credentials, base_ur
     timeout = to_timeout(options.get("timeout", NOT_GIVEN), _http_client_timeout(http_client) or DEFAULT_TIMEOUT)
     connection = Connection(
         base_url=base_url, timeout=timeout, max_retries=options.get("max_retries", DEFAULT_MAX_RETRIES),
-        **_given(options, ("http_client", "http2", "verify", "proxy", "warm", "compress")),
+        **_given(options, ("http_client", "http2", "verify", "proxy", "warm", "compress", "max_connection_age")),
     )
     calls = CallOptions(**_given(options, [f for f, g in GROUP_OF.items() if g == "calls"]))
     features = Features(**_given(options, [f for f, g in GROUP_OF.items() if g == "features"]))
@@ -280,60 +288,3 @@ def _http_client_timeout(http_client: Any) -> httpx.Timeout | None:
         return None
     mine = httpx.Timeout(**timeout.as_dict()) if not isinstance(timeout, httpx.Timeout) else timeout
     return None if mine == httpx.Timeout(5.0) else mine
-
-
-class ClientOptions(TypedDict, total=False):
-    """The keywords of ``OpenAI(...)`` / ``AsyncOpenAI(...)`` and ``with_options(...)``, for
-    type checkers and editors (PEP 692). The official client's own come first; llmclient's
-    after (README, "What it does")."""
-
-    api_key: str | None
-    organization: str | None
-    project: str | None
-    base_url: str | httpx.URL | Sequence[str | Replica] | Replicas | NotGiven | None
-    timeout: float | httpx.Timeout | NotGiven | None
-    max_retries: int
-    default_headers: Mapping[str, str | None] | None
-    default_query: Mapping[str, object] | None
-    http_client: httpx.Client | httpx.AsyncClient | Any | None
-    # the official client's own, passed on to the calls llmclient does not run itself
-    admin_api_key: str | None
-    workload_identity: Any
-    webhook_secret: str | None
-    provider: Any
-    data_residency: Any
-    websocket_base_url: str | httpx.URL | None
-    _strict_response_validation: bool
-    _enforce_credentials: bool
-    # llmclient's: connections
-    http2: bool
-    verify: Any
-    proxy: str | httpx.URL | None
-    warm: bool
-    compress: bool
-    # llmclient's: what each call does unless it says otherwise
-    images: bool | str | Mapping[str, Any] | Any | None
-    prefetch: bool | Literal["prefix"] | Sequence[Any] | Any | None
-    wire: Literal["json", "protobuf", "auto"]
-    hedge: bool | HedgeConfig | None
-    stream_idle_timeout: float | None
-    auto_cache_key: bool | None
-    stream_resume: Literal["auto", "continue"]
-    stream_early_resume: bool
-    priority: Literal["low", "normal"] | None
-    # llmclient's: opt-in features
-    cache: bool | str | ResponseCache | Any | None
-    speculation: SpeculationConfig | Mapping[str, Any] | None
-    pacing: Literal["auto"] | bool
-    redis: str | Any | None
-    concurrency: Literal["adaptive"] | bool | AdaptiveConfig | Mapping[str, Any] | None
-    embedding_batch: bool | BatchConfig | Mapping[str, Any] | None
-    priority_field: bool
-
-
-class CopyOptions(ClientOptions, total=False):
-    """``with_options(...)`` / ``copy(...)``: the constructor's keywords, and the official
-    ``set_default_headers`` / ``set_default_query`` (replace rather than merge)."""
-
-    set_default_headers: Mapping[str, str] | None
-    set_default_query: Mapping[str, object] | None

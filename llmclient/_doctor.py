@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ._client import OpenAI
+from ._hints import auth_hint, status_hint, transport_hint, with_hint
 from .features.route.router import model_labels
 from .pipeline.timings import parse_server_timing
 
@@ -57,6 +58,9 @@ class Report:
     checks: list[Check] = field(default_factory=list)
     features: list[str] = field(default_factory=list)
     exit_code: int = 0
+    # what was found, when the exit code's words would mislead (an API that wants a key is
+    # reachable and an API, only not usable without one)
+    verdict: str | None = None
 
     def add(self, check: Check) -> Check:
         self.checks.append(check)
@@ -66,7 +70,7 @@ class Report:
         return next((c for c in self.checks if c.name == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "exit_code": self.exit_code,
+        return {"url": self.url, "exit_code": self.exit_code, "verdict": verdict_of(self),
                 "checks": [asdict(c) for c in self.checks], "features": self.features}
 
 
@@ -149,7 +153,8 @@ def _tls(report: Report, t: _Target, sock: socket.socket, ca: str | None, insecu
                          "further)", _ms(t0)))
         return None
     except (ssl.SSLError, OSError) as exc:
-        report.add(Check("tls", "fail", f"TLS handshake failed: {exc}", _ms(t0)))
+        report.add(Check("tls", "fail", with_hint(f"TLS handshake failed: {exc}",
+                                                  transport_hint(str(exc), t.base_url)), _ms(t0)))
         return None
     expires = cert.get("notAfter")
     summary = f"{version}, {cipher}, ALPN {alpn or 'none'}" + (
@@ -196,8 +201,10 @@ def _http(ca: str | None, insecure: bool, timeout: float) -> Any:
     return httpx.Client(verify=verify, timeout=timeout)
 
 
-def _models(report: Report, t: _Target, http: Any, api_key: str, model: str | None) -> str | None:
-    """``GET /models`` read raw (httpx): status, content type, the model list."""
+def _models(report: Report, t: _Target, http: Any, api_key: str, model: str | None,
+            key_given: bool = True) -> str | None:
+    """``GET /models`` read raw (httpx): status, content type, the model list. A 401/403 is an
+    API that wants a key (or refused the one given), said as such."""
     t0 = time.perf_counter()
     try:
         resp = http.get(t.base_url + "/models", headers={"authorization": f"Bearer {api_key}"})
@@ -207,10 +214,15 @@ def _models(report: Report, t: _Target, http: Any, api_key: str, model: str | No
     ms = _ms(t0)
     ctype = resp.headers.get("content-type", "")
     if resp.status_code != 200:
+        wants_key = auth_hint(resp.status_code, key_given)
+        why = wants_key or with_hint("not an OpenAI-compatible API at this base URL",
+                                     status_hint(resp.status_code, "GET", t.base_url + "/models"))
         report.add(Check("api", "fail", f"GET /models answered {resp.status_code} ({ctype or 'no type'}): "
-                         + ("the API key was refused (--api-key)" if resp.status_code in (401, 403)
-                            else "not an OpenAI-compatible API at this base URL"),
-                         ms, {"status": resp.status_code}))
+                         + why, ms, {"status": resp.status_code, "wants_key": wants_key is not None}))
+        if wants_key is not None:
+            report.verdict = (f"reachable: an API that wants a key ({resp.status_code} to GET /models"
+                              + ("; none was given): pass --api-key KEY or set OPENAI_API_KEY"
+                                 if not key_given else "): the key given was refused"))
         return None
     try:
         data = resp.json()["data"]
@@ -398,7 +410,8 @@ def diagnose(url: str, *, api_key: str | None = None, model: str | None = None,
     """Probe ``url``; never raises for what the endpoint does (only for a malformed URL)."""
     t = _target(url)
     report = Report(t.base_url)
-    key = api_key or os.environ.get("OPENAI_API_KEY") or "doctor"
+    given = api_key or os.environ.get("OPENAI_API_KEY")
+    key = given or "doctor"
     infos = _dns(report, t)
     sock = _tcp(report, t, infos, timeout) if infos else None
     if sock is None:
@@ -423,16 +436,17 @@ def diagnose(url: str, *, api_key: str | None = None, model: str | None = None,
         h2, why = _h2c(sock, min(timeout, 3.0))
         report.add(Check("http2", "ok" if h2 else "warn", why))
     with _http(ca, insecure, timeout) as http:
-        return _api(report, t, http, key, model, h2, ca, insecure, timeout)
+        return _api(report, t, http, key, model, h2, ca, insecure, timeout, key_given=bool(given))
 
 
 def _api(report: Report, t: _Target, http: Any, key: str, model: str | None, h2: bool | None,
-         ca: str | None, insecure: bool, timeout: float) -> Report:
-    chosen = _models(report, t, http, key, model)
+         ca: str | None, insecure: bool, timeout: float, key_given: bool = True) -> Report:
+    chosen = _models(report, t, http, key, model, key_given)
     found: dict[str, Any] = {}
     if chosen is None:
+        why = "no usable key" if report.verdict else "no OpenAI-compatible API found"
         for name in ("chat", "stream"):
-            report.add(Check(name, "skip", "skipped: no OpenAI-compatible API found"))
+            report.add(Check(name, "skip", f"skipped: {why}"))
         report.exit_code = 1
         return report
     client = _client(t, key, ca, insecure, timeout)
@@ -484,10 +498,16 @@ def render(report: Report) -> str:
     if report.features:
         lines += ["", "What llmclient will do here:"]
         lines += [f"  - {f}" for f in report.features]
-    verdict = {0: "usable", 1: "reachable, but not a working OpenAI-compatible API",
-               2: "unreachable"}[report.exit_code]
-    lines += ["", f"Verdict: {verdict} (exit {report.exit_code})"]
+    lines += ["", f"Verdict: {verdict_of(report)} (exit {report.exit_code})"]
     return "\n".join(lines)
+
+
+def verdict_of(report: Report) -> str:
+    """The verdict in words: what was found when a probe said more than the exit code does."""
+    if report.verdict:
+        return report.verdict
+    return {0: "usable", 1: "reachable, but not a working OpenAI-compatible API",
+            2: "unreachable"}[report.exit_code]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,6 +39,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from . import _official
+from ._hints import describe_transport, request_url, status_hint, with_hint
 from ._redact import redact_text
 
 if TYPE_CHECKING:
@@ -159,7 +160,10 @@ class APIStatusError(APIError):
         self.response = response
         self.status_code = response.status_code
         kw.setdefault("request_id", response.headers.get("x-request-id"))
-        super().__init__(message, _request_of(response), body=body, **kw)
+        request = _request_of(response)
+        if request is not None:  # the likely fix, where what came back decides one (_hints)
+            message = with_hint(message, status_hint(response.status_code, request.method, str(request.url)))
+        super().__init__(message, request, body=body, **kw)
 
 
 class BadRequestError(APIStatusError):
@@ -351,14 +355,8 @@ def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def describe_transport_error(exc: BaseException) -> str:
+def describe_transport_error(exc: BaseException, url: str | None = None) -> str:
     """A failed send in words a user acts on (a DNS failure, a TLS failure, a refused
-    connection), with the transport's own text."""
-    text = str(exc) or type(exc).__name__
-    if "Name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
-        return f"DNS lookup failed ({text})"
-    if "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text:
-        return f"TLS handshake failed ({text})"
-    if "Connection refused" in text or "Errno 111" in text:
-        return f"connection refused ({text}); is the server running at this base URL?"
-    return f"{type(exc).__name__}: {text}"
+    connection), with the transport's own text and, where what came back decides one, the
+    likely fix (``_hints``: plain HTTP on an https:// URL, nothing listening on this machine)."""
+    return describe_transport(type(exc).__name__, str(exc), url or request_url(exc))

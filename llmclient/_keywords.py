@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["check_keywords", "create_params", "official_settings", "unknown_keyword_error"]
 
 # The official client's constructor keywords that llmclient does not take itself (openai 3.63):
-# kept for the pass-through resources' client (``_passthrough``).
+# kept for the pass-through resources' client (``api/passthrough.py``).
 OFFICIAL_ONLY_SETTINGS = frozenset({
     "admin_api_key", "workload_identity", "webhook_secret", "provider", "data_residency",
     "websocket_base_url", "_strict_response_validation", "_enforce_credentials",

@@ -23,3 +23,19 @@ def test_example_runs(ref_server: Any, name: str) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip()
     assert "sk-example" not in proc.stdout + proc.stderr
+
+
+def test_the_methods_docs_and_examples_call_are_the_clients_own() -> None:
+    """``client.warmup()`` (the connection) and ``client.warm(...)`` (the prefix cache) are two
+    methods: every ``client.<name>(`` the README, docs/ and the examples write exists on both
+    clients, so a reader never copies a spelling that is not there."""
+    import re
+
+    import llmclient
+
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "examples").glob("*.py")]
+    called = {name for path in texts
+              for name in re.findall(r"\bclient\.([a-z_]+)\(", path.read_text())}
+    assert {"warm", "warmup"} <= called
+    for name in sorted(called):
+        assert hasattr(llmclient.OpenAI, name) and hasattr(llmclient.AsyncOpenAI, name), name

@@ -40,7 +40,7 @@ DATA = ("llmclient/py.typed", "llmclient/wire/proto/llmclient.proto", "llmclient
           for p in sorted((ROOT / "benchmarks" / "server" / "profiles").glob("*.json"))))
 # Names another distribution may own: none of them may be installed at the top level.
 FORBIDDEN_TOP = ("preprocess", "speculative", "benchmarks", "tests", "examples", "scripts")
-MIN_SETUPTOOLS = (70, 1)
+MIN_SETUPTOOLS = (77, 0)  # project.license as an SPDX expression
 
 
 def _py_files(folder: Path) -> Iterator[Path]:
@@ -70,6 +70,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (built,) = out.glob("llmclient-*.whl")
+    (out / "build.log").write_text(proc.stdout + proc.stderr)  # what setuptools said building it
     return built
 
 
@@ -137,6 +138,16 @@ def test_metadata_names_the_console_scripts(wheel: Path, names: set[str]) -> Non
     parser.read_string(entry_points)
     assert dict(parser["console_scripts"]) == SCRIPTS
     assert set(top_level.split()) == {"llmclient", "llmclient_bench"}
+
+
+def test_license_is_an_spdx_expression_and_the_build_does_not_warn(wheel: Path, names: set[str]) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = zf.read(_dist_info(names, "METADATA")).decode()
+    headers = metadata.split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: Apache-2.0" in headers
+    assert not any(h.startswith("License: ") for h in headers)  # the deprecated free-text field
+    log = (wheel.parent / "build.log").read_text()
+    assert "project.license" not in log and "License classifiers are deprecated" not in log, log
 
 
 @pytest.fixture(scope="module")

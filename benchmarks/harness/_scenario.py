@@ -32,10 +32,19 @@ Everything a scenario measures is a :class:`RequestRecord` per request, grouped 
 status and kind, breakdowns) are derived from those records by ``benchmarks.harness.stats`` when the
 result is reported, so every scenario is summarised the same way. A :class:`Row` says which two
 variants the savings table compares (baseline first), on which statistic the technique is
-judged (``statistic="p95"`` for one that works on the tail; p50 by default), and, for the
-chart, its ``technique`` name and ``effort`` (what a user does to get it). The report puts a
-bootstrap interval on every ratio and says "needs --full" where the run's samples cannot
-estimate the statistic.
+judged (``statistic="p99"`` for one that works on the tail, ``"mean"`` for a mixture; p50 by
+default) and the ``technique`` its claim is named by; a :class:`Rate` judges a technique on a
+count instead (answers completed after a cut, calls refused: what a quick pass can decide
+where a p99 cannot). What a user does to get it (``effort``) is derived from the candidate's
+:class:`Arm`: ``ctx.driver`` declares the arm of each driver it makes, a scenario that builds
+its own clients passes ``arms=`` to :meth:`ScenarioResult.of`. The report puts an interval on
+every row and says "needs --full" where the run's samples cannot estimate the statistic.
+
+A scenario chooses its budget from ``ctx.quick``: the quick pass (``make bench``) must decide
+every row it shows within its share of five minutes on 2 cores, so it judges tail techniques
+on rates and leaves p99 rows to the full pass; a scenario that cannot decide anything within
+that share sets ``quick = False`` (a class attribute) and the suite leaves it out of the quick
+pass, naming it in the headline as what ``--full`` adds.
 
 Variants run *interleaved* (A B A B ...) through :meth:`Context.interleave`, so machine noise
 (other processes on a shared 2-core box) hits both sides alike.
@@ -58,9 +67,11 @@ if TYPE_CHECKING:
 
 from .records import (  # re-exported: scenarios import them from here, beside Context
     CAPABILITIES,
+    Arm,
     ChatRequest,
     Driver,
     NotAvailable,
+    Rate,
     RequestRecord,
     Row,
     Scenario,
@@ -70,9 +81,23 @@ from .records import (  # re-exported: scenarios import them from here, beside C
 )
 
 __all__ = [
-    "CAPABILITIES", "ChatRequest", "Context", "Driver", "NotAvailable", "RequestRecord", "Row", "Scenario",
-    "ScenarioResult", "default_api_key", "new_trace_id", "traceparent",
+    "CAPABILITIES", "Arm", "ChatRequest", "Context", "Driver", "NotAvailable", "Rate", "RequestRecord", "Row",
+    "Scenario", "ScenarioResult", "default_api_key", "driver_arm", "new_trace_id", "traceparent",
 ]
+
+# Driver options that are the harness's plumbing, not a user's setting.
+_PLUMBING = frozenset({"variant", "client_options"})
+
+
+def driver_arm(kind: str, options: Mapping[str, Any]) -> Arm:
+    """The arm a :meth:`Context.driver` call makes: the client, and for llmclient its
+    constructor options (``client_options``) and per-call options together. Pure."""
+    if kind == "openai":
+        return Arm("openai")
+    if kind == "fresh-connection":
+        return Arm("httpx")
+    return Arm("llmclient", {**options.get("client_options", {}),
+                             **{k: v for k, v in options.items() if k not in _PLUMBING}})
 
 
 @dataclass
@@ -108,6 +133,9 @@ class Context:
     # One event loop for the whole suite: async clients bound to it stay warm across calls.
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # variant -> how its driver was made (shared by derived contexts; the suite collects it
+    # into each scenario's result, where rows derive their effort from it)
+    arms: dict[str, Arm] = field(default_factory=dict)
 
     def run(self, coro: Awaitable[Any]) -> Any:
         """Run a coroutine on the suite's loop (scenarios themselves are plain functions)."""
@@ -141,6 +169,7 @@ class Context:
         to ``create`` as llmclient per-call options, e.g. ``cache=True``)."""
         from .drivers import make_driver
 
+        self.arms[str(options.get("variant", kind))] = driver_arm(kind, options)
         return make_driver(kind, self, **options)
 
     def interleave(self, variants: Mapping[str, Driver], requests: Sequence[ChatRequest],

@@ -12,7 +12,6 @@ from typing import Any
 __all__ = ["advise"]
 
 SHARE_WORTH_MENTIONING = 0.15   # a component above 15% of p50 latency is worth a sentence
-SPEEDUP_WORTH_MENTIONING = 1.10
 HARNESS_LAG_WARN_MS = 5.0
 
 Doc = Mapping[str, Any]
@@ -106,25 +105,34 @@ def _ms(value: float) -> str:
 
 
 def _savings(doc: Doc) -> Iterator[str]:
-    for scen in _scenarios(doc):
-        for row in scen.get("rows", []):
-            r50 = row.get("ratio_p50")
-            if row.get("baseline_p50") is None or row.get("candidate_p50") is None:
-                continue  # a side with no successful request: the failures advice covers it
-            if "verdict" in row and row["verdict"] not in ("faster", "slower"):
-                continue  # its interval includes 1.0x, or too few samples: nothing to claim
-            if row.get("statistic", "p50") != "p50":
-                continue  # judged on its tail: the headline and the table say it
-            metric = row["metric"].removesuffix("_ms")
-            span = f"{_ms(row['baseline_p50'])} -> {_ms(row['candidate_p50'])}, n={row['n_candidate']}"
-            if r50 and r50 >= 10:
-                yield f"{row['label']}: llmclient's p50 {metric} is {r50:,.0f}x shorter ({span})."
-            elif r50 and r50 >= SPEEDUP_WORTH_MENTIONING:
-                yield (f"{row['label']}: llmclient cuts p50 {metric} by {1 - 1 / r50:.0%} "
-                       f"({span}).")
-            elif r50 is not None and r50 < 1 / SPEEDUP_WORTH_MENTIONING:
-                yield (f"{row['label']}: llmclient is slower at p50 ({r50:.2f}x); check the "
-                       "per-request breakdown in this report before relying on it here.")
+    """A sentence per claim that won or lost, from the claims the headline and the chart read
+    (``verdicts.claims``): a tie or a row this pass could not judge claims nothing here either."""
+    from .stats import LOSS, WIN
+    from .verdicts import claims, interval_text
+
+    for c in claims(doc):
+        if c["outcome"] not in (WIN, LOSS):
+            continue
+        name = c["claim"]
+        if c.get("kind") == "rate":
+            change = "better" if c["outcome"] == WIN else "worse"
+            yield f"{name}: {c['event']} {interval_text(c)}, {change} with llmclient ({c['label']})."
+            continue
+        if c.get("baseline_stat") is None or c.get("candidate_stat") is None:
+            continue
+        r = c.get("ratio")
+        stat = c.get("statistic", "p50")
+        metric = str(c.get("metric") or "latency_ms").removesuffix("_ms")
+        span = (f"{c['label']}: {_ms(c['baseline_stat'])} -> {_ms(c['candidate_stat'])}, "
+                f"n={c.get('n_candidate')}; {interval_text(c)}")
+        if c["outcome"] == WIN and r and r >= 10:
+            yield f"{name}: llmclient's {stat} {metric} is {r:,.0f}x shorter ({span})."
+        elif c["outcome"] == WIN and r:
+            yield f"{name}: llmclient cuts {stat} {metric} by {1 - 1 / r:.0%} ({span})."
+        elif c["outcome"] == LOSS and r:
+            yield (f"{name}: llmclient is slower at {stat} ({span})"
+                   + (f"; {c['context']}" if c.get("context") else "")
+                   + ": check the per-request breakdown in this report before relying on it here.")
 
 
 def _failures(doc: Doc) -> Iterator[str]:

@@ -17,8 +17,10 @@ import contextlib
 import datetime as dt
 import os
 import platform
+import shutil
+import signal
 import sys
-import time
+import tempfile
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,10 +30,12 @@ from urllib.parse import urlsplit
 from llmclient._redact import redact_argv, redact_text, redact_url
 
 from ._scenario import Context, NotAvailable, ScenarioResult, default_api_key
+from .progress import Progress
 from .serverproc import ServerProcess, start_server
 from .stats import SLO
+from .usage import Usage, describe_usage
 
-__all__ = ["main", "parse_slo", "probe_capabilities"]
+__all__ = ["main", "parse_slo", "probe_capabilities", "quick_plan"]
 
 
 def _prog() -> str:
@@ -50,8 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--network", choices=NETWORKS, default=None,
                    help="emulated network profile (default: wan; with --base-url: none)")
     p.add_argument("--quick", action="store_true",
-                   help="small budgets: every scenario once, in under 5 minutes on 2 cores "
-                        "(what `make bench` runs)")
+                   help="small budgets, each scenario judged on a statistic it can decide "
+                        "in them, within 5 minutes on 2 cores (what `make bench` runs); "
+                        "scenarios that cannot decide anything that fast are left out and "
+                        "named")
     p.add_argument("--full", action="store_true",
                    help="the full budgets (~45 minutes on 2 cores; `make bench-full`); wins over "
                         "--quick")
@@ -179,46 +185,6 @@ def _command_line() -> str:
     return " ".join(redact_argv(sys.argv))
 
 
-def _progress(msg: str) -> None:
-    print(msg, flush=True)
-
-
-class _Bar:
-    """A progress bar with an ETA over the scenarios (tqdm, the bench extra), or plain lines
-    with elapsed time and an ETA from the mean scenario so far when tqdm is absent."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.t0 = total, 0, time.perf_counter()
-        self._tqdm: Any = None
-        try:
-            from tqdm import tqdm
-
-            self._tqdm = tqdm(total=total, unit="scenario", dynamic_ncols=True,
-                              bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]")
-        except ImportError:
-            pass
-
-    def write(self, msg: str) -> None:
-        if self._tqdm is not None:
-            self._tqdm.write(msg)
-        else:
-            _progress(msg)
-
-    def step(self, name: str) -> None:
-        self.done += 1
-        if self._tqdm is not None:
-            self._tqdm.set_description(name)
-            self._tqdm.update(1)
-            return
-        elapsed = time.perf_counter() - self.t0
-        eta = elapsed / self.done * (self.total - self.done)
-        _progress(f"  progress {self.done}/{self.total}, {elapsed:.0f}s elapsed, ETA ~{eta:.0f}s")
-
-    def close(self) -> None:
-        if self._tqdm is not None:
-            self._tqdm.close()
-
-
 def _otlp(endpoint: str) -> Any:
     """Send llmclient's spans from this process to ``endpoint`` (OTLP/HTTP); the provider, to
     flush at the end."""
@@ -251,7 +217,7 @@ def _run_one(scenario: Any, ctx: Context) -> ScenarioResult:
         return ScenarioResult.not_available(scenario, str(exc))
 
 
-def _one_line(result: ScenarioResult, seconds: float) -> str:
+def _one_line(result: ScenarioResult, cost: dict[str, Any]) -> str:
     if result.skipped:
         return f"[{result.name}] not available: {result.skipped}"
     from .stats import summarize
@@ -265,7 +231,7 @@ def _one_line(result: ScenarioResult, seconds: float) -> str:
         parts.append(f"{name} p50 {p50:.0f} ms n={s['n']} fail={s['n_failed']}"
                      if p50 is not None else f"{name} n={s['n']} all failed")
     shown = "; ".join(parts[:4]) + (" ..." if len(parts) > 4 else "")
-    return f"[{result.name}] done in {seconds:.1f}s: {shown}"
+    return f"[{result.name}] done in {describe_usage(cost)}: {shown}"
 
 
 def parse_base_urls(value: str | None) -> tuple[str, ...]:
@@ -286,11 +252,23 @@ def parse_base_urls(value: str | None) -> tuple[str, ...]:
     return tuple(urls)
 
 
+def quick_plan(scenarios: list[Any], wanted: list[str], quick: bool) -> tuple[list[Any], list[Any]]:
+    """(scenarios to run, scenarios left out): a quick pass over every scenario leaves out those
+    that cannot decide anything in its time (``quick = False``); one named on the command line
+    runs whatever it is. Pure."""
+    if not quick or wanted:
+        return scenarios, []
+    return ([s for s in scenarios if getattr(s, "quick", True)],
+            [s for s in scenarios if not getattr(s, "quick", True)])
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM unwinds the run as Ctrl-C does: servers stopped, the key folder removed."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run_suite(args: argparse.Namespace) -> int:
     from ..scenarios import discover, select
-    from .load import measure_scheduler_overhead
-    from .report import build_result, headline, render_table, write_result
-    from .sampler import MetricsSampler
 
     scenarios, errors = discover()
     for err in errors:
@@ -303,7 +281,8 @@ def run_suite(args: argparse.Namespace) -> int:
         return 2
     if args.list:
         for s in scenarios:
-            print(f"{s.name:<14} requires {','.join(s.requires) or '-':<40} {s.description}")
+            quick = "" if getattr(s, "quick", True) else "  (--full only)"
+            print(f"{s.name:<14} requires {','.join(s.requires) or '-':<40} {s.description}{quick}")
         return 0
 
     try:
@@ -312,11 +291,28 @@ def run_suite(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.full:
+        args.quick = False
+    chosen, left_out = quick_plan(chosen, wanted, args.quick)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _run(args, chosen, left_out, slo, replica_urls)
+    except KeyboardInterrupt:
+        print("\ninterrupted: servers stopped, certificates and keys removed", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace, chosen: list[Any], left_out: list[Any], slo: SLO,
+         replica_urls: tuple[str, ...]) -> int:
+    from .load import measure_scheduler_overhead
+    from .report import build_result, headline, render_table, write_result
+    from .sampler import MetricsSampler
+
     if replica_urls:
         args.base_url = replica_urls[0]
     api_key = args.api_key or default_api_key()
-    if args.full:
-        args.quick = False
     reference = args.base_url is None
     server_args: tuple[str, ...] = ()
     if args.otlp_endpoint:
@@ -327,36 +323,46 @@ def run_suite(args: argparse.Namespace) -> int:
     network = args.network or ("none" if args.base_url else "wan")
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out_dir = Path(args.out) / stamp
-    out_dir.mkdir(parents=True, exist_ok=True)
+    logs = out_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
     server: ServerProcess | None = None
     tls = reference and not args.no_tls
+    costs = [getattr(s, "quick_s", None) if args.quick else None for s in chosen]
+    out = Progress([s.name for s in chosen], costs)
     with contextlib.ExitStack() as stack:
+        # Certificates and private keys of the servers this run starts: a folder of their own,
+        # removed when the run ends however it ends (Ctrl-C and SIGTERM included), so that the
+        # results folder holds nothing secret and nothing is left in /tmp.
+        secrets_dir = tempfile.mkdtemp(prefix="llmclient-bench-keys-")
+        stack.callback(shutil.rmtree, secrets_dir, ignore_errors=True)
+        stack.callback(out.close)
         if reference:
-            _progress(f"starting reference server (profile {args.profile}, "
-                      f"{'TLS' if tls else 'plain HTTP'}) ...")
-            server = start_server(profile=args.profile, tls=tls, log_dir=str(out_dir),
-                                  extra_args=server_args)
+            out.line(f"starting reference server (profile {args.profile}, "
+                     f"{'TLS' if tls else 'plain HTTP'}) ...")
+            server = start_server(profile=args.profile, tls=tls, log_dir=str(logs),
+                                  cert_dir=secrets_dir, extra_args=server_args)
             stack.callback(server.stop)
             verify: str | bool = server.ca_path or True
             direct = server.base_url
-            _progress(f"  ready in {server.started_s:.2f}s at {server.origin} "
-                      f"(log: {server.log_path})")
+            out.line(f"  ready in {server.started_s:.2f}s at {server.origin} "
+                     f"(log: {server.log_path}; certificates and keys in {secrets_dir}, "
+                     "removed at exit)")
         else:
             verify = True
             direct = args.base_url.rstrip("/")
         parts = urlsplit(direct)
         host, port = parts.hostname or "127.0.0.1", parts.port or (
             443 if parts.scheme == "https" else 80)
-        _progress(f"network: {network} (measuring achieved RTT, bandwidth, TLS handshake) ...")
+        out.line(f"network: {network} (measuring achieved RTT, bandwidth, TLS handshake) ...")
         origin, measured = stack.enter_context(
             _network(network, host, port, parts.scheme, verify, True, args.seed))
         base_url = origin + (parts.path.rstrip("/") or "")
         if reference:
             base_url = origin + "/v1"
-        _progress(_describe_network(measured))
+        out.line(_describe_network(measured))
         overhead = _harness_overhead(measure_scheduler_overhead)
-        _progress(f"harness overhead: open-loop send lag p50 {overhead['lag_p50_ms']:.2f} ms, "
-                  f"p99 {overhead['lag_p99_ms']:.2f} ms (n={overhead['n']:.0f}, no-op requests)")
+        out.line(f"harness overhead: open-loop send lag p50 {overhead['lag_p50_ms']:.2f} ms, "
+                 f"p99 {overhead['lag_p99_ms']:.2f} ms (n={overhead['n']:.0f}, no-op requests)")
 
         caps = probe_capabilities(reference, tls, args.capability)
         model = args.model or _first_model(direct, api_key, verify) or "default"
@@ -370,7 +376,7 @@ def run_suite(args: argparse.Namespace) -> int:
         through: Any = None
         if reference:
             def spawn(**kwargs: Any) -> ServerProcess:
-                return start_server(tls=tls, log_dir=str(out_dir), **kwargs)
+                return start_server(tls=tls, log_dir=str(logs), cert_dir=secrets_dir, **kwargs)
 
             @contextlib.contextmanager
             def through(srv: ServerProcess) -> Iterator[str]:
@@ -383,41 +389,53 @@ def run_suite(args: argparse.Namespace) -> int:
                       api_key=api_key, model=model, budget=24 if args.quick else 200,
                       capabilities=frozenset(caps), verify=verify, seed=args.seed,
                       network_measured=measured, server=server, spawn_server=spawn,
-                      progress=_progress, through_network=through,
+                      progress=out.step, through_network=through,
                       replica_urls=replica_urls if len(replica_urls) > 1 else ())
         stack.callback(ctx.close)
-        _progress(f"model {model}; capabilities: {', '.join(sorted(caps))}")
+        out.line(f"model {model}; capabilities: {', '.join(sorted(caps))}")
+        if left_out:
+            out.line("quick pass: leaving out " + ", ".join(s.name for s in left_out)
+                     + " (they cannot decide anything in its time; --full runs them)")
+        known = [c for c in costs if c is not None]
+        if args.quick and known and len(known) == len(costs):
+            out.line(f"quick pass: {len(chosen)} scenarios, about {sum(known):.0f} s of them "
+                     "by their measured costs")
         results: list[ScenarioResult] = []
         crashed = 0
-        bar = _Bar(len(chosen))
-        stack.callback(bar.close)
-        ctx.progress = bar.write
-        suite_t0 = time.perf_counter()
+        scenario_costs: dict[str, dict[str, Any]] = {}
+        suite = Usage.start()
         for i, scenario in enumerate(chosen, 1):
-            bar.write(f"[{i}/{len(chosen)}] {scenario.name}: {scenario.description}")
-            t0 = time.perf_counter()
+            out.begin(f"[{i}/{len(chosen)}] {scenario.name}: {scenario.description}")
+            usage = Usage.start()
+            ctx.arms.clear()
             try:
                 result = _run_one(scenario, ctx)
             except Exception as exc:  # one broken scenario must not lose the others' results
-                traceback.print_exc()
+                out.line(traceback.format_exc().rstrip())
                 crashed += 1
                 result = ScenarioResult.not_available(
                     scenario, redact_text(f"crashed: {type(exc).__name__}: {exc}"))
+            result.arms = {**ctx.arms, **result.arms}
             results.append(result)
-            bar.write(_one_line(result, time.perf_counter() - t0))
-            bar.step(scenario.name)
-        bar.close()
-        suite_s = time.perf_counter() - suite_t0
+            scenario_costs[scenario.name] = usage.summary()
+            out.line(_one_line(result, scenario_costs[scenario.name]))
+        out.close()
+        machine = suite.summary()
         gpu = sampler.stop() if "metrics" in caps else []
         meta = {
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "command": _command_line(),
             "quick": args.quick,
-            "suite_s": round(suite_s, 1),
+            "suite_s": machine["wall_s"],
+            "machine": {"busy": machine["machine_busy"], "cpu_s": machine["cpu_s"],
+                        "others_cores": machine["others_cores"], "cores": machine["cores"]},
+            "scenario_costs": scenario_costs,
+            "full_only": [{"name": s.name, "description": s.description,
+                           "adds": getattr(s, "full_adds", None)} for s in left_out],
             "host": {"python": platform.python_version(), "platform": platform.platform(),
                      "cpus": os.cpu_count()},
             "server": ({"profile": server.profile, "tls": server.tls, "origin": server.origin,
-                        "log": server.log_path, "start_s": server.started_s}
+                        "log": _relative(server.log_path, out_dir), "start_s": server.started_s}
                        if server else {"base_url": redact_url(args.base_url),
                                        "replicas": [redact_url(u) for u in replica_urls]}),
             "model": model,
@@ -436,13 +454,25 @@ def run_suite(args: argparse.Namespace) -> int:
         print("\nadvice:")
         for line in doc["advice"]:
             print(f"  - {line}")
+    print("\nwhat each scenario cost: " + "; ".join(
+        f"{name} {describe_usage(c)}" for name, c in scenario_costs.items()))
     # The headline last, where the eye lands when the run ends (the same lines top the report).
     print(f"\nin short ({'quick pass' if args.quick else 'full suite'}, "
-          f"{doc.get('suite_s', 0):.0f} s of scenarios):")
+          f"{describe_usage(machine)} of scenarios):")
     for line in headline(doc):
         print(f"  - {line}")
-    print(f"\nwrote {json_path} and {html_path}")
+    print(f"\nwrote {json_path}, {html_path} and the servers' logs in {logs}/")
     return 1 if crashed else 0
+
+
+def _relative(path: str | None, root: Path) -> str | None:
+    """``path`` relative to the results folder (it travels with the folder), when inside it."""
+    if path is None:
+        return None
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return path
 
 
 def _harness_overhead(measure: Any) -> dict[str, float]:

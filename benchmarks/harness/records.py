@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from ._scenario import Context
 
 __all__ = [
-    "CAPABILITIES", "EFFORTS", "STATISTICS", "ChatRequest", "Driver", "NotAvailable",
-    "RequestRecord", "Row", "Scenario", "ScenarioResult", "new_trace_id", "traceparent",
+    "APP_CHANGES", "CAPABILITIES", "EFFORTS", "STATISTICS", "Arm", "ChatRequest", "Driver",
+    "NotAvailable", "Rate", "RequestRecord", "Row", "Scenario", "ScenarioResult", "arm_of",
+    "effort_of", "new_trace_id", "traceparent",
 ]
 
 # Capabilities a scenario may require. The suite fills ``Context.capabilities`` by probing the
@@ -78,14 +79,62 @@ class RequestRecord:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-# What a user has to do to get a technique: the savings chart groups its rows by this.
+# What a user has to do to get a technique: the headline and the savings chart group their
+# rows by this. It is derived from the options of the row's candidate arm (:func:`effort_of`).
 EFFORTS: Mapping[str, str] = {
     "default": "nothing (llmclient's defaults)",
     "option": "one option",
     "app": "an app change",
 }
-# The statistics a row may be judged on: the quantile of ``metric`` each side is reduced to.
-STATISTICS: Mapping[str, float] = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+# Options that are not a setting but work the app must do: name its likely follow-ups on each
+# call (``prefetch=[...]``), call ``client.warm(messages=...)`` before the next turn.
+APP_CHANGES = frozenset({"prefetch", "warm()"})
+
+
+@dataclass(frozen=True)
+class Arm:
+    """How one variant was made: which client, and the llmclient options a user writes to get
+    it (constructor or per-call, only those that differ from llmclient's defaults; harness
+    plumbing such as ``base_url``, ``verify`` or a timeout scaled down for the run is not an
+    option a user sets, and is left out). ``client``: ``"llmclient"``, ``"openai"`` (the
+    official client) or ``"httpx"`` (a fresh connection per call)."""
+
+    client: str = "llmclient"
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"client": self.client, "options": {k: repr(v) if not isinstance(
+            v, str | int | float | bool | type(None)) else v for k, v in self.options.items()}}
+
+
+def effort_of(arm: Arm | Mapping[str, Any]) -> str:
+    """What a user does to get ``arm``: ``"default"`` (llmclient with no option set),
+    ``"app"`` (an option of :data:`APP_CHANGES`), else ``"option"``. Reads an :class:`Arm` or
+    its JSON. ValueError for an arm that is not llmclient (a baseline has no effort)."""
+    client = arm.client if isinstance(arm, Arm) else arm.get("client")
+    options = arm.options if isinstance(arm, Arm) else arm.get("options", {})
+    if client != "llmclient":
+        raise ValueError(f"a {client} arm is a baseline: llmclient's effort is not defined on it")
+    if not options:
+        return "default"
+    return "app" if APP_CHANGES & set(options) else "option"
+
+
+def arm_of(arms: Mapping[str, Any], variant: str) -> Any | None:
+    """The arm of ``variant``: its own, else that of the variant it was cut from
+    (``"llmclient+cache/hits"`` -> ``"llmclient+cache"``); None when none is declared."""
+    name = variant
+    while True:
+        if name in arms:
+            return arms[name]
+        if "/" not in name:
+            return None
+        name = name.rsplit("/", 1)[0]
+# The statistics a row may be judged on: the quantile of ``metric`` each side is reduced to, or
+# its mean (None: not a quantile), for a mixture whose median would jump between its modes (an
+# app session's calls, some served from a cache and some not).
+STATISTICS: Mapping[str, float | None] = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0,
+                                          "mean": None}
 
 
 @dataclass(frozen=True)
@@ -93,12 +142,15 @@ class Row:
     """One line of the savings table: ``candidate`` measured against ``baseline``.
 
     ``statistic`` is what the technique targets: p50 for latency techniques, p95/p99 for the
-    ones that work on the tail (hedging, retries under faults). The report judges the row on
-    it, with a bootstrap interval, and says "needs --full" when the run has too few samples to
-    estimate it. ``technique`` names the row on the savings chart, which shows each technique
-    once (the first row that names it), grouped by ``effort`` (a key of :data:`EFFORTS`);
-    rows without a technique are in the table only. ``context`` is what else the row needs
-    to be read right (a cache's hit rate and repeat rate, prefetch's wasted tokens).
+    ones that work on the tail (hedging, retries under faults), the mean for a mixture whose
+    median would jump between modes (app sessions). The report judges the row on it, with a
+    bootstrap interval, and says "needs --full" when the run has too few samples to estimate
+    it. ``technique`` is the name the headline, the chart and the advice give the row's claim
+    (the label when None); rows that share one are one claim, judged by the first of them.
+    The effort (what a user does to get it) comes from the candidate arm's options
+    (:func:`effort_of`); ``effort`` is only read for a result that declares no arms. ``context``
+    is what else the row needs to be read right (a cache's hit rate and repeat rate,
+    prefetch's wasted tokens).
     """
 
     label: str
@@ -107,16 +159,62 @@ class Row:
     metric: str = "latency_ms"       # or "ttft_ms"
     statistic: str = "p50"
     technique: str | None = None
-    effort: str = "default"
+    effort: str | None = None
     context: str = ""
 
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
             raise ValueError(f"row {self.label!r}: statistic {self.statistic!r} is not one of "
                              f"{sorted(STATISTICS)}")
-        if self.effort not in EFFORTS:
+        if self.effort is not None and self.effort not in EFFORTS:
             raise ValueError(f"row {self.label!r}: effort {self.effort!r} is not one of "
                              f"{sorted(EFFORTS)}")
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A savings row on a count: how often ``event`` happened among each side's trials.
+
+    ``count(record)`` is True for a trial in which the event happened, False for one in which
+    it did not, None for a record that is not a trial (e.g. a stream that was not cut, when the
+    event is "completed after a cut"). ``higher_is_better``: completed answers, calls rescued
+    (True); calls failed, calls refused, calls sent to a slow replica (False). The report puts
+    a Wilson interval on each side's rate and Newcombe's interval on their difference; the
+    verdict is "better"/"worse" only when that whole interval is on one side of 0. Tail and
+    fault techniques are judged this way in the quick pass, where a p99 cannot be estimated.
+    """
+
+    label: str
+    baseline: str
+    candidate: str
+    event: str
+    count: Callable[[RequestRecord], bool | None] | None = None
+    higher_is_better: bool = True
+    technique: str | None = None
+    effort: str | None = None
+    context: str = ""
+    # (baseline events, baseline trials, candidate events, candidate trials), for a count no
+    # record carries (requests a batcher sent for its calls); else ``count`` over the records
+    tallies: tuple[int, int, int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.effort is not None and self.effort not in EFFORTS:
+            raise ValueError(f"row {self.label!r}: effort {self.effort!r} is not one of "
+                             f"{sorted(EFFORTS)}")
+        if (self.count is None) == (self.tallies is None):
+            raise ValueError(f"rate {self.label!r}: give count= (over the records) or "
+                             "tallies=, one of the two")
+        if self.tallies is not None:
+            kb, nb, kc, nc = self.tallies
+            if not (0 <= kb <= nb and 0 <= kc <= nc):
+                raise ValueError(f"rate {self.label!r}: tallies {self.tallies} are not "
+                                 "events <= trials on each side")
+
+    def tally(self, records: Sequence[RequestRecord]) -> tuple[int, int]:
+        """(events, trials) over ``records``."""
+        assert self.count is not None
+        marks = [m for m in (self.count(r) for r in records) if m is not None]
+        return sum(bool(m) for m in marks), len(marks)
 
 
 @dataclass
@@ -126,19 +224,23 @@ class ScenarioResult:
     name: str
     description: str
     variants: dict[str, list[RequestRecord]] = field(default_factory=dict)
-    rows: list[Row] = field(default_factory=list)
+    rows: list[Row | Rate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # e.g. "quick mode: 200 requests, not 1000"
     series: dict[str, Any] = field(default_factory=dict)  # sweep points, knee, GPU samples...
     skipped: str | None = None       # set instead of records when the scenario could not run
+    # variant -> how it was made (the drivers declare theirs; scenarios that build their own
+    # clients pass them to :meth:`of`): what each row's effort is derived from
+    arms: dict[str, Arm] = field(default_factory=dict)
 
     @classmethod
     def of(
         cls,
         scenario: Scenario,
         variants: Mapping[str, list[RequestRecord]],
-        rows: Sequence[Row] = (),
+        rows: Sequence[Row | Rate] = (),
         notes: Sequence[str] = (),
         series: Mapping[str, Any] | None = None,
+        arms: Mapping[str, Arm] | None = None,
     ) -> ScenarioResult:
         return cls(
             name=scenario.name,
@@ -147,6 +249,7 @@ class ScenarioResult:
             rows=list(rows),
             notes=list(notes),
             series=dict(series or {}),
+            arms=dict(arms or {}),
         )
 
     @classmethod

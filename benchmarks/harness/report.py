@@ -14,27 +14,36 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .records import RequestRecord, Row, ScenarioResult
+from .records import EFFORTS, RequestRecord, ScenarioResult
 from .stats import (
     BEYOND_QUANTILE,
     BOOTSTRAP_ITERATIONS,
-    CONFIDENCE,
-    FASTER,
-    NO_DIFFERENCE,
+    LOSS,
+    MIN_TRIALS,
     SLO,
-    SLOWER,
+    TIE,
     TOO_FEW,
-    bootstrap_ratio,
+    UNDECIDED,
+    WIN,
     cdf,
-    min_samples,
-    ratio,
     summarize,
-    verdict,
+)
+from .verdicts import (
+    claim_rows,
+    claims,
+    effort_groups,
+    interval_text,
+    judge,
+    metric_values,
+    row_json,
+    row_outcome,
+    short_interval,
 )
 
-__all__ = ["SCHEMA", "build_result", "chart_rows", "headline", "interval_text", "latency_split",
-           "metric_values", "render_html", "render_table", "row_json", "svg_interval_chart",
-           "svg_log_hbars", "waterfall_segments", "write_result"]
+__all__ = ["SCHEMA", "build_result", "chart_rows", "claims", "headline", "interval_text",
+           "latency_split", "metric_values", "render_html", "render_table", "row_json",
+           "svg_interval_chart", "svg_log_hbars", "svg_rate_chart", "waterfall_segments",
+           "write_result"]
 
 SCHEMA = "llmclient-bench/1"
 # Goodput SLO used in reports unless the CLI is given others: interactive chat targets.
@@ -44,53 +53,6 @@ _COLOURS = ("#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c", "#
 
 
 # ---- result document ------------------------------------------------------------------------
-def metric_values(records: Sequence[Any], metric: str) -> list[float | None]:
-    """Per request, in send order: ``metric`` of a success, None for a failure (or a success
-    without that metric). Reads RequestRecords or their stored JSON alike."""
-    out: list[float | None] = []
-    for rec in records:
-        get = rec.get if isinstance(rec, Mapping) else lambda k, r=rec: getattr(r, k, None)
-        status, value = get("status"), get(metric)
-        ok = get("error_kind") is None and status is not None and status < 400
-        out.append(float(value) if ok and value is not None else None)
-    return out
-
-
-def row_json(row: Row, summaries: Mapping[str, Mapping[str, Any]],
-             records: Mapping[str, Sequence[Any]], seed: int | str = 0) -> dict[str, Any]:
-    """One savings row as data: both sides' p50/p99 (as before), and the row's own statistic
-    with a bootstrap interval on the ratio and the verdict it allows."""
-    base, cand = summaries.get(row.baseline, {}), summaries.get(row.candidate, {})
-    b, c = base.get(row.metric, {}), cand.get(row.metric, {})
-    statistic = row.statistic
-    b_values = metric_values(records.get(row.baseline, []), row.metric)
-    c_values = metric_values(records.get(row.candidate, []), row.metric)
-    n_b, n_c = b.get("n", 0), c.get("n", 0)
-    interval = bootstrap_ratio(b_values, c_values, statistic, seed=f"{seed}:{row.label}") \
-        if min(n_b, n_c) >= min_samples(statistic) else None
-    b_stat, c_stat = b.get(statistic), c.get(statistic)
-    return {
-        "label": row.label, "baseline": row.baseline, "candidate": row.candidate,
-        "metric": row.metric,
-        "statistic": statistic, "technique": row.technique, "effort": row.effort,
-        "context": row.context,
-        "baseline_stat": b_stat, "candidate_stat": c_stat,
-        "ratio": ratio(b_stat, c_stat),
-        "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
-        "confidence": CONFIDENCE,
-        "min_samples": min_samples(statistic),
-        "verdict": verdict(interval, n_b, n_c, statistic),
-        "baseline_p50": b.get("p50"), "baseline_p99": b.get("p99"),
-        "candidate_p50": c.get("p50"), "candidate_p99": c.get("p99"),
-        "ratio_p50": ratio(b.get("p50"), c.get("p50")),
-        "ratio_p99": ratio(b.get("p99"), c.get("p99")),
-        # n_*: samples behind the percentiles (successes); requests_*: everything sent.
-        "n_baseline": n_b, "n_candidate": n_c,
-        "requests_baseline": base.get("n", 0), "requests_candidate": cand.get("n", 0),
-        "failed_baseline": base.get("n_failed", 0), "failed_candidate": cand.get("n_failed", 0),
-    }
-
-
 def scenario_json(result: ScenarioResult, slo: SLO = DEFAULT_SLO) -> dict[str, Any]:
     summaries = {name: summarize(recs, slo) for name, recs in result.variants.items()}
     return {
@@ -98,8 +60,9 @@ def scenario_json(result: ScenarioResult, slo: SLO = DEFAULT_SLO) -> dict[str, A
         "description": result.description,
         "skipped": result.skipped,
         "notes": result.notes,
-        "rows": [row_json(row, summaries, result.variants, seed=result.name)
+        "rows": [judge(row, summaries, result.variants, result.arms, seed=result.name)
                  for row in result.rows],
+        "arms": {name: arm.to_json() for name, arm in result.arms.items()},
         "summaries": summaries,
         "series": _jsonable(result.series),
         "records": {name: [r.to_json() for r in recs] for name, recs in result.variants.items()},
@@ -120,10 +83,14 @@ def _jsonable(value: Any) -> Any:
 
 def build_result(scenarios: Sequence[ScenarioResult], meta: Mapping[str, Any],
                  slo: SLO = DEFAULT_SLO) -> dict[str, Any]:
+    """The result document. Each row is judged here, once (:func:`verdicts.judge`); its
+    ``claim`` (the name the headline, chart and advice give it) is stored beside it."""
     from .advice import advise
 
     doc: dict[str, Any] = {"schema": SCHEMA, **meta,
                            "scenarios": [scenario_json(s, slo) for s in scenarios]}
+    for _, row, name, _judging in claim_rows(doc):
+        row["claim"] = name  # type: ignore[index]
     doc["advice"] = advise(doc)
     return doc
 
@@ -159,12 +126,54 @@ def _failures(summary: Mapping[str, Any]) -> str:
 def _ci(row: Mapping[str, Any]) -> str:
     if row.get("ci_low") is None:
         return "-"
-    return f"[{row['ci_low']:.2f}-{row['ci_high']:.2f}]"
+    if row.get("kind") == "rate":
+        return f"[{row['ci_low'] * 100:+.0f},{row['ci_high'] * 100:+.0f}] pt"
+    # The ratio's own precision: "0.998x [0.996-1.01]", never a point outside its rounded interval.
+    return f"[{_x(row['ci_low']).removesuffix('x')}-{_x(row['ci_high']).removesuffix('x')}]"
+
+
+def _verdict_cell(row: Mapping[str, Any]) -> str:
+    """The verdict as every table writes it (a row the pass cannot judge: what it lacks)."""
+    if row.get("verdict") == TOO_FEW:
+        return interval_text(row)
+    return str(row.get("verdict", ""))
+
+
+def _sides(row: Mapping[str, Any]) -> tuple[str, str]:
+    """Both sides' figure: the statistic in ms, or events/trials of a rate; nothing for a
+    statistic the pass cannot estimate."""
+    if row.get("kind") == "rate":
+        return (f"{row['baseline_events']}/{row['baseline_trials']}",
+                f"{row['candidate_events']}/{row['candidate_trials']}")
+    if row.get("verdict") == TOO_FEW:
+        return "-", "-"
+    return _ms(row.get("baseline_stat")), _ms(row.get("candidate_stat"))
+
+
+def _stat_name(row: Mapping[str, Any]) -> str:
+    if row.get("kind") == "rate":
+        return "rate"
+    return f"{'ttft' if row.get('metric') == 'ttft_ms' else 'e2e'} {row.get('statistic', 'p50')}"
+
+
+TABLE_LEGEND = (
+    ("stat", "the statistic the row is judged on: e2e or TTFT at p50/p95/p99 or the mean, or a "
+             "rate (events among trials)"),
+    ("base / llmc", "the baseline's and llmclient's value of it (ms), or events/trials"),
+    ("ratio", "base / llmc: 2.00x means half the time"),
+    ("95% CI", "the ratio's 95% bootstrap interval, or the rate difference's (llmc - base, in "
+               "percentage points, Newcombe)"),
+    ("verdict", "faster/slower (better/worse for a rate) only when the whole interval is on one "
+                "side of no change"),
+    ("requests", "requests sent by the baseline / by llmclient (failures included)"),
+    ("failures b/c", "the baseline's / llmclient's failed requests, by status or kind"),
+)
 
 
 def render_table(doc: Mapping[str, Any]) -> str:
     """The savings table: one line per row (its own statistic, the ratio with its 95% interval
-    and the verdict), then per-variant lines for row-less scenarios."""
+    and the verdict), then per-variant lines for row-less scenarios, the notes and what each
+    column means."""
     head = (f"{'row':<52} {'stat':<8} {'base':>8} {'llmc':>8} {'ratio':>8} {'95% CI':<14} "
             f"{'verdict':<25} {'requests':>9} {'failures b/c'}")
     lines = [head, "-" * len(head)]
@@ -174,18 +183,11 @@ def render_table(doc: Mapping[str, Any]) -> str:
             continue
         for row in scen["rows"]:
             s = scen["summaries"]
-            metric = "ttft" if row["metric"] == "ttft_ms" else "e2e"
-            stat = row.get("statistic", "p50")
-            judged = row.get("verdict", "")
-            if judged == TOO_FEW:
-                judged = f"needs --full (n<{row.get('min_samples')})"
-            # A statistic the pass cannot estimate gets no number at all, not a bare 1.0x.
-            shown = (lambda v: None) if row.get("verdict") == TOO_FEW else (lambda v: v)
+            base, cand = _sides(row)
+            shown_ratio = None if row.get("verdict") == TOO_FEW else row.get("ratio")
             lines.append(
-                f"{row['label'][:52]:<52} {metric + ' ' + stat:<8} "
-                f"{_ms(shown(row.get('baseline_stat'))):>8} "
-                f"{_ms(shown(row.get('candidate_stat'))):>8} "
-                f"{_x(shown(row.get('ratio'))):>8} {_ci(row):<14} {judged[:25]:<25} "
+                f"{row['label'][:52]:<52} {_stat_name(row):<8} {base:>8} {cand:>8} "
+                f"{_x(shown_ratio):>8} {_ci(row):<14} {_verdict_cell(row)[:25]:<25} "
                 f"{row.get('requests_baseline', 0):>4}/{row.get('requests_candidate', 0):<4} "
                 f"{_failures(s.get(row['baseline'], {}))}/{_failures(s.get(row['candidate'], {}))}"
                 + (f"  ({row['context']})" if row.get("context") else ""))
@@ -201,10 +203,13 @@ def render_table(doc: Mapping[str, Any]) -> str:
         knee = scen.get("series", {}).get("knee_rate")
         if scen["name"] == "sweep":
             lines.append(f"{'':<52} knee at {knee} req/s" if knee else f"{'':<52} no knee found")
+    for left in doc.get("full_only", []):
+        lines.append(f"{left['name']:<52} in --full only: {left.get('adds') or left.get('description', '')}")
     notes = [f"  {scen['name']}: {note}" for scen in doc.get("scenarios", [])
              for note in scen.get("notes", [])]
     if notes:
         lines += ["", "notes:", *notes]
+    lines += ["", "columns:", *(f"  {name}: {meaning}" for name, meaning in TABLE_LEGEND)]
     return "\n".join(lines)
 
 
@@ -402,7 +407,12 @@ def svg_log_hbars(bars: Sequence[tuple[str, float]], unit: str, title: str,
 
 
 HEADLINE_MAX_LINES = 6
+# Wins named per effort line (the rest: "and N more", in the table and the chart).
 HEADLINE_WINS = 3
+# Ties named on the "did not pay" line (the rest: "and N more"); every loss is named, with why.
+HEADLINE_FLAT = 8
+HEADLINE_LEADS = {"default": "What the defaults save (nothing to do)",
+                  "option": "With one option", "app": "With an app change"}
 
 
 def _dur(ms: float | None) -> str:
@@ -423,26 +433,9 @@ def _xr(value: float | None) -> str:
     return f"{value:.1f}x" if value >= 10 else _x(value)
 
 
-def interval_text(row: Mapping[str, Any]) -> str:
-    """"1.30x (95% CI 1.21-1.42x)"; a row the run could not judge says why instead."""
-    v = row.get("verdict")
-    if v == TOO_FEW:
-        return (f"needs --full ({row.get('statistic')} needs {row.get('min_samples')} samples "
-                f"a side, has {min(row.get('n_baseline', 0), row.get('n_candidate', 0))})")
-    if row.get("ci_low") is None:
-        return "not measured"
-    conf = f"{float(row.get('confidence', CONFIDENCE)):.0%}"
-    return (f"{_xr(row.get('ratio'))} ({conf} CI {_xr(row['ci_low']).removesuffix('x')}-"
-            f"{_xr(row['ci_high'])})")
-
-
 def _rows(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [r for scen in doc.get("scenarios", []) if not scen.get("skipped")
             for r in scen.get("rows", [])]
-
-
-def _name(row: Mapping[str, Any]) -> str:
-    return str(row.get("technique") or row["label"])
 
 
 def _trust_line(doc: Mapping[str, Any]) -> str:
@@ -464,59 +457,109 @@ def _trust_line(doc: Mapping[str, Any]) -> str:
     scenarios = doc.get("scenarios", [])
     ran = sum(1 for s in scenarios if not s.get("skipped"))
     parts.append(f"{ran}/{len(scenarios)} scenarios ran")
+    machine = doc.get("machine", {})
+    if machine.get("busy") is not None:
+        others = machine.get("others_cores")
+        parts.append(f"machine {machine['busy']:.0%} busy" + (
+            f" (others' work: {others:.1f} of {machine.get('cores')} cores)" if others is not None else ""))
     where = net.get("profile", "no")
     return f"How far to trust this run ({where} network): " + ", ".join(parts) + "."
 
 
-def _techniques(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """Each technique's own row (the first that names it); a document whose rows name none
-    (written before rows had techniques) speaks through all its rows."""
-    rows = _rows(doc)
-    named = [r for group in chart_rows(doc).values() for r in group]
-    return named or rows
+def chart_rows(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """Every claim (each technique once), grouped by what a user must do."""
+    return effort_groups(claims(doc))
+
+
+def win_text(claim: Mapping[str, Any]) -> str:
+    """One win in user terms: "image preparation (12 MP photo): 1.9 s -> 470 ms p50 latency,
+    4.05x (95% CI 3.93-4.15x) faster"; a rate: "... calls refused: 48% -> 1% of calls (...)
+    better"."""
+    name = claim["claim"]
+    if claim.get("kind") == "rate":
+        return (f"{name}: {claim['event']} {claim['baseline_events']}/{claim['baseline_trials']} "
+                f"-> {claim['candidate_events']}/{claim['candidate_trials']} "
+                f"({short_interval(claim)}) {claim['verdict']}")
+    what = "time to first token" if claim.get("metric") == "ttft_ms" else "latency"
+    return (f"{name}: {_dur(claim.get('baseline_stat'))} -> {_dur(claim.get('candidate_stat'))} "
+            f"{claim['statistic']} {what}, {interval_text(claim)} {claim['verdict']}")
+
+
+def _did_not_pay(flat: Sequence[Mapping[str, Any]], lost: Sequence[Mapping[str, Any]],
+                 network: str) -> str:
+    parts = []
+    if flat:
+        more = len(flat) - HEADLINE_FLAT
+        parts.append("no measurable difference, the 95% interval includes 1.0x (what they save "
+                     "is within this network's noise): "
+                     + ", ".join(f"{c['claim']} {short_interval(c)}" for c in flat[:HEADLINE_FLAT])
+                     + (f" and {more} more in the table" if more > 0 else ""))
+    if lost:
+        parts.append(("slower: " if all(c.get("kind") != "rate" for c in lost) else "worse: ")
+                     + ", ".join(f"{c['claim']} {interval_text(c)}"
+                                 + (f" ({c['context']})" if c.get("context") else "")
+                                 for c in lost))
+    return f"Did not pay on the {network} network: " + "; ".join(parts) + "."
+
+
+def _full_adds(undecided: Sequence[Mapping[str, Any]], left: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    if undecided:
+        parts.append("Needs --full (too few samples in this pass for the statistic it targets): "
+                     + ", ".join(f"{c['claim']} ({c['statistic']}, "
+                                 f"{min(c.get('n_baseline', 0), c.get('n_candidate', 0))} of "
+                                 f"{c.get('min_samples')})" for c in undecided))
+    if left:
+        what = ", ".join(f"{s['name']} ({s.get('adds') or s.get('description', '')})"
+                         for s in left)
+        parts.append(("--full also runs " if undecided else "--full adds ") + what
+                     + ": not in the quick pass, which cannot decide them in its time; and the "
+                       "p95/p99 rows of the scenarios it ran")
+    return "; ".join(parts) + "."
 
 
 def headline(doc: Mapping[str, Any]) -> list[str]:
-    """At most six lines for a person, one technique at a time on the statistic it targets:
-    the biggest measured wins in user terms, one line on what did not pay here (and why: the
-    interval includes 1.0x, or it was slower), one on what this pass could not estimate, and
-    one on how trustworthy the run was. The full table has every row."""
-    rows = _techniques(doc)
+    """At most six lines for a person, from the claims (the rows every section reads): what
+    llmclient's defaults save, then what one option and an app change win, each its biggest
+    measured wins first; one line of what did not pay here and why (the interval includes no
+    change, or it was slower); one of what ``--full`` adds (claims this pass could not
+    estimate, scenarios left out of the quick pass); one on how far to trust the run."""
+    found = claims(doc)
     network = doc.get("network", {}).get("profile", "this")
     out: list[str] = []
-    wins = sorted((r for r in rows if r.get("verdict") == FASTER),
-                  key=lambda r: r.get("ratio") or 0.0, reverse=True)
-    for r in wins[:HEADLINE_WINS]:
-        what = "time to first token" if r.get("metric") == "ttft_ms" else "latency"
-        against = " against the official client" if r["baseline"].startswith("openai") else ""
-        out.append(f"{_name(r)}: {_dur(r.get('baseline_stat'))} -> "
-                   f"{_dur(r.get('candidate_stat'))} {r['statistic']} {what}{against}, "
-                   f"{interval_text(r)} faster"
-                   + (f" ({r['context']})." if r.get("context") else "."))
+    for effort, group in effort_groups([c for c in found if c["outcome"] == WIN]).items():
+        ranked = sorted(group, key=_strength, reverse=True)
+        shown = "; ".join(win_text(c) for c in ranked[:HEADLINE_WINS])
+        more = len(ranked) - HEADLINE_WINS
+        out.append(f"{HEADLINE_LEADS.get(effort, effort)} — {shown}"
+                   + (f"; and {more} more in the table." if more > 0 else "."))
     if not out:
-        out.append(f"No technique was measurably faster than its baseline on the {network} "
+        out.append(f"No technique was measurably better than its baseline on the {network} "
                    "network in this run.")
-    flat = [r for r in rows if r.get("verdict") == NO_DIFFERENCE]
-    slower = [r for r in rows if r.get("verdict") == SLOWER]
-    if flat or slower:
-        parts = []
-        if flat:
-            parts.append("no measurable difference, the 95% interval includes 1.0x (what they "
-                         "save is within this network's noise): " + ", ".join(
-                             f"{_name(r)} {_xr(r['ci_low']).removesuffix('x')}-"
-                             f"{_xr(r['ci_high'])}" for r in flat))
-        if slower:
-            parts.append("slower: " + ", ".join(f"{_name(r)} {interval_text(r)}"
-                                                for r in slower))
-        out.append(f"Did not pay on the {network} network: " + "; ".join(parts) + ".")
-    unjudged = [r for r in rows if r.get("verdict") == TOO_FEW]
-    if unjudged:
-        out.append("Needs --full (too few samples in this pass for the statistic it targets): "
-                   + ", ".join(f"{_name(r)} ({r['statistic']}, "
-                               f"{min(r.get('n_baseline', 0), r.get('n_candidate', 0))} of "
-                               f"{r.get('min_samples')})" for r in unjudged) + ".")
+    flat = [c for c in found if c["outcome"] == TIE]
+    lost = [c for c in found if c["outcome"] == LOSS]
+    if flat or lost:
+        out.append(_did_not_pay(flat, lost, network))
+    # UNDECIDED also holds "not measured" (a side without a success: the errors section says
+    # why); only a statistic this pass has too few samples for is something --full adds
+    undecided = [c for c in found if c.get("verdict") == TOO_FEW]
+    left = list(doc.get("full_only", []))
+    if undecided or left:
+        out.append(_full_adds(undecided, left))
     out.append(_trust_line(doc))
     return out[:HEADLINE_MAX_LINES]
+
+
+def _strength(claim: Mapping[str, Any]) -> float:
+    """How big a win surely is, to rank wins of both kinds on one line: a ratio's lower 95%
+    bound; for a rate, the same worst case in its terms: how many times more often the good
+    event happens at least (llmclient's lower Wilson bound over the baseline's upper one), or
+    the bad one less often."""
+    if claim.get("kind") == "rate":
+        b, c = claim.get("baseline_ci") or (0.0, 1.0), claim.get("candidate_ci") or (0.0, 1.0)
+        good, bad = (c[0], b[1]) if claim.get("higher_is_better") else (b[0], c[1])
+        return good / max(bad, 1e-3)
+    return float(claim.get("ci_low") or claim.get("ratio") or 0.0)
 
 
 # The field guide's four places a request's time goes, from client timings and Server-Timing.
@@ -610,9 +653,15 @@ def _headline_section(doc: Mapping[str, Any]) -> str:
 
 
 # ---- HTML ------------------------------------------------------------------------------------
-_CSS = """body{font-family:system-ui,sans-serif;margin:24px;max-width:1100px;color:#222}
+# The page takes the window's width (charts scale with it, through their viewBox); tables are
+# as wide as the page, and a ratio or a verdict stays on one line (nowrap).
+_CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px solid #ddd;
 padding:3px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+table.savings{width:100%}table.savings td.nowrap{white-space:nowrap}
+table.savings td.context{text-align:left;font-size:12px;color:#444}
+svg.chart{width:100%;height:auto;display:block}dl.columns{font-size:13px;color:#444}
+dl.columns dt{font-weight:bold;display:inline}dl.columns dd{display:inline;margin:0 16px 0 4px}
 h2{margin-top:32px;border-bottom:1px solid #ccc}.note{color:#555;font-size:13px}
 .advice li{margin:4px 0}section{margin-bottom:18px}code{background:#f5f5f5;padding:1px 4px}"""
 
@@ -623,109 +672,273 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def chart_rows(doc: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
-    """Each technique once (the first row naming it), grouped by what a user must do."""
-    from .records import EFFORTS
-
-    groups: dict[str, list[Mapping[str, Any]]] = {effort: [] for effort in EFFORTS}
-    seen: set[str] = set()
-    for r in _rows(doc):
-        tech = r.get("technique")
-        if not tech or tech in seen:
-            continue
-        seen.add(tech)
-        groups.setdefault(r.get("effort", "default"), []).append(r)
-    return {k: v for k, v in groups.items() if v}
+_OUTCOME_COLOUR = {WIN: _COLOURS[1], LOSS: _COLOURS[0], TIE: "#888", UNDECIDED: "#888"}
 
 
-def svg_interval_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str) -> str:
-    """One line per technique: its ratio as a dot and its 95% interval as a bar, on a log scale
-    around 1.0x (no change), under a heading per effort group. A technique the run could not
-    judge gets its reason in words, never a bar."""
-    from .records import EFFORTS
+def _ticks(lo: float, hi: float) -> list[float]:
+    """Log-scale ticks (1-2-5 per decade, only decades over a span of more than two) from the
+    largest at or below ``lo`` to the smallest at or above ``hi``: the axis ends on a labelled
+    tick at each side and covers both; at least two ticks."""
+    hi = max(hi, lo * 1.0001)
+    steps = (1.0, 2.0, 5.0) if math.log10(hi) - math.log10(lo) <= 2 else (1.0,)
+    decade = 10.0 ** math.floor(math.log10(lo))  # at or below lo: the first candidate is
+    seq: list[float] = []
+    while True:
+        for step in steps:
+            seq.append(step * decade)
+            if seq[-1] >= hi * (1 - 1e-9):
+                first = max(t for t in seq if t <= lo * (1 + 1e-9))
+                return [t for t in seq if t >= first]
+        decade *= 10.0
 
-    judged = [r for rows in groups.values() for r in rows if r.get("ci_low") is not None]
-    if not any(groups.values()):
+
+def _label_width(texts: Iterable[str], floor: int = 200) -> int:
+    """Pixels for right-aligned 11px labels: about 6.2 px a character."""
+    return max(floor, int(max((len(t) for t in texts), default=0) * 6.2) + 12)
+
+
+def _claim_label(row: Mapping[str, Any]) -> str:
+    if row.get("kind") == "rate":
+        return f"{row['claim']} (rate)"
+    stat = f"{row.get('statistic', 'p50')} {'TTFT' if row.get('metric') == 'ttft_ms' else ''}"
+    return f"{row['claim']} ({stat.strip()})"
+
+
+def _chart_svg(body: str, width: int, height: int, title: str, plot: tuple[float, float],
+               kind: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {kind}" viewBox="0 0 {width} '
+            f'{height}" width="{width}" height="{height}" preserveAspectRatio="xMinYMin meet" '
+            f'data-plot-left="{plot[0]:.1f}" data-plot-right="{plot[1]:.1f}" role="img" '
+            f'aria-label="{_esc(title)}"><title>{_esc(title)}</title>{body}</svg>')
+
+
+_LINE_H, _PLOT_W = 22, 380
+
+
+def _words(r: Mapping[str, Any]) -> str:
+    """What the words column of a chart says of a claim: its figures and its verdict (a rate's
+    event is in its name and the table)."""
+    out = row_outcome(r)
+    if r.get("kind") == "rate" and out != UNDECIDED and r.get("ci_low") is not None:
+        text = (f"{r['baseline_events']}/{r['baseline_trials']} -> "
+                f"{r['candidate_events']}/{r['candidate_trials']} ({short_interval(r)})")
+    else:
+        text = interval_text(r)
+    return text + ("" if out == UNDECIDED else f" {r.get('verdict')}")
+
+
+def chart_layout(rows: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """(label column, words column) widths in pixels shared by every chart of a report, so that
+    all of them are drawn at one scale (each fills the page's width through its viewBox)."""
+    rows = list(rows)
+    return (_label_width(_claim_label(r) for r in rows),
+            _label_width((_words(r) for r in rows), floor=240))
+
+
+def _group_heading(effort: str, y: int) -> str:
+    return (f'<text x="4" y="{y + 14}" font-size="12" font-weight="bold">'
+            f'What you do: {_esc(EFFORTS.get(effort, effort))}</text>')
+
+
+def _claim_open(r: Mapping[str, Any], left: int, y: int) -> str:
+    return (f'<g class="claim" data-claim="{_esc(r["claim"])}" data-outcome="{row_outcome(r)}">'
+            f'<text x="{left - 8}" y="{y + 13}" font-size="11" text-anchor="end">'
+            f'{_esc(_claim_label(r))}</text>')
+
+
+def _claim_close(r: Mapping[str, Any], right: int, y: int) -> str:
+    grey = row_outcome(r) == UNDECIDED
+    return (f'<text x="{right + 10}" y="{y + 13}" font-size="11" fill="{"#555" if grey else "#222"}">'
+            f'{_esc(_words(r))}</text></g>')
+
+
+def _bar(x0: float, x1: float, y: float, h: float, fill: str, low: float, high: float,
+         tip: str, opacity: float) -> str:
+    return (f'<rect class="interval" data-low="{low:g}" data-high="{high:g}" x="{x0:.1f}" '
+            f'y="{y}" width="{max(x1 - x0, 1.0):.1f}" height="{h}" fill="{fill}" '
+            f'opacity="{opacity}"><title>{_esc(tip)}</title></rect>')
+
+
+def _axis(ticks: Sequence[float], fx: Any, left: int, right: int, y: int, label: Any) -> str:
+    parts = [f'<line x1="{left}" x2="{right}" y1="{y + 2}" y2="{y + 2}" stroke="#888"/>']
+    for tick in ticks:
+        x = fx(tick)
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y + 2}" y2="{y + 6}" stroke="#888"/>'
+                     f'<text class="tick" data-value="{tick:g}" x="{x:.1f}" y="{y + 17}" '
+                     f'font-size="9" text-anchor="middle">{label(tick)}</text>')
+    return "".join(parts)
+
+
+def svg_interval_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str,
+                       layout: tuple[int, int] | None = None) -> str:
+    """One line per ratio claim: its ratio as a dot and its 95% interval as a bar on a log
+    scale around 1.0x (no change), under a heading per effort group. Three columns that never
+    overlap: the claim's name (right-aligned), the plot (its axis from a tick at or below the
+    smallest value to one at or above the largest, so every dot and bar is on it), and the
+    ratio in words; a claim the run could not judge gets its reason in the words column. The
+    1.0x line is drawn only inside the plot column, row by row, so no text crosses it."""
+    rows = [r for rs in groups.values() for r in rs]
+    if not rows:
         return ""
-    values = [v for r in judged for v in (r["ci_low"], r["ci_high"], r.get("ratio")) if v]
-    lo = min([1.0, *values]) / 1.4
-    hi = max([1.0, *values]) * 1.4
-    label_w, width, line_h = 300, 900, 22
-    plot_w = width - label_w - 190
-    span = math.log10(hi) - math.log10(lo) or 1.0
+    values = [v for r in rows if r.get("ci_low") is not None
+              for v in (r.get("ci_low"), r.get("ci_high"), r.get("ratio"))
+              if isinstance(v, int | float) and v > 0]
+    ticks = _ticks(min([1.0, *values]), max([1.0, *values]))
+    lo, hi = ticks[0], ticks[-1]
+    label_w, words_w = layout or chart_layout(rows)
+    left, right = label_w, label_w + _PLOT_W
+    span = math.log10(hi) - math.log10(lo)
 
     def fx(v: float) -> float:
-        return label_w + (math.log10(max(v, lo)) - math.log10(lo)) / span * plot_w
+        return left + (math.log10(min(max(v, lo), hi)) - math.log10(lo)) / span * _PLOT_W
 
     body, y = [], 8
-    for effort, rows in groups.items():
-        body.append(f'<text x="4" y="{y + 14}" font-size="12" font-weight="bold">'
-                    f'What you do: {_esc(EFFORTS.get(effort, effort))}</text>')
-        y += line_h
-        for r in rows:
-            stat = f"{r.get('statistic', 'p50')} {'TTFT' if r.get('metric') == 'ttft_ms' else ''}"
-            body.append(f'<text x="{label_w - 6}" y="{y + 13}" font-size="11" text-anchor="end">'
-                        f'{_esc(str(r.get("technique"))[:40])} ({_esc(stat.strip())})</text>')
-            if r.get("ci_low") is None:
-                body.append(f'<text x="{label_w + 4}" y="{y + 13}" font-size="11" fill="#555">'
-                            f'{_esc(interval_text(r))}</text>')
-            else:
-                x0, x1 = fx(r["ci_low"]), fx(r["ci_high"])
-                colour = {FASTER: _COLOURS[1], SLOWER: _COLOURS[0]}.get(str(r.get("verdict")), "#999")
-                body.append(f'<rect x="{x0:.1f}" y="{y + 4}" width="{max(x1 - x0, 1.0):.1f}" '
-                            f'height="10" fill="{colour}" opacity="0.55"><title>'
-                            f'{_esc(r["label"])}: {_esc(interval_text(r))}</title></rect>')
-                if r.get("ratio"):
-                    body.append(f'<circle cx="{fx(r["ratio"]):.1f}" cy="{y + 9}" r="4" '
-                                f'fill="{colour}"/>')
-                body.append(f'<text x="{label_w + plot_w + 8}" y="{y + 13}" font-size="11">'
-                            f'{_esc(interval_text(r))}</text>')
-            y += line_h
     ref = fx(1.0)
-    body.append(f'<line x1="{ref:.1f}" x2="{ref:.1f}" y1="4" y2="{y}" stroke="#000" '
-                f'stroke-dasharray="3 3"><title>1.0x: no change</title></line>')
-    decade = 10 ** math.floor(math.log10(lo))
-    while decade <= hi:
-        for tick in (decade, 3 * decade):
-            if lo <= tick <= hi:
-                body.append(f'<text x="{fx(tick):.1f}" y="{y + 14}" font-size="9" '
-                            f'text-anchor="middle">{_num(tick)}x</text>')
-        decade *= 10
-    return _svg("".join(body), width, y + 22, title)
+    for effort, grouped in groups.items():
+        body.append(_group_heading(effort, y))
+        y += _LINE_H
+        for r in grouped:
+            colour = _OUTCOME_COLOUR[row_outcome(r)]
+            body.append(_claim_open(r, left, y))
+            body.append(f'<line class="reference" x1="{ref:.1f}" x2="{ref:.1f}" y1="{y}" '
+                        f'y2="{y + _LINE_H}" stroke="#000" stroke-dasharray="3 3"/>')
+            if r.get("ci_low") is not None:
+                body.append(_bar(fx(r["ci_low"]), fx(r["ci_high"]), y + 6, 10, colour, r["ci_low"],
+                                 r["ci_high"], f"{r['label']}: {interval_text(r)}", 0.55))
+                if r.get("ratio"):
+                    body.append(f'<circle class="dot" data-value="{r["ratio"]:g}" '
+                                f'cx="{fx(r["ratio"]):.1f}" cy="{y + 11}" r="4" fill="{colour}"/>')
+            body.append(_claim_close(r, right, y))
+            y += _LINE_H
+    body.append(_axis(ticks, fx, left, right, y, lambda t: f"{_num(t)}x"))
+    return _chart_svg("".join(body), right + 10 + words_w, y + 24, title, (left, right), "ratios")
+
+
+def svg_rate_chart(groups: Mapping[str, Sequence[Mapping[str, Any]]], title: str,
+                   layout: tuple[int, int] | None = None) -> str:
+    """One line per rate claim on a 0-100% axis: the baseline's share (hollow dot, grey bar:
+    its Wilson 95% interval) and llmclient's (filled dot, coloured bar), under a heading per
+    effort group, the counts and the verdict in the words column."""
+    rows = [r for rs in groups.values() for r in rs]
+    if not rows:
+        return ""
+    label_w, words_w = layout or chart_layout(rows)
+    left, right = label_w, label_w + _PLOT_W
+
+    def fx(v: float) -> float:
+        return left + min(max(v, 0.0), 1.0) * _PLOT_W
+
+    body, y = [], 8
+    for effort, grouped in groups.items():
+        body.append(_group_heading(effort, y))
+        y += _LINE_H
+        for r in grouped:
+            colour = _OUTCOME_COLOUR[row_outcome(r)]
+            body.append(_claim_open(r, left, y))
+            for side, dy, fill in (("baseline", 3, "#bbb"), ("candidate", 12, colour)):
+                ci, share = r.get(f"{side}_ci"), r.get(f"{side}_rate")
+                if ci is None or share is None:
+                    continue
+                tip = f"{side}: {r[f'{side}_events']}/{r[f'{side}_trials']} {r['event']}"
+                body.append(_bar(fx(ci[0]), fx(ci[1]), y + dy, 6, fill, ci[0], ci[1], tip, 0.7))
+                style = 'fill="white" stroke="#666"' if side == "baseline" else f'fill="{colour}"'
+                body.append(f'<circle class="dot" data-value="{share:g}" cx="{fx(share):.1f}" '
+                            f'cy="{y + dy + 3}" r="3.5" {style}/>')
+            body.append(_claim_close(r, right, y))
+            y += _LINE_H
+    body.append(_axis((0.0, 0.25, 0.5, 0.75, 1.0), fx, left, right, y, lambda t: f"{t:.0%}"))
+    return _chart_svg("".join(body), right + 10 + words_w, y + 24, title, (left, right), "rates")
 
 
 _EFFORT_SHORT = {"default": "nothing", "option": "one option", "app": "app change"}
+# The savings table's columns and what each means (the header's title, and the list below it).
+SAVINGS_COLUMNS = (
+    ("row", "what was compared: baseline -> llmclient"),
+    ("claim", "the name the headline, the chart and the advice give this row"),
+    ("what you do", "to get it: nothing (llmclient's defaults), one option, or an app change; "
+                    "from the options of llmclient's side"),
+    ("statistic", "what the row is judged on: e2e latency or time to first token (TTFT) at "
+                  "p50/p95/p99 or their mean, or a rate (how often an event happened)"),
+    ("baseline", "the baseline's value of the statistic (ms), or its events/trials"),
+    ("llmclient", "llmclient's value of it (ms), or its events/trials"),
+    ("ratio (95% CI)", "baseline / llmclient with its 95% bootstrap interval (2.00x: half the "
+                       "time); for a rate, both counts and the difference's 95% interval in "
+                       "percentage points (Newcombe)"),
+    ("verdict", "faster/slower (better/worse) only when the whole interval lies on one side of "
+                "no change; no measurable difference when it includes it; needs --full when "
+                "this pass has too few samples"),
+    ("requests b/c", "requests sent by the baseline / by llmclient, failures included"),
+    ("also measured", "what the row needs to be read right (hit rate, tokens wasted, load)"),
+)
+
+
+def _ratio_cell(r: Mapping[str, Any]) -> str:
+    """The table's ratio column, short enough to stay on one line: "2.82x (95% CI 2.49-3.57x)";
+    for a rate "0% -> 100% (95% CI +66 to +100 pt)" (the counts are in the columns before)."""
+    if r.get("kind") != "rate":
+        return interval_text(r)
+    if r.get("ci_low") is None:
+        return "not measured"
+    return (f"{r['baseline_rate']:.0%} -> {r['candidate_rate']:.0%} "
+            f"(95% CI {r['ci_low'] * 100:+.0f} to {r['ci_high'] * 100:+.0f} pt)")
+
+
+def _savings_table(doc: Mapping[str, Any]) -> str:
+    head = "".join(f'<th title="{_esc(meaning)}">{_esc(name)}</th>'
+                   for name, meaning in SAVINGS_COLUMNS)
+    body = []
+    for scen, r, name, _judging in claim_rows(doc):
+        base, cand = _sides(r)
+        statistic = _stat_name(r).replace("ttft", "TTFT")
+        ratio_cell = "-" if r.get("verdict") == TOO_FEW else _ratio_cell(r)
+        cells = [
+            f"<td>{_esc(r['label'])}</td>", f"<td>{_esc(name)}</td>",
+            f"<td>{_esc(_EFFORT_SHORT.get(r.get('effort') or 'default', ''))}</td>",
+            f'<td class="nowrap">{_esc(statistic)}</td>', f"<td>{_esc(base)}</td>",
+            f"<td>{_esc(cand)}</td>", f'<td class="nowrap ratio">{_esc(ratio_cell)}</td>',
+            f'<td class="verdict">{_esc(_verdict_cell(r).replace(TOO_FEW, "needs --full"))}</td>',
+            f'<td class="nowrap">{r.get("requests_baseline")}/{r.get("requests_candidate")}</td>',
+            f'<td class="context">{_esc(r.get("context", ""))}</td>']
+        body.append(f'<tr data-claim="{_esc(name)}" data-outcome="{row_outcome(r)}" '
+                    f'data-scenario="{_esc(scen)}">{"".join(cells)}</tr>')
+    skipped = [f"<li>{_esc(s['name'])}: not available: {_esc(s['skipped'])}</li>"
+               for s in doc.get("scenarios", []) if s.get("skipped")]
+    legend = "".join(f"<dt>{_esc(name)}</dt><dd>{_esc(meaning)}</dd>"
+                     for name, meaning in SAVINGS_COLUMNS)
+    return (f'<table class="savings"><tr>{head}</tr>{"".join(body)}</table>'
+            + (f'<ul class="note">{"".join(skipped)}</ul>' if skipped else "")
+            + f'<dl class="columns">{legend}</dl>')
 
 
 def _savings_section(doc: Mapping[str, Any]) -> str:
-    rows = []
-    for scen in doc.get("scenarios", []):
-        if scen.get("skipped"):
-            rows.append([scen["name"], "not available: " + scen["skipped"], "", "", "", "", "",
-                         "", ""])
-            continue
-        for r in scen["rows"]:
-            metric = "TTFT" if r["metric"] == "ttft_ms" else "e2e"
-            judged = r.get("verdict") != TOO_FEW
-            rows.append([r["label"], _EFFORT_SHORT.get(r.get("effort", "default"), ""),
-                         f"{metric} {r.get('statistic', 'p50')}",
-                         _ms(r.get("baseline_stat") if judged else None),
-                         _ms(r.get("candidate_stat") if judged else None), interval_text(r),
-                         r.get("verdict", "").replace(TOO_FEW, "needs --full"),
-                         f"{r.get('requests_baseline')}/{r.get('requests_candidate')}",
-                         r.get("context", "")])
-    table = _table(["row", "what you do", "statistic", "baseline ms", "llmclient ms",
-                    "ratio (95% CI)", "verdict", "requests b/c", "also measured"], rows)
-    chart = svg_interval_chart(chart_rows(doc), "each technique on the statistic it targets: "
-                               "ratio and 95% interval, log scale")
-    return (f'<section id="savings"><h2>Savings per technique</h2>{chart}{table}'
-            f'<p class="note">Ratio = baseline / llmclient on the row\'s statistic (p50 for '
-            f'latency techniques, p95/p99 for the ones that work on the tail); 2.00x means half. '
-            f'Baseline and llmclient ran interleaved (A B A B); the 95% interval is a bootstrap '
-            f'over those pairs ({doc.get("bootstrap_iterations", BOOTSTRAP_ITERATIONS)} '
-            f'resamples). "No measurable difference" means the interval includes 1.0x; '
-            f'"needs --full" means this pass has too few samples to estimate the statistic at '
-            f'all (a quantile needs {BEYOND_QUANTILE} samples beyond it).</p></section>')
+    found = claims(doc)
+    layout = chart_layout(found)
+    ratios = effort_groups([c for c in found if c.get("kind") != "rate"])
+    rates = effort_groups([c for c in found if c.get("kind") == "rate"])
+    # one ratio chart per effort group, each on its own axis: a 1,000x cache hit on the axis of
+    # a 1.2x connection saving would squeeze the latter to a point
+    chart = "".join(svg_interval_chart({effort: rows}, f"what you do: {EFFORTS.get(effort, effort)}"
+                                       " - ratio and 95% interval, log scale", layout)
+                    for effort, rows in ratios.items())
+    rate_chart = svg_rate_chart(rates, "techniques judged on a rate: each side's share with its "
+                                       "95% interval (hollow: the baseline)", layout)
+    left = [f"<li>{_esc(s['name'])}: {_esc(s.get('adds') or s.get('description', ''))}</li>"
+            for s in doc.get("full_only", [])]
+    return (f'<section id="savings"><h2>Savings per technique</h2>{chart}{rate_chart}'
+            f'{_savings_table(doc)}'
+            + (f'<p class="note">In --full only (not decidable in the quick pass):</p>'
+               f'<ul class="note">{"".join(left)}</ul>' if left else "")
+            + f'<p class="note">Ratio = baseline / llmclient on the row\'s statistic (p50 for '
+            f'latency techniques, p95/p99 for the ones that work on the tail, the mean for a '
+            f'mixture such as an app session); 2.00x means half. Baseline and llmclient ran '
+            f'interleaved (A B A B); the 95% interval is a bootstrap over those pairs '
+            f'({doc.get("bootstrap_iterations", BOOTSTRAP_ITERATIONS)} resamples). A rate counts '
+            f'how often something happened (answers completed after a cut, calls refused): each '
+            f'side with its Wilson 95% interval, the difference with Newcombe\'s, judged on at '
+            f'least {MIN_TRIALS} trials a side. "No measurable difference" means the interval '
+            f'includes no change; "needs --full" means this pass has too few samples to estimate '
+            f'the statistic at all (a quantile needs {BEYOND_QUANTILE} samples beyond it).</p>'
+            f'</section>')
 
 
 def _cdf_section(doc: Mapping[str, Any]) -> str:

@@ -115,15 +115,17 @@ class ServerProcess:
 
 def start_server(profile: str = "zero", tls: bool = False, faults: str | None = None,
                  extra_args: tuple[str, ...] = (), timeout: float = 60.0,
-                 log_dir: str | None = None) -> ServerProcess:
-    """Spawn the reference server on a free port and wait for READY."""
+                 log_dir: str | None = None, cert_dir: str | None = None) -> ServerProcess:
+    """Spawn the reference server on a free port and wait for READY. Its log goes to a file in
+    ``log_dir``; with TLS its generated CA, certificate and private key go to a folder of their
+    own inside ``cert_dir`` (never beside the logs: a results folder is handed on, keys must
+    not be), else wherever the server puts them (a temp folder of its own)."""
     # benchmarks.server from a checkout, llmclient_bench.server installed
     args = [sys.executable, "-m", f"{_PACKAGE}.server", "--port", "0", "--profile", profile]
     if tls:
         args.append("--tls")
-        if log_dir is not None and not {"--cert", "--cert-dir"} & set(extra_args):
-            # the generated certificate lives with the run's logs, not in a /tmp folder of its own
-            args += ["--cert-dir", tempfile.mkdtemp(prefix="certs-", dir=log_dir)]
+        if cert_dir is not None and not {"--cert", "--cert-dir"} & set(extra_args):
+            args += ["--cert-dir", tempfile.mkdtemp(prefix="certs-", dir=cert_dir)]
     if faults:
         args += ["--faults", faults]
     args += list(extra_args)

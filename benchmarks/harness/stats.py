@@ -34,24 +34,35 @@ from typing import Any
 from .records import RequestRecord
 
 __all__ = [
+    "BETTER",
     "FASTER",
+    "LOSS",
     "NOT_MEASURED",
     "NO_DIFFERENCE",
+    "OUTCOMES",
     "SLO",
     "SLOWER",
+    "TIE",
     "TOO_FEW",
+    "UNDECIDED",
+    "WIN",
+    "WORSE",
     "bootstrap_ratio",
     "cdf",
     "find_knee",
     "goodput",
     "min_samples",
+    "newcombe_difference",
+    "outcome",
     "percentile",
     "percentiles",
     "quantile_of",
+    "rate_verdict",
     "ratio",
     "summarize",
     "tpot_ms",
     "verdict",
+    "wilson",
 ]
 
 QUANTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0),
@@ -241,36 +252,62 @@ MIN_SAMPLES_ANY = 5
 BOOTSTRAP_ITERATIONS = 2000
 CONFIDENCE = 0.95
 
-# Verdicts of a savings row (what the report writes for each).
+# Verdicts of a savings row (what the report writes for each): a ratio row is faster or slower,
+# a rate row (a count of events, e.g. answers completed after a cut) better or worse.
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+BETTER, WORSE = "better", "worse"
 TOO_FEW, NOT_MEASURED = "too few samples", "not measured"
+# What a verdict means for a reader, whatever the row's kind: the one field the headline, the
+# chart, the table and the advice all read, so that no two of them can disagree on a row.
+WIN, LOSS, TIE, UNDECIDED = "win", "loss", "tie", "undecided"
+OUTCOMES = (WIN, LOSS, TIE, UNDECIDED)
+_OUTCOME_OF = {FASTER: WIN, BETTER: WIN, SLOWER: LOSS, WORSE: LOSS, NO_DIFFERENCE: TIE,
+               TOO_FEW: UNDECIDED, NOT_MEASURED: UNDECIDED}
+
+
+def outcome(verdict_word: str) -> str:
+    """WIN / LOSS / TIE / UNDECIDED for a verdict word (ValueError for an unknown one)."""
+    try:
+        return _OUTCOME_OF[verdict_word]
+    except KeyError:
+        raise ValueError(f"unknown verdict {verdict_word!r}") from None
 
 
 def quantile_of(statistic: str) -> float:
-    """"p95" -> 95.0; anything else is a ValueError naming the statistic."""
+    """"p95" -> 95.0; anything else (``"mean"`` included: not a quantile) is a ValueError
+    naming the statistic."""
     from .records import STATISTICS
 
-    try:
-        return STATISTICS[statistic]
-    except KeyError:
-        raise ValueError(f"unknown statistic {statistic!r}; known: {sorted(STATISTICS)}") from None
+    q = STATISTICS.get(statistic)
+    if q is None:
+        raise ValueError(f"unknown quantile {statistic!r}; known: "
+                         f"{sorted(k for k, v in STATISTICS.items() if v is not None)}")
+    return q
 
 
 def min_samples(statistic: str) -> int:
-    """Successful requests per side needed to estimate ``statistic`` (see BEYOND_QUANTILE)."""
+    """Successful requests per side needed to estimate ``statistic`` (see BEYOND_QUANTILE); a
+    mean needs MIN_SAMPLES_ANY."""
+    if statistic == "mean":
+        return MIN_SAMPLES_ANY
     q = quantile_of(statistic)
     return max(MIN_SAMPLES_ANY, math.ceil(BEYOND_QUANTILE / (1.0 - q / 100.0) - 1e-9))
 
 
-def _stat(values: Sequence[float], q: float) -> float | None:
-    return percentile(values, q) if values else None
+def _reducer(statistic: str) -> Any:
+    """``statistic`` as a function of a non-empty sample: its quantile, or its mean."""
+    if statistic == "mean":
+        return lambda values: math.fsum(values) / len(values)
+    q = quantile_of(statistic)
+    return lambda values: percentile(values, q)
 
 
 def bootstrap_ratio(baseline: Sequence[float | None], candidate: Sequence[float | None],
                     statistic: str = "p50", *, iterations: int = BOOTSTRAP_ITERATIONS,
                     confidence: float = CONFIDENCE, seed: int | str = 0,
                     paired: bool = True) -> tuple[float, float] | None:
-    """A percentile-bootstrap interval for ``stat(baseline) / stat(candidate)``.
+    """A percentile-bootstrap interval for ``stat(baseline) / stat(candidate)``, ``stat`` a
+    quantile (``"p50"``, ``"p99"``...) or the ``"mean"``.
 
     The suite sends each request through both sides interleaved (A B A B), so entry i of
     ``baseline`` and of ``candidate`` is one request under the same machine conditions: when
@@ -284,7 +321,7 @@ def bootstrap_ratio(baseline: Sequence[float | None], candidate: Sequence[float 
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be within (0, 1), got {confidence}")
-    q = quantile_of(statistic)
+    stat = _reducer(statistic)
     rng = random.Random(f"bootstrap:{seed}")
     n_b, n_c = len(baseline), len(candidate)
     if not n_b or not n_c:
@@ -298,8 +335,10 @@ def bootstrap_ratio(baseline: Sequence[float | None], candidate: Sequence[float 
         else:
             b_idx = [rng.randrange(n_b) for _ in range(n_b)]
             c_idx = [rng.randrange(n_c) for _ in range(n_c)]
-        b = _stat([v for i in b_idx if (v := baseline[i]) is not None], q)
-        c = _stat([v for i in c_idx if (v := candidate[i]) is not None], q)
+        b_drawn = [v for i in b_idx if (v := baseline[i]) is not None]
+        c_drawn = [v for i in c_idx if (v := candidate[i]) is not None]
+        b = stat(b_drawn) if b_drawn else None
+        c = stat(c_drawn) if c_drawn else None
         if b is not None and c is not None and c > 0:
             ratios.append(b / c)
     if len(ratios) < iterations / 2:
@@ -322,4 +361,68 @@ def verdict(interval: tuple[float, float] | None, n_baseline: int, n_candidate: 
         return FASTER
     if high < 1.0:
         return SLOWER
+    return NO_DIFFERENCE
+
+
+# ---- counts: exact-enough intervals for rates -----------------------------------------------
+# A tail technique (retries, hedging, resumed streams, pacing, routing around a slow replica)
+# changes how often something happens: answers completed after a cut, calls failed, calls
+# refused with a 429, calls rescued by a hedge, calls sent to a slow replica. A count decides
+# with tens of trials where a p99 needs hundreds a side, so the quick pass judges these on
+# rates, each side with a Wilson score interval and the difference with Newcombe's interval
+# built from them (Newcombe 1998, "Interval estimation for the difference between independent
+# proportions", method 10), which keeps its coverage at 0/n and n/n where the normal
+# approximation collapses to a point.
+MIN_TRIALS = 5
+
+
+def _z(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence}")
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+def wilson(events: int, trials: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``events / trials`` (Wilson 1927)."""
+    if trials <= 0 or not 0 <= events <= trials:
+        raise ValueError(f"need 0 <= events <= trials and trials > 0, got {events}/{trials}")
+    z = _z(confidence)
+    p = events / trials
+    denom = 1.0 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    # at 0/n and n/n the bound is exactly 0 or 1 (the formula gives it up to rounding)
+    low = 0.0 if events == 0 else max(0.0, centre - half)
+    high = 1.0 if events == trials else min(1.0, centre + half)
+    return low, high
+
+
+def newcombe_difference(base_events: int, base_trials: int, cand_events: int, cand_trials: int,
+                        confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """An interval for ``p_candidate - p_baseline`` (two independent proportions), Newcombe's
+    hybrid score method from the two Wilson intervals."""
+    p1, p2 = base_events / base_trials, cand_events / cand_trials
+    l1, u1 = wilson(base_events, base_trials, confidence)
+    l2, u2 = wilson(cand_events, cand_trials, confidence)
+    d = p2 - p1
+    low = d - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2)
+    high = d + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2)
+    return max(-1.0, low), min(1.0, high)
+
+
+def rate_verdict(interval: tuple[float, float] | None, n_baseline: int, n_candidate: int,
+                 higher_is_better: bool) -> str:
+    """BETTER / WORSE only when the difference's whole interval is on one side of 0,
+    NO_DIFFERENCE when it includes 0, TOO_FEW below MIN_TRIALS trials a side."""
+    if min(n_baseline, n_candidate) < MIN_TRIALS:
+        return TOO_FEW
+    if interval is None:
+        return NOT_MEASURED
+    low, high = interval
+    if low > 0.0:
+        return BETTER if higher_is_better else WORSE
+    if high < 0.0:
+        return WORSE if higher_is_better else BETTER
     return NO_DIFFERENCE

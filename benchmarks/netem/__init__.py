@@ -13,10 +13,13 @@ network like they would on a real one.
 
 As root on Linux, `NetnsLink` adds a kernel path: the server runs in a network namespace
 behind a veth pair shaped by tbf, and `Network(..., netns=link)` adds the delay.
+`DualStackLink` is one whose name resolves to IPv6 then IPv4 inside the namespace, with the
+IPv6 route blackholed on demand (Happy Eyeballs, `python -m benchmarks.reliability eyeballs`).
 
 CLI: `python -m benchmarks.netem --profile wan --upstream 127.0.0.1:8000 --listen 127.0.0.1:9000`.
 """
 
+from ._dualstack import DualStackLink, dualstack_supported
 from ._forwarder import Forwarder, ForwarderStats
 from ._netns import NetnsError, NetnsLink, cleanup_leftovers, netem_available, netns_supported
 from ._network import Network, format_measurement, measure_network
@@ -26,6 +29,7 @@ from ._shaper import DirectionShaper, handshake_delay_s
 __all__ = [
     "PROFILES",
     "DirectionShaper",
+    "DualStackLink",
     "Forwarder",
     "ForwarderStats",
     "NetnsError",
@@ -33,6 +37,7 @@ __all__ = [
     "Network",
     "NetworkProfile",
     "cleanup_leftovers",
+    "dualstack_supported",
     "format_measurement",
     "get_profile",
     "handshake_delay_s",

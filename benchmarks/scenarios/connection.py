@@ -29,6 +29,7 @@ class ConnectionHandling:
     description = ("same chat workload via a fresh connection per call, the official openai "
                    "client's defaults, and llmclient's warm HTTP/2 (non-stream and stream)")
     requires = ("llmclient", "openai")
+    quick_s = 16  # measured: 36 calls of ~0.4 s over wan
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 10)
@@ -40,17 +41,22 @@ class ConnectionHandling:
                        for kind in VARIANTS}
             requests = mixed_requests(n, rng, stream=stream, lengths=_LENGTHS)
             ctx.progress(f"  connection{suffix or '/non-stream'}: {n} requests x 3 variants")
-            records.update(ctx.interleave(drivers, requests))
+            # one warm-up round warms the official client's pool and llmclient's connection
+            records.update(ctx.interleave(drivers, requests, warmup=1 if ctx.quick else 2))
         rows = [
-            Row("connection: fresh conn/call -> llmclient", "fresh-connection", "llmclient"),
+            Row("connection: fresh conn/call -> llmclient", "fresh-connection", "llmclient",
+                technique="warm connection vs a new one per call"),
             Row("connection: openai defaults -> llmclient", "openai", "llmclient",
-                technique="warm HTTP/2 connection"),
+                technique="warm HTTP/2 connection vs the official client"),
             Row("connection (stream TTFT): fresh -> llmclient", "fresh-connection/stream",
-                "llmclient/stream", metric="ttft_ms"),
+                "llmclient/stream", metric="ttft_ms",
+                technique="warm connection vs a new one per call, stream"),
             Row("connection (stream TTFT): openai -> llmclient", "openai/stream",
-                "llmclient/stream", metric="ttft_ms"),
+                "llmclient/stream", metric="ttft_ms",
+                technique="warm HTTP/2 connection vs the official client, stream"),
         ]
-        notes = [f"{n} requests per variant and mode, interleaved, 2 warm-up rounds dropped"]
+        notes = [f"{n} requests per variant and mode, interleaved, {1 if ctx.quick else 2} warm-up "
+                 "round(s) dropped"]
         if "tls" not in ctx.capabilities:
             notes.append("server without TLS: handshake savings understated")
         return ScenarioResult.of(self, records, rows=rows, notes=notes)
@@ -61,6 +67,7 @@ class Concurrency:
     description = ("closed loop at fixed concurrency: official client (HTTP/1.1 pool) vs "
                    "llmclient (HTTP/2 multiplexing), fresh clients, blocks alternated A B A B")
     requires = ("llmclient", "openai")
+    quick_s = 4
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 11)
@@ -79,9 +86,10 @@ class Concurrency:
                 out = run_closed_loop(ctx, driver, requests, concurrency)
                 records[kind] += out
         rows = [Row(f"concurrency {concurrency}: openai -> llmclient", "openai", "llmclient",
-                    technique=f"HTTP/2 multiplexing (concurrency {concurrency})"),
+                    technique=f"HTTP/2 multiplexing, {concurrency} in flight"),
                 Row(f"concurrency {concurrency} (TTFT): openai -> llmclient", "openai",
-                    "llmclient", metric="ttft_ms")]
+                    "llmclient", metric="ttft_ms",
+                    technique=f"HTTP/2 multiplexing, {concurrency} in flight, stream")]
         return ScenarioResult.of(
             self, records, rows=rows,
             notes=[f"{blocks * per_block} requests per client at concurrency {concurrency}, "
@@ -99,6 +107,7 @@ class Http1Origin:
     description = ("an HTTP/1.1-only origin (uvicorn, as vLLM/SGLang serve): official client vs "
                    "llmclient, one at a time and at concurrency 8")
     requires = ("llmclient", "openai", "spawn_server")
+    quick_s = 12
 
     def run(self, ctx: Context) -> ScenarioResult:
         assert ctx.spawn_server is not None
@@ -134,10 +143,12 @@ class Http1Origin:
             server.stop()
         rows = [
             Row("HTTP/1.1 origin: openai -> llmclient", "openai", "llmclient",
-                technique="HTTP/1.1 origin"),
+                technique="HTTP/1.1 origin, one call at a time"),
             Row("HTTP/1.1 origin (stream TTFT): openai -> llmclient", "openai/stream",
-                "llmclient/stream", metric="ttft_ms"),
-            Row("HTTP/1.1 origin, concurrency 8: openai -> llmclient", "openai/c8", "llmclient/c8"),
+                "llmclient/stream", metric="ttft_ms",
+                technique="HTTP/1.1 origin, one stream at a time"),
+            Row("HTTP/1.1 origin, concurrency 8: openai -> llmclient", "openai/c8", "llmclient/c8",
+                technique="HTTP/1.1 origin, 8 in flight"),
         ]
         notes = [f"reference server under uvicorn (HTTP/1.1 only), {n} requests per variant and "
                  f"mode interleaved; {blocks * per_block} per client at concurrency 8"]

@@ -47,7 +47,9 @@ slow and killed replica (not ours to break); hit rates come from vLLM's
 
 Subsets: ``BENCH_REPLICAS_LOADS=0.8``, ``BENCH_REPLICAS_WORKLOADS=long``,
 ``BENCH_REPLICAS_FAULTS=0`` (without the slow and killed replica). The quick pass runs the
-``chat`` workload only, 32 calls per run, its knee from 8 and 16 calls per replica.
+``chat`` workload only at 50% of its knee (from 8 and 16 calls per replica), 32 calls per run,
+judged on the TTFT p50 of follow-up turns and of first turns apart; no slow or killed replica
+(their counts need the full pass's 400 calls).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness._scenario import Arm, Context, NotAvailable, Rate, RequestRecord, Row, ScenarioResult
 from ..harness.load import (
     poisson_arrivals,
     readable_text,
@@ -97,6 +99,11 @@ LOADS = (0.5, 0.8)           # fractions of the fleet's knee
 KNEE_LADDER = (8, 16, 32, 64, 128)  # calls in flight per replica, doubled until throughput levels off
 QUICK_LADDER = (8, 16)
 KNEE_ROUNDS = 4              # calls per client slot at each step of the ladder
+# The quick pass: at 50% of the knee, 48 calls a run (about 22 follow-up turns and 26 first
+# turns a side: 32 gave 8-13 follow-ups, too few to decide); no slow or killed replica (the
+# slow replica's share of 80 calls' second half did not separate round-robin from prefix
+# affinity: the router shifts away over seconds, a count needs hundreds of calls).
+QUICK_CALLS = 48
 PLATEAU = 0.10               # doubling the calls in flight gained less than this: saturated
 SLOW = 5                     # the slow replica's engine time, x
 IDEAL_BLOCK = 64             # characters per block for the ideal hit rate
@@ -396,6 +403,7 @@ class ReplicaRouting:
                    "open loop at 50% and 80% of the fleet's knee: round-robin vs least-loaded "
                    "vs llmclient's prefix affinity")
     requires = ("llmclient",)  # and the embedded server (spawn_server) or --base-url URL1,URL2,...
+    quick_s = 24  # measured: 4 replicas, a 2-step knee ladder, 3 runs of 48 calls
 
     def run(self, ctx: Context) -> ScenarioResult:
         own = not ctx.replica_urls  # replicas this run starts, else the user's
@@ -407,7 +415,12 @@ class ReplicaRouting:
         loads, faults, workloads = subset(os.environ.get("BENCH_REPLICAS_LOADS"),
                                           os.environ.get("BENCH_REPLICAS_FAULTS"),
                                           os.environ.get("BENCH_REPLICAS_WORKLOADS"), ctx.quick)
-        n = 32 if ctx.quick else 400
+        if ctx.quick and not os.environ.get("BENCH_REPLICAS_LOADS"):
+            loads = LOADS[:1]
+        policies = POLICIES
+        n = QUICK_CALLS if ctx.quick else 400
+        if ctx.quick:
+            faults = False
         servers: list[Any]
         if own:
             assert ctx.spawn_server is not None
@@ -477,7 +490,7 @@ class ReplicaRouting:
                     for load in loads:
                         rate = knee * load
                         arrivals = poisson_arrivals(rate, n, random.Random(ctx.seed + int(load * 100)))
-                        order = POLICIES if load == LOADS[0] else tuple(reversed(POLICIES))
+                        order = policies if load == LOADS[0] else tuple(reversed(policies))
                         for policy in order:
                             variant = f"{policy}@{round(load * 100)}%{suffix}"
                             ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s")
@@ -495,6 +508,8 @@ class ReplicaRouting:
                         pct = f"{round(load * 100)}%{suffix}"
                         series["runs"][f"prefix@{pct}"]["turns"] = turn_split(
                             records[f"round_robin@{pct}"], records[f"prefix@{pct}"], prompts, seed=pct)
+                        for policy in policies:
+                            records.update(by_turn(records, f"{policy}@{pct}", prompts))
 
                 # One replica 5x slower (every request takes 5x its engine time), then one killed
                 # with SIGKILL halfway through: at 50% of the first workload's knee.
@@ -508,8 +523,10 @@ class ReplicaRouting:
                     fleet = [*urls[:REPLICAS - 1], stack.enter_context(ctx.routed(slow))]
                     for policy in ("round_robin", "prefix"):
                         variant = f"{policy}+slow"
-                        ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica {SLOW}x slower")
+                        ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica "
+                                     f"{SLOW}x slower")
                         out = run_open_loop(sub, driver(policy, variant, fleet), requests(variant, prompts), arrivals)
+                        mark_late_on(out, fleet[-1])
                         records[variant] = out
                         series["runs"][variant] = _slow_summary(out, fleet[-1], rate)
                     variant = "prefix+kill"
@@ -529,8 +546,17 @@ class ReplicaRouting:
             if own:
                 for server in servers:
                     server.stop()
-        return ScenarioResult.of(self, records, rows=_rows(workloads, loads), notes=_notes(series, n),
-                                 series=series)
+        rows = _rows(workloads, loads, quick=ctx.quick)
+        if "round_robin+slow" in records and "prefix+slow" in records:
+            rows.append(Rate(f"replicas, one {SLOW}x slower: its calls in the run's second half: "
+                             "round-robin -> prefix affinity", "round_robin+slow", "prefix+slow",
+                             event=f"calls the {SLOW}x slower replica served in the run's second half",
+                             count=late_on_slow, higher_is_better=False,
+                             technique=f"routing around a {SLOW}x slower replica",
+                             context=f"a fair share is {1 / REPLICAS:.0%}"))
+        arms = {name: policy_arm(name) for name in records}
+        return ScenarioResult.of(self, records, rows=rows, notes=_notes(series, n),
+                                 series=series, arms=arms)
 
 
 def variant_suffix(workload: str) -> str:
@@ -538,21 +564,76 @@ def variant_suffix(workload: str) -> str:
     return "" if workload == next(iter(WORKLOADS)) else f"/{workload}"
 
 
-def _rows(workloads: tuple[str, ...], loads: tuple[float, ...]) -> list[Row]:
-    rows = []
+def policy_arm(variant: str) -> Arm:
+    """The arm of a run: ``Replicas(urls, policy=...)``, prefix affinity being the default."""
+    policy = variant.split("@", 1)[0].split("+", 1)[0].split("/", 1)[0]
+    return Arm("llmclient", {} if policy == "prefix" else {"policy": policy})
+
+
+def by_turn(records: dict[str, list[RequestRecord]], variant: str,
+            prompts: list[list[dict[str, str]]]) -> dict[str, list[RequestRecord]]:
+    """Pure: a run's calls that open a session and its follow-up turns, as variants of their
+    own (``<variant>/first``, ``<variant>/follow-up``; in prompt order, so that two runs of the
+    same prompts pair up); nothing when the run's records do not line up with its prompts."""
+    recs = records[variant]
+    if len(recs) != len(prompts):
+        return {}
+    first = first_turns(prompts)
+    return {f"{variant}/first": [r for r, f in zip(recs, first, strict=True) if f],
+            f"{variant}/follow-up": [r for r, f in zip(recs, first, strict=True) if not f]}
+
+
+def mark_late_on(records: list[RequestRecord], slow_url: str) -> None:
+    """Marks each call of a slow-replica run: in the run's second half (by send order) or not,
+    and whether the slow replica served it."""
+    for i, r in enumerate(records):
+        r.extra["late"] = i >= len(records) // 2
+        r.extra["on_slow"] = r.extra.get("replica") == slow_url
+
+
+def late_on_slow(record: RequestRecord) -> bool | None:
+    """The slow-replica rate's count: a call of the run's second half that the slow replica
+    served (None: an early call, or one that failed: no replica answered it)."""
+    if not record.extra.get("late") or not record.ok:
+        return None
+    return bool(record.extra.get("on_slow"))
+
+
+def _rows(workloads: tuple[str, ...], loads: tuple[float, ...], quick: bool = False) -> list[Row | Rate]:
+    """Per workload and load: TTFT p50 of the follow-up turns (where routing decides) and of the
+    turns that open a session apart, round-robin against prefix affinity; in the full pass
+    also all calls' TTFT p50, TTFT p99 against least-loaded and e2e p50."""
+    rows: list[Row | Rate] = []
     for workload in workloads:
         suffix = variant_suffix(workload)
         label = "" if not suffix else f", {workload} documents"
         for load in loads:
             pct = f"{round(load * 100)}%"
+            where = f"{pct} of the knee{label}"
+            rows += [
+                Row(f"replicas {pct} of knee{label} (TTFT, follow-up turns): round-robin -> prefix affinity",
+                    f"round_robin@{pct}{suffix}/follow-up", f"prefix@{pct}{suffix}/follow-up", metric="ttft_ms",
+                    technique=f"prefix-affinity routing, follow-up turns ({where})"),
+                Row(f"replicas {pct} of knee{label} (TTFT, first turns): round-robin -> prefix affinity",
+                    f"round_robin@{pct}{suffix}/first", f"prefix@{pct}{suffix}/first", metric="ttft_ms",
+                    technique=f"prefix-affinity routing, turns that open a session ({where})"),
+                Row(f"replicas {pct} of knee{label} (TTFT, follow-up turns): least-loaded -> prefix affinity",
+                    f"least_loaded@{pct}{suffix}/follow-up", f"prefix@{pct}{suffix}/follow-up",
+                    metric="ttft_ms",
+                    technique=f"prefix-affinity routing vs least-loaded, follow-up turns ({where})"),
+            ]
+            if quick:
+                continue
             rows += [
                 Row(f"replicas {pct} of knee{label} (TTFT): round-robin -> prefix affinity",
                     f"round_robin@{pct}{suffix}", f"prefix@{pct}{suffix}", metric="ttft_ms",
-                    technique="prefix-affinity routing" if load == LOADS[0] and not suffix else None),
+                    technique=f"prefix-affinity routing, all calls ({where})"),
                 Row(f"replicas {pct} of knee{label} (TTFT p99): least-loaded -> prefix affinity",
-                    f"least_loaded@{pct}{suffix}", f"prefix@{pct}{suffix}", metric="ttft_ms", statistic="p99"),
+                    f"least_loaded@{pct}{suffix}", f"prefix@{pct}{suffix}", metric="ttft_ms", statistic="p99",
+                    technique=f"prefix-affinity routing vs least-loaded ({where}, TTFT p99)"),
                 Row(f"replicas {pct} of knee{label} (e2e): round-robin -> prefix affinity",
-                    f"round_robin@{pct}{suffix}", f"prefix@{pct}{suffix}"),
+                    f"round_robin@{pct}{suffix}", f"prefix@{pct}{suffix}",
+                    technique=f"prefix-affinity routing, all calls ({where}, e2e)"),
             ]
     return rows
 

@@ -3,12 +3,14 @@
 Two parts, each against the suite's server (the reference server's ``h100-8b`` profile by
 default: ~60 ms per request outside the GPU, ~10 ms per output token, prefix caching on):
 
-* ``followups``: multi-turn conversations with think time between turns. Each follow-up user
-  turn is one of the likely follow-ups offered as ``prefetch=[...]`` with probability
-  ``PREDICTABLE_SHARE``, otherwise a free question nobody could predict. Rounds of concurrent
-  conversations alternate between a client without speculation (``baseline``) and one with it
-  (``speculation``, the budget below), so machine noise hits both. Reported: p50/p99 of
-  follow-up turns (all, and the predictable ones), hit rate, wasted tokens, extra load.
+* ``followups``: multi-turn conversations with think time between turns. Exactly
+  ``PREDICTABLE_SHARE`` of the follow-up user turns (in a seeded order, the same on both
+  sides) are one of the likely follow-ups offered as ``prefetch=[...]``, the others a free
+  question nobody could predict. Rounds of concurrent conversations alternate between a
+  client without speculation (``baseline``) and one with it (``speculation``, the budget
+  below), so machine noise hits both. Reported: the p50 of each kind of follow-up (predicted,
+  unpredicted), the mean over all of them (their p50 would jump between the two kinds), hit
+  rate, wasted tokens, extra load.
 * ``prefix``: the next turn of a long conversation (8,000+ prompt tokens), streamed; TTFT
   cold vs after ``client.warm(...)`` of the conversation so far during the think time.
 
@@ -24,7 +26,7 @@ import time
 import uuid
 from typing import Any
 
-from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness._scenario import Arm, Context, NotAvailable, RequestRecord, Row, ScenarioResult
 
 ORDER = 60
 
@@ -36,6 +38,8 @@ THINK_S = (0.8, 1.6)          # a reader's pause before the next turn (uniform)
 MAX_TOKENS = 48
 LONG_PROMPT_WORDS = 8_000      # ~1 token per word with the reference tokenizer
 LONG_THINK_S = 0.3             # between the warm-up and the next turn
+# Next-turn trials per side: 5 is the fewest a p50 is estimated from (harness.stats.min_samples).
+QUICK_PREFIX_TRIALS = 5
 
 
 def _budget() -> Any:
@@ -77,8 +81,18 @@ def _failure(ctx: Context, variant: str, started: float, exc: BaseException) -> 
                          status=getattr(exc, "status_code", None), error_kind=type(exc).__name__)
 
 
+def predictable_turns(n: int, share: float, rng: random.Random) -> list[bool]:
+    """Pure: which of ``n`` follow-up turns are one of the likely follow-ups: exactly
+    ``round(share * n)`` of them, in a seeded order (so a quick pass has both kinds, each in a
+    known number, rather than whatever a coin gave)."""
+    k = round(share * n)
+    flags = [True] * k + [False] * (n - k)
+    rng.shuffle(flags)
+    return flags
+
+
 async def _conversation(ctx: Context, client: Any, variant: str, rng: random.Random,
-                        speculate: bool) -> list[RequestRecord]:
+                        speculate: bool, predictable_flags: list[bool]) -> list[RequestRecord]:
     tag = uuid.uuid4().hex[:10]  # distinct conversations: no variant reuses another's prefix
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": f"Tell me about the history of {rng.choice(TOPICS)} ({tag})"}]
@@ -88,7 +102,7 @@ async def _conversation(ctx: Context, client: Any, variant: str, rng: random.Ran
     out = []
     for turn in range(FOLLOWUPS_PER_CONVERSATION):
         await asyncio.sleep(rng.uniform(*THINK_S))
-        predictable = rng.random() < PREDICTABLE_SHARE
+        predictable = predictable_flags[turn]
         text = rng.choice(LIKELY) if predictable else f"What about {rng.choice(TOPICS)} in {rng.randint(1200, 2000)}?"
         messages = [*messages, {"role": "assistant", "content": answer.choices[0].message.content},
                     {"role": "user", "content": text}]
@@ -109,11 +123,18 @@ def _followups(ctx: Context, rng: random.Random) -> tuple[dict[str, list[Request
     clients = {"baseline": _client(ctx),
                "speculation": _client(ctx, speculation=SpeculationConfig(budget=_budget()))}
     rounds = 2 if ctx.quick else max(2, ctx.budget // (CONCURRENT_CONVERSATIONS * FOLLOWUPS_PER_CONVERSATION))
+    # Both clients get the same sequence of predictable and free turns (turn i of conversation
+    # j of round r is of one kind on both sides), exactly PREDICTABLE_SHARE of them predictable.
+    per_round = CONCURRENT_CONVERSATIONS * FOLLOWUPS_PER_CONVERSATION
+    flags = predictable_turns(rounds * per_round, PREDICTABLE_SHARE, random.Random(ctx.seed + 61))
     records: dict[str, list[RequestRecord]] = {name: [] for name in clients}
+    done = {name: 0 for name in clients}
     for r in range(rounds * 2):
         name = ("baseline", "speculation")[(r + r // 2) % 2]  # A B B A A B ...: neither always first
         ctx.progress(f"  speculative/followups: round {r + 1}/{rounds * 2} ({name})")
-        results = ctx.run(_round(ctx, clients[name], name, rng))
+        mine = flags[done[name] * per_round:(done[name] + 1) * per_round]
+        done[name] += 1
+        results = ctx.run(_round(ctx, clients[name], name, rng, mine))
         for conv in results:
             records[name] += conv
     ctx.run(_settle(clients["speculation"]))
@@ -137,10 +158,13 @@ def _followups(ctx: Context, rng: random.Random) -> tuple[dict[str, list[Request
     return variants, series
 
 
-async def _round(ctx: Context, client: Any, name: str, rng: random.Random) -> list[list[RequestRecord]]:
+async def _round(ctx: Context, client: Any, name: str, rng: random.Random,
+                 flags: list[bool]) -> list[list[RequestRecord]]:
     seeds = [rng.random() for _ in range(CONCURRENT_CONVERSATIONS)]
+    turns = FOLLOWUPS_PER_CONVERSATION
     return list(await asyncio.gather(*(
-        _conversation(ctx, client, name, random.Random(seed), name == "speculation") for seed in seeds)))
+        _conversation(ctx, client, name, random.Random(seed), name == "speculation",
+                      flags[i * turns:(i + 1) * turns]) for i, seed in enumerate(seeds))))
 
 
 async def _settle(client: Any, deadline_s: float = 30.0) -> None:
@@ -189,7 +213,7 @@ async def _ttft(ctx: Context, client: Any, variant: str, messages: list[dict[str
 
 def _prefix(ctx: Context, rng: random.Random) -> tuple[dict[str, list[RequestRecord]], dict[str, Any]]:
     client = _client(ctx)
-    trials = 2 if ctx.quick else max(3, min(8, ctx.budget // 8))
+    trials = QUICK_PREFIX_TRIALS if ctx.quick else max(QUICK_PREFIX_TRIALS, min(8, ctx.budget // 8))
     records: dict[str, list[RequestRecord]] = {"long/cold": [], "long/warmed": []}
     for i in range(trials * 2):
         warm = (i + i // 2) % 2 == 1
@@ -210,6 +234,7 @@ class Speculative:
                    f"({int(PREDICTABLE_SHARE * 100)}% predictable), and next-turn TTFT of an 8k-token "
                    "conversation cold vs prefix-warmed")
     requires = ("llmclient", "llmclient.prefetch")
+    quick_s = 29  # measured: 4 rounds of conversations with think time, 10 next-turn trials
 
     def run(self, ctx: Context) -> ScenarioResult:
         if not ctx.model:
@@ -223,15 +248,21 @@ class Speculative:
                    f"{series.get('wasted_tokens', 0)} tokens wasted, "
                    f"{series.get('used_tokens', 0)} used" if hit is not None else
                    f"{series.get('wasted_tokens', 0)} tokens wasted")
+        share = f"{PREDICTABLE_SHARE:.0%}"
+        # Each kind of follow-up on its own (a predicted one is served by its prefetch, a free
+        # one is a call), and all of them on their mean: their p50 would jump between the two.
         rows = [
             Row("speculative: predicted follow-up", "baseline/predicted", "speculation/predicted",
-                technique="speculative prefetch", effort="app", context=context),
-            Row("speculative: all follow-ups (70% predictable)", "baseline", "speculation",
-                context=context),
+                technique="speculative prefetch, predicted follow-ups", context=context),
             Row("speculative: unpredicted follow-ups (cost of the extra load)", "baseline/unpredicted",
-                "speculation/unpredicted"),
+                "speculation/unpredicted", technique="speculative prefetch, unpredicted follow-ups",
+                context="what the prefetches add to the server's load: "
+                        f"{series.get('wasted_tokens', 0)} tokens generated for nothing"),
+            Row(f"speculative: all follow-ups ({share} predictable), mean", "baseline", "speculation",
+                statistic="mean", technique="speculative prefetch, all follow-ups (mean)",
+                context=context),
             Row("prefix warming: next-turn TTFT, 8k-token conversation", "long/cold", "long/warmed",
-                metric="ttft_ms", technique="prefix warming", effort="app"),
+                metric="ttft_ms", technique="prefix warming (8k-token conversation)"),
         ]
         notes = [
             f"{CONCURRENT_CONVERSATIONS} concurrent conversations per round, rounds alternate A B B A; "
@@ -241,7 +272,13 @@ class Speculative:
             "targets: predicted follow-up p50 <= 0.1x baseline; warmed TTFT <= 0.3x cold; "
             "extra load <= budget max_load_share",
         ]
-        return ScenarioResult.of(self, variants, rows=rows, notes=notes, series={**series, **long_series})
+        arms = {"baseline": Arm("llmclient"),
+                "speculation": Arm("llmclient", {"speculation": f"SpeculationConfig(budget={_budget()})",
+                                                 "prefetch": list(LIKELY)}),
+                "long/cold": Arm("llmclient"),
+                "long/warmed": Arm("llmclient", {"warm()": "client.warm(messages=history)"})}
+        return ScenarioResult.of(self, variants, rows=rows, notes=notes, series={**series, **long_series},
+                                 arms=arms)
 
 
 TOPICS = ("owls", "printing", "the violin", "tea", "glass", "maps", "clocks", "bridges", "salt",

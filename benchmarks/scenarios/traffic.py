@@ -9,18 +9,31 @@
 - ``faults``: a server injecting 429/503/504/stragglers/resets; openai vs llmclient vs
   llmclient with hedged requests side by side, failures counted by status and kind.
 - ``tail``: streamed chat against slow replicas (5% of requests 8x slower): TTFT and e2e P99
-  of llmclient with and without hedged requests.
+  of llmclient with and without hedged requests; the quick pass picks 5 of 20 calls to
+  straggle and counts those that were still slow.
 - ``longprompt``: prompts of tens of thousands of characters (upload and encoding cost).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import secrets
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ..harness._scenario import Context, NotAvailable, RequestRecord, Row, ScenarioResult
+from ..harness._scenario import (
+    ChatRequest,
+    Context,
+    Driver,
+    NotAvailable,
+    Rate,
+    RequestRecord,
+    Row,
+    ScenarioResult,
+)
 from ..harness.load import (
     LengthModel,
     long_prompt,
@@ -55,6 +68,9 @@ class Steady:
     name = "steady"
     description = "Poisson open loop at a fixed rate through llmclient (mixed lengths, streamed)"
     requires = ("llmclient",)
+    # one variant, no comparison: nothing for a quick pass to decide
+    quick = False
+    full_adds = "steady-state P50/P99/P99.9 of 1,200 streamed requests at 20 req/s"
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 20)
@@ -80,6 +96,9 @@ class Sweep:
     name = "sweep"
     description = f"rate sweep (open loop, Poisson) on the {SWEEP_PROFILE} profile, knee marked"
     requires = ("llmclient", "spawn_server")
+    # a knee from four short rates is a guess: the full pass sweeps ten
+    quick = False
+    full_adds = f"latency against request rate on {SWEEP_PROFILE}, the knee marked"
 
     def run(self, ctx: Context) -> ScenarioResult:
         assert ctx.spawn_server is not None
@@ -131,6 +150,7 @@ class ColdStart:
     name = "coldstart"
     description = "server start to first success; a fresh client's first call (openai vs llmclient)"
     requires = ("llmclient", "openai", "spawn_server")
+    quick_s = 4
 
     def run(self, ctx: Context) -> ScenarioResult:
         assert ctx.spawn_server is not None
@@ -173,6 +193,11 @@ class Faults:
                    "llmclient with hedged requests, plus llmclient without retries to show the "
                    "raw failure mix")
     requires = ("llmclient", "openai", "faults", "spawn_server")
+    # Judged at p95/p99 (retries and hedges work on the tail): 8 calls a side cannot estimate
+    # either, and a count of failed calls does not separate clients that all retry. The tail
+    # scenario judges hedging in the quick pass, on the stragglers it rescues.
+    quick = False
+    full_adds = "retries and hedging under injected 429/503/504, resets and stragglers (p95, p99)"
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 40)
@@ -196,9 +221,10 @@ class Faults:
         rows = [Row("faults: openai -> llmclient (e2e of successes)", "openai", "llmclient",
                     statistic="p95", technique="retries under injected faults"),
                 Row("faults: llmclient -> llmclient + hedge", "llmclient", "llmclient+hedge",
-                    statistic="p99"),
+                    statistic="p99", technique="hedged requests under injected faults"),
                 Row("faults: openai -> llmclient + hedge", "openai", "llmclient+hedge",
-                    statistic="p99")]
+                    statistic="p99",
+                    technique="hedged requests under injected faults vs the official client")]
         retries = sum(int(r.extra.get("retries") or 0) for r in records["llmclient"])
         hedged = records["llmclient+hedge"]
         hedges, wins = _hedge_counts(hedged)
@@ -217,8 +243,62 @@ class Faults:
 # Slow replicas for the ``tail`` scenario: 5% of requests take 8 times their engine time
 # (prefill and decode), the way one overloaded or throttled GPU behind a balancer looks.
 TAIL_FAULTS = "straggler=8;prob=0.05"
+TAIL_FACTOR = 8
 # llmclient's hedge learns its delay (a p95) from its first 20 calls and hedges none of them.
 HEDGE_LEARNS_FROM = 20
+# The quick pass picks its stragglers itself (an x-fault header, fired once per send: a hedge's
+# copy of a straggling call then runs clean, as it would on another replica): 5 of 30 calls,
+# spread out so the hedge budget covers each (0.1 of a hedge per call, 3 saved up: 5 in 20
+# calls ran it dry at the fifth), and counts how many straggling calls still took over
+# SLOW_FACTOR times a clean call: a count decides with 5 a side what a p99 needs 200 for.
+QUICK_TAIL_CALLS = 30
+QUICK_TAIL_STRAGGLERS = 5
+SLOW_FACTOR = 3.0
+
+
+def spread(n: int, k: int) -> list[int]:
+    """Pure: ``k`` indices of ``range(n)`` spread evenly, none first (the middle of each of
+    ``k`` equal stretches)."""
+    return [int((i + 0.5) * n / k) for i in range(k)]
+
+
+def with_fault(request: ChatRequest, spec: str) -> ChatRequest:
+    return dataclasses.replace(request, headers={**request.headers, "x-fault": spec})
+
+
+def once_per_send(driver: Driver) -> Driver:
+    """Each send fills the ``{once}`` of its ``x-fault`` header with a token of its own, so the
+    fault fires on that send's first request only (the hedge's copy carries the same header,
+    and the server sees the token spent: it runs clean)."""
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        spec = request.headers.get("x-fault")
+        if spec is not None and "{once}" in spec:
+            request = with_fault(request, spec.format(once=secrets.token_hex(8)))
+        return await driver(request, scheduled)
+
+    return send
+
+
+def mark_slow(records: dict[str, list[RequestRecord]], stragglers: set[int], baseline: str,
+              factor: float = SLOW_FACTOR) -> float | None:
+    """Pure but for marking ``extra``: each record's ``straggler`` (its request was one) and
+    ``slow`` (failed, or over ``factor`` x the median latency of the baseline's clean calls);
+    returns that threshold in ms (None: no clean call succeeded)."""
+    clean = sorted(r.latency_ms for i, r in enumerate(records[baseline])
+                   if r.ok and i not in stragglers)
+    if not clean:
+        return None
+    threshold = factor * statistics.median(clean)
+    for recs in records.values():
+        for i, r in enumerate(recs):
+            r.extra["straggler"] = i in stragglers
+            r.extra["slow"] = (not r.ok) or r.latency_ms > threshold
+    return threshold
+
+
+def straggler_slow(record: RequestRecord) -> bool | None:
+    """The tail rate's count: a straggling call that was slow (None: not a straggler)."""
+    return bool(record.extra.get("slow")) if record.extra.get("straggler") else None
 
 
 class Tail:
@@ -226,17 +306,59 @@ class Tail:
     description = ("streamed chat with slow replicas (5% of requests 8x slower): TTFT and e2e "
                    "P99, llmclient vs llmclient with hedge=True")
     requires = ("llmclient", "faults", "spawn_server")
+    quick_s = 35  # measured: 20 learning calls, 30 pairs of which 5 straggle (8x)
 
     def run(self, ctx: Context) -> ScenarioResult:
+        return self._quick(ctx) if ctx.quick else self._full(ctx)
+
+    def _quick(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 45)
-        # p95 needs 40 requests a side (two beyond it), so the quick pass sends that many,
-        # after 20 dropped warm-up rounds: the hedge learns its delay from its first 20 calls,
-        # so every measured call is one it may hedge.
-        n = 40 if ctx.quick else 200
-        # Shorter answers in the quick pass keep its 80 streams within budget; the tail is
-        # made by the slow replicas (8x), not by the answer length.
-        lengths = LengthModel(output_median_tokens=12 if ctx.quick else 24, output_sigma=0.5,
-                              output_max_tokens=64)
+        lengths = LengthModel(output_median_tokens=12, output_sigma=0.5, output_max_tokens=64)
+        stragglers = set(spread(QUICK_TAIL_CALLS, QUICK_TAIL_STRAGGLERS))
+        spec = f"straggler={TAIL_FACTOR};once={{once}}"
+        requests = [with_fault(r, spec) if i in stragglers else r for i, r in
+                    enumerate(mixed_requests(QUICK_TAIL_CALLS, rng, stream=True, lengths=lengths))]
+        learn = mixed_requests(HEDGE_LEARNS_FROM, rng, stream=True, lengths=lengths)
+        server = _spawn(ctx, profile=ctx.server.profile if ctx.server else "zero",
+                        extra_args=("--allow-fault-headers",))
+        try:
+            with ctx.routed(server) as url:
+                sub = _on(ctx, server, url)
+                drivers = {"llmclient": once_per_send(sub.driver("llmclient")),
+                           "llmclient+hedge": once_per_send(_hedged_driver(sub))}
+                ctx.progress(f"  tail: the hedge learns its delay from {HEDGE_LEARNS_FROM} calls")
+                sub.interleave({"llmclient+hedge": drivers["llmclient+hedge"]}, learn, warmup=0)
+                ctx.progress(f"  tail: {QUICK_TAIL_CALLS} streams per client, "
+                             f"{QUICK_TAIL_STRAGGLERS} of them {TAIL_FACTOR}x slower")
+                records = sub.interleave(drivers, requests, warmup=1)
+        finally:
+            server.stop()
+        threshold = mark_slow(records, stragglers, "llmclient")
+        hedged = records["llmclient+hedge"]
+        hedges, wins = _hedge_counts(hedged)
+        context = (f"{hedges} hedges for {len(hedged)} calls ({hedges / max(len(hedged), 1):.0%} "
+                   f"extra load), {wins} answered first")
+        rows = [Rate("slow replicas: straggling streams slower than "
+                     f"{SLOW_FACTOR:g}x a clean one: llmclient -> + hedge", "llmclient",
+                     "llmclient+hedge", event=f"straggling calls over {SLOW_FACTOR:g}x a clean call",
+                     count=straggler_slow, higher_is_better=False,
+                     technique="hedged requests, straggling calls (slow replicas)",
+                     context=context)]
+        notes = [f"quick pass: {QUICK_TAIL_CALLS} streamed requests per client after "
+                 f"{HEDGE_LEARNS_FROM} learning calls through the hedged client; calls "
+                 f"{sorted(stragglers)} run {TAIL_FACTOR}x slower on their first send (x-fault, "
+                 f"once: a hedge's copy runs clean); slow = over {SLOW_FACTOR:g}x the median of "
+                 "the baseline's clean calls"
+                 + (f" ({threshold:.0f} ms)" if threshold is not None else ""),
+                 f"llmclient+hedge: {context}"]
+        return ScenarioResult.of(self, records, rows=rows, notes=notes,
+                                 series={"stragglers": sorted(stragglers), "slow_ms": threshold,
+                                         "hedges": hedges, "hedge_wins": wins})
+
+    def _full(self, ctx: Context) -> ScenarioResult:
+        rng = random.Random(ctx.seed + 45)
+        n = 200
+        lengths = LengthModel(output_median_tokens=24, output_sigma=0.5, output_max_tokens=64)
         records = _on_faulty_server(
             ctx, TAIL_FAULTS,
             lambda sub: {"llmclient": sub.driver("llmclient"), "llmclient+hedge": _hedged_driver(sub)},
@@ -245,14 +367,15 @@ class Tail:
         hedged = records["llmclient+hedge"]
         hedges, wins = _hedge_counts(hedged)
         rescued = f"{hedges} hedges sent, {wins} answered first (calls rescued from the tail)"
-        rows = [Row("slow replicas, streamed: llmclient -> + hedge", "llmclient",
+        rows = [Row("slow replicas, streamed (TTFT): llmclient -> + hedge", "llmclient",
                     "llmclient+hedge", metric="ttft_ms", statistic="p95",
-                    technique="hedged requests (slow replicas)", effort="option",
-                    context=rescued),
+                    technique="hedged requests, slow replicas (TTFT p95)", context=rescued),
                 Row("slow replicas, streamed: llmclient -> + hedge", "llmclient",
-                    "llmclient+hedge", statistic="p95", context=rescued),
+                    "llmclient+hedge", statistic="p95",
+                    technique="hedged requests, slow replicas (e2e p95)", context=rescued),
                 Row("slow replicas, streamed: llmclient -> + hedge", "llmclient",
-                    "llmclient+hedge", statistic="p99", context=rescued)]
+                    "llmclient+hedge", statistic="p99",
+                    technique="hedged requests, slow replicas (e2e p99)", context=rescued)]
         return ScenarioResult.of(
             self, records, rows=rows,
             notes=[f"{n} streamed requests per client; server faults: {TAIL_FAULTS}",
@@ -267,6 +390,7 @@ class LongPrompt:
     name = "longprompt"
     description = "prompts of 20k-35k characters: openai vs llmclient (upload + encoding)"
     requires = ("llmclient", "openai")
+    quick_s = 7
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 50)
@@ -278,7 +402,7 @@ class LongPrompt:
                                  warmup=1)
         return ScenarioResult.of(self, records,
                                  rows=[Row("long prompts (20-35k chars)", "openai", "llmclient",
-                                           technique="long prompt upload")],
+                                           technique="long prompt upload (20-35k characters)")],
                                  notes=[f"{n} requests per client"])
 
 

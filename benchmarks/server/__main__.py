@@ -63,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--uvicorn-http", default="h11", choices=("h11", "httptools"),
                    help="uvicorn's HTTP/1.1 parser: h11, or httptools, which uvicorn[standard] "
                         "installs and so vLLM and SGLang run on")
+    p.add_argument("--keep-alive-s", type=float, default=None, metavar="S",
+                   help="close a connection idle for S seconds (hypercorn, uvicorn; default: an hour). "
+                        "uvicorn --keep-alive-s 1 closes idle connections every second, as a busy "
+                        "deployment's short keep-alive does")
     p.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"),
                    help="event loop; auto = uvloop when installed (less CPU per request)")
     p.add_argument("--log-level", default="INFO")
@@ -158,8 +162,12 @@ def main(argv: list[str] | None = None) -> None:
                                 server_timing=not args.no_server_timing,
                                 continuation=continuation.from_args(args),
                                 websocket=ws_responses.from_args(args)))
+    if args.keep_alive_s is not None and (args.server == "granian" or args.keep_alive_s <= 0):
+        raise SystemExit("--keep-alive-s takes seconds > 0, with --server hypercorn or uvicorn "
+                         "(granian has no idle timeout to set)")
     opts = ServeOptions(args.host, args.port, args.server, args.http1_only,
-                        cert if args.tls else None, key if args.tls else None, args.uvicorn_http)
+                        cert if args.tls else None, key if args.tls else None, args.uvicorn_http,
+                        **({"keep_alive_s": args.keep_alive_s} if args.keep_alive_s is not None else {}))
     shutdown.configure(args.shutdown_grace_s)
     _install_loop(args.loop)
     asyncio.run(serve(app, opts))

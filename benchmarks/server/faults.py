@@ -9,6 +9,7 @@ Spec grammar (one fault)::
             | "malformed_sse" | "slow_ms=" N | "straggler=" K | "reset" | "prob=" P
             | "times=" N | "stall_after=" N | "reset_after=" N | "once=" TOKEN | "resume_ms=" N
             | "burst=" N | "pings_after=" N | "ping_ms=" N | "error_after=" N
+            | "start_ms=" N | "for_ms=" N
 
 A run-wide spec (``--faults``) is a comma-separated list of faults, each rolled independently
 in order with a seeded RNG (reproducible); the first that fires applies. A request's
@@ -49,6 +50,11 @@ Meaning:
   times=N                     run-wide faults: fire at most N times in the run (e.g.
                               ``stall_ms=5000;times=1``: only the first request stalls, as on a
                               replica that was cold; a retry or a hedged copy then runs normally)
+  start_ms=N, for_ms=N        run-wide faults: fire only in a window of time, from start_ms to
+                              start_ms + for_ms after the first request the server saw (an
+                              outage: ``status=503;start_ms=2000;for_ms=10000`` answers every
+                              request 503 for 10 s, 2 s into the run); either alone: from
+                              start_ms on, or for the first for_ms
   burst=N                     run-wide faults: once it fires, the next N-1 requests get it too
                               (overload comes in storms: ``status=529;prob=0.02;burst=10``)
   once=TOKEN                  header faults: fire only for the first request that carries this
@@ -59,13 +65,15 @@ Meaning:
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["FaultInjector", "FaultSpec", "FaultSpecError", "parse_fault", "parse_fault_list"]
 
 FAULT_STATUSES = frozenset({403, 429, 500, 502, 503, 504, 529})
 _INT_KEYS = ("stall_ms", "cut_after", "slow_ms", "times", "stall_after", "reset_after",
-             "resume_ms", "burst", "pings_after", "ping_ms", "error_after")
+             "resume_ms", "burst", "pings_after", "ping_ms", "error_after", "start_ms", "for_ms")
 DEFAULT_PING_MS = 500
 # Tokens of ``once`` faults that fired, kept at most this many (oldest forgotten first).
 MAX_ONCE_TOKENS = 100_000
@@ -97,6 +105,17 @@ class FaultSpec:
     pings_after: int | None = None
     ping_ms: int = DEFAULT_PING_MS
     error_after: int | None = None
+    start_ms: int | None = None
+    for_ms: int | None = None
+
+    @property
+    def windowed(self) -> bool:
+        return self.start_ms is not None or self.for_ms is not None
+
+    def in_window(self, elapsed_ms: float) -> bool:
+        """Whether a windowed fault is on ``elapsed_ms`` after the run's first request."""
+        start = self.start_ms or 0
+        return elapsed_ms >= start and (self.for_ms is None or elapsed_ms < start + self.for_ms)
 
 
 def _number(key: str, raw: str, *, integer: bool) -> float:
@@ -166,8 +185,11 @@ def parse_fault_list(spec: str) -> tuple[FaultSpec, ...]:
 class FaultInjector:
     """Decides the fault for each request; seeded so a run's faults are reproducible."""
 
-    def __init__(self, run_faults: tuple[FaultSpec, ...] = (), seed: int = 0) -> None:
+    def __init__(self, run_faults: tuple[FaultSpec, ...] = (), seed: int = 0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.run_faults = run_faults
+        self._clock = clock  # read only by windowed faults (start_ms, for_ms)
+        self._first: float | None = None  # the clock at the first request asked about
         self._rng = random.Random(seed)
         self._fired = [0] * len(run_faults)  # times each run-wide fault has fired
         self._burst_left = [0] * len(run_faults)  # requests a burst still takes, per fault
@@ -187,13 +209,24 @@ class FaultInjector:
                 if fault.once in self._once:
                     return None
                 self._remember(fault.once)
+            if fault.windowed:
+                raise FaultSpecError("fault items start_ms=/for_ms= are for run-wide faults (--faults)")
             return fault if self._fires(fault) else None
+        elapsed_ms: float | None = None
         for i, fault in enumerate(self.run_faults):
             if self._burst_left[i]:
                 self._burst_left[i] -= 1
                 return fault
             if fault.times is not None and self._fired[i] >= fault.times:
                 continue
+            if fault.windowed:
+                if elapsed_ms is None:
+                    now = self._clock()
+                    if self._first is None:
+                        self._first = now
+                    elapsed_ms = (now - self._first) * 1000.0
+                if not fault.in_window(elapsed_ms):
+                    continue
             if self._fires(fault):
                 self._fired[i] += 1
                 self._burst_left[i] = (fault.burst or 1) - 1

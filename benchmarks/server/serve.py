@@ -44,6 +44,7 @@ class ServeOptions:
     cert: Path | None = None
     key: Path | None = None
     uvicorn_http: str = "h11"  # or "httptools" (uvicorn[standard], as vLLM and SGLang install it)
+    keep_alive_s: float = KEEP_ALIVE_S  # how long an idle connection is kept (hypercorn, uvicorn)
 
 
 def origin_url(scheme: str, host: str, port: int) -> str:
@@ -133,7 +134,7 @@ async def _serve_hypercorn(app: object, opts: ServeOptions, scheme: str) -> None
     config = Config()
     config.bind = [f"{opts.host}:{opts.port}"]
     config.keep_alive_max_requests = 2**62
-    config.keep_alive_timeout = KEEP_ALIVE_S
+    config.keep_alive_timeout = opts.keep_alive_s
     config.h2_max_concurrent_streams = MAX_CONCURRENT_STREAMS
     config.accesslog = None
     config.alpn_protocols = ["http/1.1"] if opts.http1_only else ["h2", "http/1.1"]
@@ -176,7 +177,8 @@ async def _serve_uvicorn(app: object, opts: ServeOptions, scheme: str) -> None:
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         http=opts.uvicorn_http, lifespan="on", access_log=False, log_level="warning",
-        timeout_keep_alive=KEEP_ALIVE_S, loop="none",
+        timeout_keep_alive=opts.keep_alive_s,  # type: ignore[arg-type]  # a call_later delay: a float works
+        loop="none",
         ssl_certfile=str(opts.cert) if opts.cert else None,
         ssl_keyfile=str(opts.key) if opts.key else None,
     )

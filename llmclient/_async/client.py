@@ -6,6 +6,7 @@ connection, close. The settings and the chain are :class:`~llmclient._client.Bas
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -18,14 +19,17 @@ from ..api._async.resources import (
     AsyncModels,
     AsyncResponses,
 )
+from ..api._async.streaming import AsyncStream
 from ..api.raw import RawResponse
-from ..api.streaming import AsyncStream
 from ..features.route.router import model_labels, model_mismatch
 from ..layers import setup
+from ..layers._async.cache import alookup_cache
+from ..layers._async.chain import Chain
 from ..wire.codec import JSON_CODEC
 
 if TYPE_CHECKING:
     from .._client import BaseClient as _Base
+    from ..layers.context import Context
     from ..pipeline.call import Call
 else:
     _Base = object
@@ -37,6 +41,14 @@ class AsyncClientIO(_Base):
     """Mixed into the async client (before :class:`~llmclient._client.BaseClient`)."""
 
     _on_event_loop = True  # unasync: sync=_on_event_loop = False
+
+    def _make_chain(self, ctx: Context) -> Chain:
+        return Chain(ctx)
+
+    @staticmethod
+    def _cache_lookup(ctx: Context) -> Any:
+        """The cache's look-up alone, for the Port (what speculation reads the cache with)."""
+        return lambda call: alookup_cache(ctx, call)
 
     def _attach(self) -> None:
         """The resources llmclient runs itself."""
@@ -51,7 +63,14 @@ class AsyncClientIO(_Base):
         """``call`` through the chain; the face's object of its answer (``make``: a whole answer,
         ``stream_make``: each event of a stream; ``raw``: the server's own answer with it)."""
         call.make, call.stream_make, call.raw = make, stream_make, raw
-        reply = await self._chain.for_options(call.options)(call)
+        provider = self._token_provider()
+        if provider is not None:  # a credential fetched before every request (Azure AD)
+            token = provider()
+            if inspect.isawaitable(token):  # a coroutine function gave it: awaited where a loop runs
+                token = await token  # unasync: sync=pass
+            self._set_token(call, token)
+        chain = self._chain
+        reply = await (chain.default if call.options is chain.defaults else chain.for_options(call.options))(call)
         result = reply.result
         if result is None:  # a live stream (the trace layer may have wrapped make: read it back)
             result = AsyncStream(reply.response, call, reply.decoder, call.stream_make or call.make,

@@ -1,9 +1,5 @@
 # Generated from llmclient/_async/__init__.py by scripts/unasync.py: do not edit here, edit that
 # file and run `python scripts/unasync.py` (make lint checks that this file is current).
-"""What both clients share, written once as coroutines (the blocking twin is generated).
-
-Each module here has a synchronous twin in ``llmclient/_sync/`` that ``scripts/unasync.py``
-writes (``sync``/``await`` dropped, ``Async*`` names and ``a*`` methods renamed); ``make lint``
-fails when a twin is not current. Code whose concurrency really differs between the two
-(socket drivers, single-flight, hedge races) is written by hand, twice, where it lives.
-"""
+"""The OpenAI face's I/O, written once as coroutines (``client.py``); the blocking twin is
+generated into ``llmclient/_sync/`` by ``scripts/unasync.py``, as every package's ``_sync``
+folder is (``make lint`` fails when a twin is not current)."""

@@ -8,6 +8,7 @@ connection, close. The settings and the chain are :class:`~llmclient._client.Bas
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -20,14 +21,17 @@ from ..api._sync.resources import (
     Models,
     Responses,
 )
+from ..api._sync.streaming import Stream
 from ..api.raw import RawResponse
-from ..api.streaming import Stream
 from ..features.route.router import model_labels, model_mismatch
 from ..layers import setup
+from ..layers._sync.cache import lookup_cache
+from ..layers._sync.chain import Chain
 from ..wire.codec import JSON_CODEC
 
 if TYPE_CHECKING:
     from .._client import BaseClient as _Base
+    from ..layers.context import Context
     from ..pipeline.call import Call
 else:
     _Base = object
@@ -39,6 +43,14 @@ class ClientIO(_Base):
     """Mixed into the sync client (before :class:`~llmclient._client.BaseClient`)."""
 
     _on_event_loop = False
+
+    def _make_chain(self, ctx: Context) -> Chain:
+        return Chain(ctx)
+
+    @staticmethod
+    def _cache_lookup(ctx: Context) -> Any:
+        """The cache's look-up alone, for the Port (what speculation reads the cache with)."""
+        return lambda call: lookup_cache(ctx, call)
 
     def _attach(self) -> None:
         """The resources llmclient runs itself."""
@@ -53,7 +65,14 @@ class ClientIO(_Base):
         """``call`` through the chain; the face's object of its answer (``make``: a whole answer,
         ``stream_make``: each event of a stream; ``raw``: the server's own answer with it)."""
         call.make, call.stream_make, call.raw = make, stream_make, raw
-        reply = self._chain.for_options(call.options)(call)
+        provider = self._token_provider()
+        if provider is not None:  # a credential fetched before every request (Azure AD)
+            token = provider()
+            if inspect.isawaitable(token):  # a coroutine function gave it: awaited where a loop runs
+                pass
+            self._set_token(call, token)
+        chain = self._chain
+        reply = (chain.default if call.options is chain.defaults else chain.for_options(call.options))(call)
         result = reply.result
         if result is None:  # a live stream (the trace layer may have wrapped make: read it back)
             result = Stream(reply.response, call, reply.decoder, call.stream_make or call.make,

@@ -48,7 +48,7 @@ class OpenAIErrors:
         if isinstance(exc, httpx.TimeoutException):
             phase = _PHASES.get(type(exc).__name__, "request")
             return APITimeoutError(f"Request timed out ({phase} phase) for {where}", request, **kw)
-        return APIConnectionError(f"Connection error for {where}: {describe_transport_error(exc)}", request, **kw)
+        return APIConnectionError(f"Connection error for {where}: {describe_transport_error(exc, call.url)}", request, **kw)
 
 
 OPENAI_ERRORS = OpenAIErrors()

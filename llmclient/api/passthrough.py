@@ -92,7 +92,7 @@ def _build(client: Any) -> Any:
 
 
 def _is_async(client: Any) -> bool:
-    return bool(client._on_event_loop)  # set by the pipeline mixed in (AsyncPipeline: True)
+    return bool(client._on_event_loop)  # set by the face's I/O mixed in (AsyncClientIO: True)
 
 
 # -- sending through llmclient's connections ---------------------------------------------------

@@ -53,7 +53,7 @@ class _StreamingProxy:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self._resource, name)
-        if self._resource._client._on_event_loop:  # an async client (AsyncPipeline mixed in)
+        if self._resource._client._on_event_loop:  # an async client (AsyncClientIO mixed in)
             return lambda *args, **kwargs: AsyncResponseContextManager(
                 lambda: method(*args, _raw=True, **kwargs))
         return lambda *args, **kwargs: ResponseContextManager(lambda: method(*args, _raw=True, **kwargs))
@@ -209,7 +209,7 @@ def _make_embeddings(decode: bool) -> Callable[[dict[str, Any]], Any]:
 class Beta:
     """``client.beta.chat.completions.parse / stream``: the same resources as ``client.chat``;
     the rest of ``client.beta`` (assistants, threads, ...) is the official client's
-    (``_passthrough``)."""
+    (``api/passthrough.py``)."""
 
     def __init__(self, chat: Any) -> None:
         self.chat = chat

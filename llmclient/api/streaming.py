@@ -10,12 +10,21 @@ that ends early, cut or stalled, raises with what it delivered so far as ``.part
 
 from __future__ import annotations
 
-from .. import _official
+from typing import TYPE_CHECKING, Any
+
 from ..pipeline.stream_session import unfinished_message
-from ._async.streaming import AsyncStream
 from ._sync.streaming import Stream
+
+if TYPE_CHECKING:
+    from ._async.streaming import AsyncStream
 
 __all__ = ["AsyncStream", "Stream", "unfinished_message"]
 
-# With ``openai`` imported, ``isinstance(stream, openai.Stream)`` holds too (``_official``).
-_official.register(Stream, AsyncStream, hide=True)
+
+def __getattr__(name: str) -> Any:
+    if name == "AsyncStream":
+        # the async client's stream: loaded with it, not by `import llmclient`
+        from ._async.streaming import AsyncStream
+
+        return AsyncStream
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

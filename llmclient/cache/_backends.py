@@ -286,25 +286,48 @@ class SQLiteBackend(BaseBackend):
     def _open(self) -> sqlite3.Connection:
         if not self._ready:
             with self._conn_lock:
-                _create_private(self.path)
+                _create_private(self.path)  # 0600 before SQLite makes it
                 _keep_private(self.path)
         conn = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000,
                                isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
             # NORMAL is durable across application crashes in WAL mode; a cache can lose the
             # last writes on power loss (https://sqlite.org/pragma.html#pragma_synchronous).
             conn.execute("PRAGMA synchronous = NORMAL")
-            if not self._ready:
-                with conn:
-                    conn.executescript(_SCHEMA)
-                _keep_private(self.path)  # the -wal/-shm SQLite just made or found
-                self._ready = True
+            if self._ready:
+                return conn
+            # The first connection of this backend sets the file up while this process's other
+            # threads wait: setting it up concurrently is what SQLite answers "locked" to.
+            with self._conn_lock:
+                if not self._ready:
+                    self._set_up(conn)
+                    _keep_private(self.path)  # the -wal/-shm SQLite just made or found
+                    self._ready = True
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the schema, safe against other processes doing the same at once.
+
+        SQLite does not call the busy handler where waiting could deadlock: a change of journal
+        mode, and a statement that read and must then write (https://sqlite.org/c3ref/busy_handler.html).
+        So the mode change is retried until ``busy_timeout`` runs out, and the schema is written
+        in a transaction that takes the write lock first (``BEGIN IMMEDIATE``, which waits)."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        delay = 0.001
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        conn.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + "COMMIT;\n")
 
     def _conn(self) -> sqlite3.Connection:
         if self._pid != os.getpid():

@@ -1,3 +1,3 @@
-"""The features that act on a call through the pipeline's hooks: images, speculation
+"""The features the chain's layers ask (``llmclient/layers``): images, speculation
 (``prefetch``), hedging, telemetry (``otel``). A feature sees a Port, never the client: it
 imports nothing of ``llmclient._client``, ``llmclient.api`` or the pipelines."""

@@ -1,6 +1,6 @@
 """The I/O of hedged requests: race two copies of a call, keep the first answer, drop the other.
 
-The decisions (which calls, when, how many) are in ``_hedge``; the clients import this module
+The decisions (which calls, when, how many) are in ``features/hedge.py``; the hedge layer imports this module
 only for a call that has a hedge plan, so ``import llmclient`` loads neither asyncio nor a
 thread pool for it.
 
@@ -10,7 +10,7 @@ When the delay passes, the copy starts (a worker thread, or a task) and whicheve
 wins. A copy that wins cancels the first through the first's CancelToken: over HTTP/2 its stream
 is reset and the caller's wait ends with HedgeLost, which is turned into the copy's answer here.
 Over HTTP/1.1 (httpcore's connections) a request cannot be cancelled from outside, so the client
-does not hedge origins known to speak only that (``Features.hedge_plan``); should a race run
+does not hedge origins known to speak only that (the hedge layer's plan); should a race run
 there anyway (an origin's first call), the first copy's answer is used when it comes.
 """
 

@@ -92,6 +92,7 @@ ATTRIBUTES: dict[str, str] = {
     "llmclient.request.encoding": "the request body's Content-Encoding (zstd, gzip)",
     "llmclient.http.version": "HTTP/1.1 | HTTP/2",
     "llmclient.connection.reused": "the call ran on a connection opened earlier",
+    "llmclient.pool_wait_ms": "ms the last attempt waited for a connection (set when it waited)",
     "llmclient.retries": "retried attempts",
     "llmclient.stream.closed_early": "the caller closed the stream before its end",
     "llmclient.resume.step": "on a resume's span: resume (background, from an event) | resend | continue",
@@ -396,6 +397,11 @@ class CallSpan:
                 attrs["llmclient.http.version"] = record.http_version
             if record.connection_reused is not None:
                 attrs["llmclient.connection.reused"] = record.connection_reused
+            if record.pool_wait_ms:
+                attrs["llmclient.pool_wait_ms"] = record.pool_wait_ms
+            if record.remote_address is not None:  # OTel's network conventions
+                attrs["network.peer.address"] = record.remote_address
+                attrs["network.type"] = (record.address_family or "").lower()
             if record.retries:
                 attrs["llmclient.retries"] = record.retries
             if closed_early:

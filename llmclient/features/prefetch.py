@@ -3,7 +3,7 @@
 The decisions live in ``speculative`` (what to predict, what the budget allows, what is stale);
 this module only runs them through the client's own pipeline, by the
 :class:`~llmclient.features.port.Port` a :class:`Speculation` is given (it never sees the client;
-``_features`` attaches it):
+the cache layer attaches it):
 
 * **lookup** (every app call, :meth:`Speculation.lookup` / :meth:`Speculation.alookup`): the speculator observes the
   call (budget credit, history learning, cancelling prefetches of a conversation that moved
@@ -70,7 +70,7 @@ __all__ = [
 
 
 class Speculation:
-    """Speculation attached to one client's pipeline (by ``_features``): its state, and the
+    """Speculation attached to one client's pipeline (by the cache layer, ``layers/_async/cache.py``): its state, and the
     :class:`~llmclient.features.port.Port` it builds and sends its requests through. It never sees
     the client itself."""
 

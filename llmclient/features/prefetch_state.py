@@ -408,7 +408,7 @@ def _settle(state: SpeculationState, call: Call, match: _Match, handle: Any) -> 
 
 
 def _chain(port: Port, state: SpeculationState, call: Call, handle: Any, start: Start) -> None:
-    """An answer served from the cache plans the next prefetches too (the client's ``_after``
+    """An answer served from the cache plans the next prefetches too (the cache layer's ``after``
     runs only for answers that came from the server)."""
     if call.options.prefetch and handle is not None and handle.entry is not None:
         # the cache (sqlite3, backends): loaded when speculation meets a cache

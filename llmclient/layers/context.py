@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .._errors import APIConnectionError, APIStatusError
     from ..features.admit import Pacer
     from ..features.admit.gate import Gates
+    from ..features.admit.retry_budget import RetryBudget
     from ..features.batch import Batcher
     from ..features.hedge import HedgeTrack
     from ..features.port import Port
@@ -55,6 +56,8 @@ class Context:
     # finish(call, obj, response) -> obj: the call's facts (trace id, timings) on an answer
     finish: Callable[[Call, Any, Any], Any]
     transport: Callable[[], Any]  # the transport the calls go out on (None: through http_client)
+    # The sync client's transport, which never changes (the async one's is per event loop).
+    fixed_transport: Any = None
     http_client: Any = None  # a caller's own httpx client, when it gave one
     header_forms: dict[tuple[str, str], tuple[bytes, bytes, bytes]] = field(default_factory=dict)
     knowledge: Knowledge = field(default_factory=Knowledge)
@@ -68,6 +71,9 @@ class Context:
     pacer: Pacer | None = None
     gates: Gates | None = None
     batcher: Batcher | None = None
+    # The retry budget per origin (None: off): its buckets, shared through ``redis`` when set.
+    retry_budget: RetryBudget | None = None
+    redis: Any = None  # the client's redis= (a URL, a redis client or a SharedBudget)
     # Hedged requests: latencies and budget per (site, path, model).
     hedge_tracks: dict[tuple[str, str, str], HedgeTrack] = field(default_factory=dict)
     port: Port | None = None  # what speculation may do with the client (features/port.py)

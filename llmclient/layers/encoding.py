@@ -47,16 +47,25 @@ REFUSABLE_STATUSES: Final = frozenset({400, 422})
 class Encoder:
     """One client's encoding settings and knowledge."""
 
-    __slots__ = ("compress", "knowledge", "priority_field", "routed")
+    __slots__ = ("_last", "compress", "knowledge", "priority_field", "routed")
 
     def __init__(self, knowledge: Knowledge, *, compress: bool, priority_field: bool, routed: bool) -> None:
         self.knowledge = knowledge
+        # The record last asked for, with its (base URL, scope): a client's calls go to one or a
+        # few origins, and each call asks twice (encode, then its answer's headers). One tuple,
+        # replaced whole: threads reading it see one record or another, never half of each.
+        self._last: tuple[str, str, ServerRecord] | None = None
         self.compress = compress  # False: every body as it is
         self.priority_field = priority_field  # vLLM's body priority on low calls: opt-in
         self.routed = routed  # several replicas route by their own key: no derived cache key
 
     def server(self, call: Call) -> ServerRecord:
-        return self.knowledge.server(call.base_url, call.scope)
+        last, base_url, scope = self._last, call.base_url, call.scope
+        if last is not None and last[0] == base_url and last[1] == scope:
+            return last[2]
+        record = self.knowledge.server(base_url, scope)
+        self._last = (base_url, scope, record)
+        return record
 
     def codec_for(self, call: Call) -> Codec:
         mode = call.options.wire

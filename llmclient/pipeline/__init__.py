@@ -1,3 +1,5 @@
-"""The pipeline core, one call's journey as plain data and pure decisions: the Call
-(``call``), the parts the sync and async pipelines share and the Port features see
-(``shared``), the features' hooks (``hooks``), retry policy, timings and tracing."""
+"""A call's plain data and the sans-I/O parts of its journey: the ``Call`` (``call``), its record
+(``timings``), tracing, the chain's ``Reply`` (``reply``), what a client learned about servers
+(``knowledge``), a stream's reading (``stream_session``) and partial answer (``partial``), and the
+rules for retries, resumes and stalls (``retry``, ``resume``, ``watchdog``). Imports only the wire
+and the base: every room above may hold these."""

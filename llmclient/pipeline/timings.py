@@ -29,6 +29,10 @@ _EVENT_FIELDS = {
     "http11.receive_response_headers.complete": "_t_first_byte",
     "http2.receive_response_headers.complete": "_t_first_byte",
 }
+# Our transport's own event (llmclient.transport.connect): a wait for a connection, with its
+# length. The end of a TCP connect carries how many addresses Happy Eyeballs tried.
+_POOL_WAIT = "llmclient.pool_wait"
+_REPLACED = "llmclient.replaced"  # a request the transport sent again: the first never reached the server
 
 
 @dataclass(slots=True)
@@ -47,6 +51,11 @@ class CallRecord:
     bytes_received: int = 0
     http_version: str | None = None
     connection_reused: bool | None = None
+    pool_wait_ms: float = 0.0  # the last attempt's wait for a connection (our transport; 0: none)
+    remote_address: str | None = None  # the address the last attempt's connection reached
+    address_family: str | None = None  # "IPv4" | "IPv6" (Happy Eyeballs chose it: transport/eyeballs.py)
+    connect_attempts: int | None = None  # addresses tried to open the last attempt's connection (None: reused)
+    replaced: int = 0  # sends the transport made again on another connection: they never reached the server
     retries: int = 0
     resumes: int = 0  # a cut background stream went on from where it was (pipeline.resume)
     early_resumes: int = 0  # resume GETs opened beside a silent background stream (pipeline.resume)
@@ -63,6 +72,9 @@ class CallRecord:
     cache_key: str | None = None  # the prompt_cache_key llmclient derived and sent (features/route/cache_key)
     batched: int = 0  # embedding_batch=: how many calls' inputs went in the request that carried this one (1: alone)
     priority_field: int | None = None  # vLLM's body priority llmclient added (features/admit/priority)
+    # This client's attempts to the call's origin awaiting their answer when this one was sent,
+    # itself included (layers/_async/inflight.py): 1 is a call alone; more is queueing on our side.
+    in_flight: int | None = None
     # The raw Server-Timing header; parsed on first read of ``server_timing`` (most callers
     # never look, and parsing costs more than the rest of the record).
     _server_timing_raw: str | None = None
@@ -78,6 +90,9 @@ class CallRecord:
     _t_sent: float | None = None
     _t_first_byte: float | None = None
     _stream_id: int | None = None
+    _peer: tuple[str, str] | None = None
+    _pool_wait_s: float = 0.0
+    _attempts: int | None = None
 
     def start(self) -> None:
         self._t0 = self._t_attempt = time.perf_counter()
@@ -102,7 +117,8 @@ class CallRecord:
         self._t_attempt = time.perf_counter()
         self._t_connect_start = self._t_connect_end = self._t_tls_start = None
         self._t_tls_end = self._t_send_start = self._t_sent = self._t_first_byte = None
-        self._stream_id = None
+        self._stream_id = self._peer = self._attempts = None
+        self._pool_wait_s = 0.0
 
     @property
     def attempt_reused_connection(self) -> bool:
@@ -115,6 +131,13 @@ class CallRecord:
             setattr(self, attr, time.perf_counter())
             if attr == "_t_send_start":
                 self._stream_id = info.get("stream_id")
+                self._peer = info.get("peer")
+            elif attr == "_t_connect_end":
+                self._attempts = info.get("attempts")
+        elif event_name == _POOL_WAIT:
+            self._pool_wait_s += info.get("seconds", 0.0)
+        elif event_name == _REPLACED:
+            self.replaced += 1
 
     async def on_trace_async(self, event_name: str, info: dict[str, Any]) -> None:
         self.on_trace(event_name, info)
@@ -129,6 +152,10 @@ class CallRecord:
         self.connect_ms = ms(self._t_connect_start, self._t_connect_end)
         self.tls_ms = ms(self._t_tls_start, self._t_tls_end)
         self.connection_reused = self._t_connect_start is None
+        self.pool_wait_ms = self._pool_wait_s * 1000.0
+        peer = self._peer
+        self.remote_address, self.address_family = peer if peer is not None else (None, None)
+        self.connect_attempts = self._attempts
         self.request_sent_ms = ms(t0, self._t_sent)
         self.first_byte_ms = ms(t0, self._t_first_byte or time.perf_counter())
         self._server_timing_raw = server_timing

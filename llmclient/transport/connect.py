@@ -11,20 +11,32 @@ stays known, and a dead peer is found within idle + interval x count seconds."""
 
 from __future__ import annotations
 
+import errno
+import os
+import selectors
 import socket
 import ssl
 import struct
 import sys
+import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import httpx
 
+from .eyeballs import CONNECTION_ATTEMPT_DELAY_S, family_name, interleave, next_start
 from .tls import MemoryTLS
 
-__all__ = ["KEEPALIVE_COUNT", "KEEPALIVE_IDLE_S", "KEEPALIVE_INTERVAL_S", "keepalive_options",
-           "kernel_timeouts", "open_async", "open_sync", "open_sync_shared", "request_timeout",
-           "set_timeout", "tune_socket"]
+__all__ = ["CONNECT_TCP_DONE", "KEEPALIVE_COUNT", "KEEPALIVE_IDLE_S", "KEEPALIVE_INTERVAL_S", "POOL_WAIT_EVENT",
+           "connect_tcp_async", "connect_tcp_sync", "keepalive_options", "kernel_timeouts", "open_async",
+           "open_sync", "open_sync_shared", "peer_of", "pool_timeout_error", "request_timeout", "set_timeout",
+           "tune_socket"]
+
+# Trace events beyond httpcore's names: a request that waited for a connection (info:
+# ``seconds``), read into ``timings.pool_wait_ms``; the end of a TCP connect carries the
+# number of addresses tried (``attempts``, Happy Eyeballs).
+POOL_WAIT_EVENT: Final = "llmclient.pool_wait"
+CONNECT_TCP_DONE: Final = "connection.connect_tcp.complete"
 
 # Below the shortest common middlebox idle timeout (Azure's 240 s) with room for a lost probe;
 # Linux's own default (7200 s) outlives every one of them.
@@ -104,6 +116,163 @@ def request_timeout(request: httpx.Request, key: str) -> float | None:
     return value
 
 
+def pool_timeout_error(request: httpx.Request, timeout: float | None, waiting_for: str) -> httpx.PoolTimeout:
+    """A request waited its whole pool timeout (httpx's ``Timeout.pool``, not the connect
+    timeout: openai-python #2539) for ``waiting_for``."""
+    return httpx.PoolTimeout(f"waited the pool timeout ({timeout} s) for {waiting_for} "
+                             f"({request.url.host}); raise httpx.Timeout(pool=...) to wait longer")
+
+
+def peer_of(sock: Any) -> tuple[str, str] | None:
+    """(address, family name) a connected socket reached, for the call's timings; None when
+    the system cannot say."""
+    try:
+        address = sock.getpeername()
+        family = sock.family
+    except (OSError, AttributeError):
+        return None
+    if isinstance(address, tuple):
+        return str(address[0]), family_name(family)
+    return str(address), family_name(family)
+
+
+# -- Happy Eyeballs (eyeballs.py decides the order and the timing) --------------------------
+
+_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY})
+
+
+def _resolve(host: str, port: int) -> list[Any]:
+    return interleave(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+
+
+def _all_failed(host: str, port: int, errors: list[OSError]) -> OSError:
+    """What a race that every address lost raises (as asyncio does: one error, or all)."""
+    if not errors:
+        return OSError(f"no address for {host}:{port}")
+    texts = list(dict.fromkeys(str(e) for e in errors))
+    if len(texts) == 1:
+        return errors[0]
+    err = OSError(errors[-1].errno, f"Multiple exceptions: {'; '.join(texts)}")
+    return err
+
+
+def connect_tcp_sync(host: str, port: int, timeout: float | None,
+                     delay: float = CONNECTION_ATTEMPT_DELAY_S) -> tuple[socket.socket, int]:
+    """A TCP connection to host:port by Happy Eyeballs (RFC 8305; ``eyeballs``): the socket
+    (blocking, with ``timeout`` set, as ``socket.create_connection`` returns it) and the
+    number of addresses tried. ``timeout`` bounds the whole race: TimeoutError past it;
+    OSError when every address failed."""
+    infos = _resolve(host, port)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pending: dict[socket.socket, Any] = {}
+    errors: list[OSError] = []
+    winner: socket.socket | None = None
+    started, last_start = 0, None
+    sel = selectors.DefaultSelector()
+    try:
+        while winner is None:
+            now = time.monotonic()
+            if started < len(infos) and now >= next_start(last_start, len(pending), delay):
+                family, kind, proto, _, address = infos[started]
+                started, last_start = started + 1, now
+                sock = socket.socket(family, kind, proto)
+                sock.setblocking(False)
+                code = sock.connect_ex(address)
+                if code == 0:
+                    winner = sock
+                elif code in _IN_PROGRESS:
+                    pending[sock] = address
+                    sel.register(sock, selectors.EVENT_WRITE)
+                else:
+                    sock.close()
+                    errors.append(_failed(code, address))
+                continue
+            if not pending:
+                raise _all_failed(host, port, errors)
+            wait = None if deadline is None else deadline - now
+            if started < len(infos):
+                until_next = next_start(last_start, len(pending), delay) - now
+                wait = until_next if wait is None else min(wait, until_next)
+            if deadline is not None and now >= deadline:
+                raise TimeoutError(f"connect to {host}:{port} timed out ({started} addresses tried)")
+            for key, _ in sel.select(None if wait is None else max(wait, 0.0)):
+                sock = key.fileobj  # type: ignore[assignment]
+                sel.unregister(sock)
+                address = pending.pop(sock)
+                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if code == 0 and winner is None:
+                    winner = sock
+                else:
+                    sock.close()
+                    if code:
+                        errors.append(_failed(code, address))
+    finally:
+        sel.close()
+        for sock in pending:
+            sock.close()  # the losers: closed as soon as one connected (RFC 8305 section 5)
+    winner.setblocking(True)
+    winner.settimeout(timeout)
+    return winner, started
+
+
+def _failed(code: int, address: Any) -> OSError:
+    """One address's failure (``OSError(errno, ...)`` is the subclass the errno names:
+    ConnectionRefusedError ...), naming the address."""
+    return OSError(code, f"{os.strerror(code)} ({address[0]})")
+
+
+async def connect_tcp_async(host: str, port: int, protocol_factory: Callable[[], Any],
+                            delay: float = CONNECTION_ATTEMPT_DELAY_S) -> tuple[Any, Any, int]:
+    """:func:`connect_tcp_sync` on the running event loop: (transport, protocol, addresses
+    tried). The caller bounds the time (cancelling this closes every socket it opened)."""
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
+
+    loop = asyncio.get_running_loop()
+    infos = interleave(await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+    tasks: dict[Any, socket.socket] = {}
+    errors: list[OSError] = []
+    winner: socket.socket | None = None
+    started, last_start = 0, None
+    try:
+        while winner is None:
+            now = time.monotonic()
+            if started < len(infos) and now >= next_start(last_start, len(tasks), delay):
+                family, kind, proto, _, address = infos[started]
+                started, last_start = started + 1, now
+                sock = socket.socket(family, kind, proto)
+                sock.setblocking(False)
+                tasks[asyncio.ensure_future(loop.sock_connect(sock, address))] = sock
+                continue
+            if not tasks:
+                raise _all_failed(host, port, errors)
+            wait = next_start(last_start, len(tasks), delay) - now if started < len(infos) else None
+            done, _ = await asyncio.wait(set(tasks), timeout=None if wait is None else max(wait, 0.0),
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                sock = tasks.pop(task)
+                exc = task.exception()
+                if exc is None and winner is None:
+                    winner = sock
+                else:
+                    sock.close()
+                    if isinstance(exc, OSError):
+                        errors.append(exc)
+                    elif exc is not None:
+                        raise exc
+    finally:
+        for task, sock in tasks.items():  # the losers (or all, when cancelled)
+            task.cancel()
+            sock.close()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+    try:
+        transport, protocol = await loop.create_connection(protocol_factory, sock=winner)
+    except BaseException:
+        winner.close()
+        raise
+    return transport, protocol, started
+
+
 def open_sync(host: str, port: int, ssl_context: ssl.SSLContext | None, request: httpx.Request,
               open_tcp: Callable[[str, int, float | None], socket.socket] | None = None) -> socket.socket:
     """A socket to host:port (TCP, or through ``open_tcp``: a proxy's tunnel), then TLS when
@@ -138,18 +307,19 @@ def _open_tcp(host: str, port: int, request: httpx.Request,
     timeout = request_timeout(request, "connect")
     if trace:
         trace("connection.connect_tcp.started", {})
+    attempts = None
     if open_tcp is not None:
         sock = open_tcp(host, port, timeout)
     else:
         try:
-            sock = socket.create_connection((host, port), timeout=timeout)
+            sock, attempts = connect_tcp_sync(host, port, timeout)
         except TimeoutError as exc:
             raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
         except OSError as exc:
             raise httpx.ConnectError(str(exc)) from exc
         tune_socket(sock)
     if trace:
-        trace("connection.connect_tcp.complete", {})
+        trace(CONNECT_TCP_DONE, {"attempts": attempts})
     return sock
 
 
@@ -189,12 +359,13 @@ async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, r
     loop = asyncio.get_running_loop()
     if trace:
         await trace("connection.connect_tcp.started", {})
+    attempts = None
     try:
         if open_tcp is not None:
             transport, protocol = await asyncio.wait_for(open_tcp(host, port, protocol_factory), timeout)
         else:
-            transport, protocol = await asyncio.wait_for(
-                loop.create_connection(protocol_factory, host, port), timeout)
+            transport, protocol, attempts = await asyncio.wait_for(
+                connect_tcp_async(host, port, protocol_factory), timeout)
     except asyncio.TimeoutError as exc:
         raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from exc
     except OSError as exc:
@@ -203,7 +374,7 @@ async def open_async(host: str, port: int, ssl_context: ssl.SSLContext | None, r
     if sock is not None:
         tune_socket(sock)
     if trace:
-        await trace("connection.connect_tcp.complete", {})
+        await trace(CONNECT_TCP_DONE, {"attempts": attempts})
     if ssl_context is None:
         return transport, protocol
     if trace:

@@ -26,6 +26,7 @@ request. Trace events use httpcore's ``http11.*`` names, so timings read both st
 from __future__ import annotations
 
 import collections
+import random
 import select
 import socket
 import ssl
@@ -37,8 +38,17 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import httpx
 
 from .._logging import logger
-from .connect import kernel_timeouts, request_timeout, set_timeout
+from .aging import MAX_CONNECTION_AGE_S, retire_at
+from .connect import (
+    POOL_WAIT_EVENT,
+    kernel_timeouts,
+    peer_of,
+    pool_timeout_error,
+    request_timeout,
+    set_timeout,
+)
 from .http1_parser import (
+    ClosedBeforeSent,
     ConnectionLost,
     H1Error,
     MalformedResponse,
@@ -53,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AsyncConnection",
     "AsyncPool",
+    "ClosedBeforeSent",
     "ConnectionLost",
     "H1Error",
     "MalformedResponse",
@@ -67,6 +78,15 @@ _READ_SIZE: Final = 256 * 1024
 # being read (TCP flow control then slows the server down).
 _HIGH_WATER: Final = 1024 * 1024
 
+_rng = random.Random()
+
+
+def _report_wait(request: httpx.Request, waited: float) -> Any:
+    """The trace callback's result for a request that waited for a connection (a coroutine
+    for the async client), or None."""
+    trace = request.extensions.get("trace")
+    return trace(POOL_WAIT_EVENT, {"seconds": waited}) if trace is not None and waited > 0.0 else None
+
 
 # -- sync -----------------------------------------------------------------------------------
 
@@ -77,7 +97,9 @@ class SyncConnection:
     def __init__(self, sock: socket.socket, pool: SyncPool) -> None:
         self._sock = sock
         self._pool = pool
-        self.last_used = time.monotonic()
+        self.last_used = now = time.monotonic()
+        self.retire_at = retire_at(now, pool.max_age_s, _rng.random())  # aging: past it, not reused
+        self.peer = peer_of(sock)
         self.closed = False
         self._kernel_timeouts = kernel_timeouts(sock)
         self._sock_timeout: float | None = -1.0  # nothing set yet
@@ -119,7 +141,7 @@ class SyncConnection:
         if token is not None:  # another thread may cancel this request (a hedge that lost)
             token.attach(lambda exc: self._cancel_elsewhere(parser, exc))
         if trace:
-            trace("http11.send_request_headers.started", {})
+            trace("http11.send_request_headers.started", {"peer": self.peer})
         write_error = self._send(head, body, request_timeout(request, "write"))
         if trace:
             trace("http11.send_request_body.complete", {})
@@ -144,12 +166,16 @@ class SyncConnection:
     def _send(self, head: bytes, body: bytes, timeout: float | None) -> httpx.TransportError | None:
         """Send the request; a write error is returned, not raised: the server may have
         answered before it stopped reading (then its answer is the call's)."""
+        data = head + body if body and len(body) <= 65536 else head
+        sent = 0
         try:
             self._set_timeout(timeout)
-            if len(body) <= 65536:
-                self._sock.sendall(head + body if body else head)
-            else:
-                self._sock.sendall(head)
+            # one send() first: a connection the server closed refuses it (EPIPE, ECONNRESET)
+            # before any byte of the request is out, which proves the server never read it
+            sent = self._sock.send(data)
+            if sent < len(data):
+                self._sock.sendall(memoryview(data)[sent:])
+            if len(data) < len(head) + len(body):
                 self._sock.sendall(body)
         except (TimeoutError, BlockingIOError):
             self.close()
@@ -157,6 +183,10 @@ class SyncConnection:
         except OSError as exc:
             if self._cancelled is not None:
                 raise self._cancelled from None
+            if sent == 0:
+                self.close()
+                raise ClosedBeforeSent(f"the server closed the connection before the request was written "
+                                       f"({exc})") from exc
             return httpx.WriteError(str(exc) or type(exc).__name__)
         return None
 
@@ -214,7 +244,8 @@ class SyncConnection:
         with self._cancel_lock:
             self._current = None
         reuse = (parser.complete and parser.keep_alive and not parser.extra and not self.closed
-                 and self._cancelled is None and (parser.keep_alive_said or not self._pool.reuse_only_if_said))
+                 and self._cancelled is None and (parser.keep_alive_said or not self._pool.reuse_only_if_said)
+                 and time.monotonic() < self.retire_at)
         if parser.extra:
             logger.debug("HTTP/1.1 server sent %d bytes after its response: closing the connection",
                          len(parser.extra))
@@ -272,8 +303,9 @@ class SyncPool:
     def __init__(self, open_socket: Callable[[httpx.Request], socket.socket], max_connections: int,
                  idle_expiry_s: float, target: Callable[[httpx.URL], bytes] | None = None,
                  extra_headers: list[tuple[bytes, bytes]] | None = None,
-                 reuse_only_if_said: bool = False) -> None:
+                 reuse_only_if_said: bool = False, max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
         self.reuse_only_if_said = reuse_only_if_said
+        self.max_age_s = max_age_s
         self._open_socket = open_socket
         self._max = max_connections
         self._expiry = idle_expiry_s
@@ -294,21 +326,29 @@ class SyncPool:
             raise
 
     def _acquire(self, request: httpx.Request) -> SyncConnection:
+        """An idle connection, or a slot for a new one: waiting (at the cap) under the
+        request's pool timeout; the connect timeout starts only once it connects."""
         deadline: float | None = None
+        t0 = 0.0
         with self._cond:
             while True:
                 conn = self._take_idle()
                 if conn is not None:
-                    return conn
+                    break
                 if self._count < self._max:
                     self._count += 1
                     break
+                timeout = request_timeout(request, "pool")
                 if deadline is None:
-                    timeout = request_timeout(request, "pool")
-                    deadline = float("inf") if timeout is None else time.monotonic() + timeout
+                    t0 = time.monotonic()
+                    deadline = float("inf") if timeout is None else t0 + timeout
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._cond.wait(None if left == float("inf") else left):
-                    raise httpx.PoolTimeout(f"all {self._max} HTTP/1.1 connections stayed busy")
+                    raise pool_timeout_error(request, timeout, f"one of {self._max} busy HTTP/1.1 connections")
+        if deadline is not None:
+            _report_wait(request, time.monotonic() - t0)
+        if conn is not None:
+            return conn
         try:
             sock = self._open_socket(request)
         except BaseException:
@@ -323,9 +363,10 @@ class SyncPool:
         now = time.monotonic()
         while self._idle:
             conn = self._idle.pop()
-            if now - conn.last_used <= self._expiry and not conn.dead_while_idle():
+            fresh = now - conn.last_used <= self._expiry and now < conn.retire_at
+            if fresh and not conn.dead_while_idle():
                 return conn
-            if now - conn.last_used <= self._expiry:
+            if fresh:
                 logger.debug("dropping an idle HTTP/1.1 connection the server has closed")
             conn.close()
             self._count -= 1
@@ -379,13 +420,17 @@ class AsyncConnection:
         self._drain: asyncio.Future[None] | None = None
         self._paused = False
         self.closed = False
-        self.last_used = time.monotonic()
+        self.last_used = now = time.monotonic()
+        max_age = pool.max_age_s if pool is not None else None
+        self.retire_at = retire_at(now, max_age, _rng.random())  # aging: past it, not reused
+        self.peer: tuple[str, str] | None = None
         self.returned = False  # given back to the pool for good (closed)
 
     # asyncio.Protocol ----------------------------------------------------------------------
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        self.peer = peer_of(transport.get_extra_info("socket"))
 
     def data_received(self, data: bytes) -> None:
         parser = self._parser
@@ -479,13 +524,16 @@ class AsyncConnection:
         trace = request.extensions.get("trace")
         head = request_bytes(request, target, extra)
         body = request.content
+        if self.closed or self.transport is None or self.transport.is_closing():
+            # the server's FIN (or a break) arrived since the pool chose it: nothing is written
+            raise ClosedBeforeSent("the server closed the connection before the request was written")
         parser = self._parser = ResponseParser(no_body=request.method == "HEAD")
         self.last_used = time.monotonic()
         token = request.extensions.get("llmclient.cancel")
         if token is not None:  # a hedged copy that may lose its race (on this loop)
             token.attach(lambda exc: self._cancel_elsewhere(parser, exc))
         if trace:
-            await trace("http11.send_request_headers.started", {})
+            await trace("http11.send_request_headers.started", {"peer": self.peer})
         self.transport.write(head + body if body and len(body) <= 65536 else head)
         if body and len(body) > 65536:
             self.transport.write(body)
@@ -553,13 +601,20 @@ class AsyncConnection:
     def done(self, parser: ResponseParser) -> None:
         reuse = (parser.complete and parser.keep_alive and not parser.extra and not self.closed
                  and self._error is None
-                 and (parser.keep_alive_said or self._pool is None or not self._pool.reuse_only_if_said))
+                 and (parser.keep_alive_said or self._pool is None or not self._pool.reuse_only_if_said)
+                 and time.monotonic() < self.retire_at)
         if reuse:
             self._parser = None
         else:
             self.close()
         if self._pool is not None:
             self._pool.put_back(self, reuse)
+
+
+async def _areport_wait(request: httpx.Request, t0: float) -> None:
+    pending = _report_wait(request, time.monotonic() - t0)
+    if pending is not None:
+        await pending
 
 
 def _expire(fut: Any) -> None:
@@ -615,8 +670,9 @@ class AsyncPool:
     def __init__(self, open_transport: Callable[[httpx.Request, Callable[[], Any]], Any], max_connections: int,
                  idle_expiry_s: float, target: Callable[[httpx.URL], bytes] | None = None,
                  extra_headers: list[tuple[bytes, bytes]] | None = None,
-                 reuse_only_if_said: bool = False) -> None:
+                 reuse_only_if_said: bool = False, max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
         self.reuse_only_if_said = reuse_only_if_said
+        self.max_age_s = max_age_s
         self._open_transport = open_transport
         self._max = max_connections
         self._expiry = idle_expiry_s
@@ -642,7 +698,7 @@ class AsyncPool:
         now = time.monotonic()
         while self._idle:
             conn = self._idle.pop()
-            if not conn.closed and now - conn.last_used <= self._expiry:
+            if not conn.closed and now - conn.last_used <= self._expiry and now < conn.retire_at:
                 return conn
             conn.close()
             self._count -= 1
@@ -652,25 +708,30 @@ class AsyncPool:
         import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
 
         deadline: float | None = None
+        t0: float | None = None
+        timeout = request_timeout(request, "pool")
         while self._count >= self._max:
-            if deadline is None:
-                timeout = request_timeout(request, "pool")
-                deadline = None if timeout is None else time.monotonic() + timeout
+            if t0 is None:
+                t0 = time.monotonic()
+                deadline = None if timeout is None else t0 + timeout
             fut = asyncio.get_running_loop().create_future()
             self._waiters.append(fut)
             try:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
                 await asyncio.wait_for(fut, left)
             except asyncio.TimeoutError:
-                raise httpx.PoolTimeout(f"all {self._max} HTTP/1.1 connections stayed busy") from None
+                raise pool_timeout_error(request, timeout, f"one of {self._max} busy HTTP/1.1 connections") from None
             finally:
                 if fut in self._waiters:
                     self._waiters.remove(fut)
             conn = self._take_idle()
             if conn is not None:
+                await _areport_wait(request, t0)
                 return conn
         self._count += 1
         try:
+            if t0 is not None:
+                await _areport_wait(request, t0)
             _transport, protocol = await self._open_transport(request, lambda: AsyncConnection(self))
         except BaseException:
             self._count -= 1

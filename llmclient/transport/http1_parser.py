@@ -9,8 +9,8 @@
 * :func:`request_bytes` - a request's head and body as bytes; :func:`make_response` - the
   httpx.Response of a parsed head.
 * The errors, typed subclasses of httpx.RemoteProtocolError (:class:`MalformedResponse`,
-  :class:`ConnectionLost`) with ``unprocessed`` as http2 has it: True only where the server
-  demonstrably did not read the request.
+  :class:`ConnectionLost`, :class:`ClosedBeforeSent`) with ``unprocessed`` as http2 has it:
+  True only where the server demonstrably did not read the request.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_CHUNK_LINE",
     "MAX_HEAD",
     "MAX_HEADERS",
+    "ClosedBeforeSent",
     "ConnectionLost",
     "H1Error",
     "MalformedResponse",
@@ -67,6 +68,14 @@ class MalformedResponse(H1Error):
 
 class ConnectionLost(H1Error):
     """The connection closed (or broke) before the response ended."""
+
+
+class ClosedBeforeSent(ConnectionLost):
+    """The connection was closed (the server's FIN seen, or the first write refused) before
+    any byte of the request was written: the server cannot have read it, so it goes to
+    another connection at once (``unprocessed``)."""
+
+    unprocessed = True
 
 
 # -- the protocol, no I/O -------------------------------------------------------------------

@@ -10,9 +10,20 @@ What this layer adds:
 * **Early close.** Closing an unfinished HTTP/2 response sends RST_STREAM(CANCEL) (RFC 9113
   section 8.7): the server stops generating, and the flow-control credit of DATA still in
   flight is returned, so the connection stays healthy.
-* **GOAWAY.** Streams above the server's last-stream-id were not processed: they fail with an
-  error the client re-sends at once on a fresh connection (``_retry.free_retry``); streams at
-  or below it are read to their end (RFC 9113 section 6.8), never re-sent for free.
+* **GOAWAY.** Streams above the server's last-stream-id were not processed; streams at or
+  below it are read to their end (RFC 9113 section 6.8), never re-sent for free.
+* **Never sent, placed again.** A request that provably never reached the server goes to
+  another connection at once, inside :meth:`SyncTransport.send` / :meth:`AsyncTransport.send`,
+  without using a retry: the connection could no longer take it when it came (its GOAWAY read,
+  its stream cap, closing: ``http2.ConnectionUnusable``; an HTTP/1.1 server's FIN, a first
+  write refused: ``http1.ClosedBeforeSent``), a stream above GOAWAY's last-stream-id
+  (``GoAwayError``), RST_STREAM(REFUSED_STREAM). The errors say so in ``unprocessed`` (typed:
+  the text is never read); at most :data:`MAX_REPLACEMENTS` times per request, after which the
+  error goes up with ``replaced`` set, so the pipeline's own free re-sends
+  (``pipeline.retry.free_retry``) count them. Everything else is the caller's ``max_retries``.
+* **Age.** Every connection is retired at its age (``TransportSettings.max_connection_age``,
+  300 s +/- 10 % by default: ``aging``): new requests go to a new connection while its own
+  finish there.
 * **Idle checking.** Connections are kept ``KEEPALIVE_EXPIRY_S``; before reusing a lane that has
   been idle, a connection the server closed or GOAWAY'd while we were idle is dropped (a
   non-blocking read; async connections learn it from the event loop as it happens), and one
@@ -54,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .._logging import logger
+from .aging import MAX_CONNECTION_AGE_S, check_max_age
 from .connect import open_async, open_sync
 from .http1 import AsyncPool as H1AsyncPool
 from .http1 import SyncPool as H1SyncPool
@@ -72,7 +84,8 @@ from .proxy import (
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["AsyncTransport", "OriginRecord", "SyncTransport", "TransportSettings", "shared_ssl_context"]
+__all__ = ["MAX_REPLACEMENTS", "AsyncTransport", "OriginRecord", "SyncTransport", "TransportSettings", "never_sent",
+           "shared_ssl_context"]
 
 # Only look for dead idle connections after this much idle time (a select() per connection).
 IDLE_CHECK_AFTER_S = 1.0
@@ -80,7 +93,11 @@ H1_MAX_CONNECTIONS = 100
 # An idle HTTP/1.1 connection cannot be PINGed: past this it is closed rather than risk a flow
 # a NAT dropped silently (servers' own idle timeouts are shorter: uvicorn 5 s, nginx 75 s).
 H1_IDLE_EXPIRY_S = PING_AFTER_IDLE_S
-
+# Re-sends of one request that provably never reached the server (see the module docstring):
+# each goes to a usable connection, so more than a few means the origin refuses everything.
+MAX_REPLACEMENTS = 8
+# The trace event of each such re-send (read into ``timings.replaced``).
+REPLACED_EVENT = "llmclient.replaced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +105,24 @@ class TransportSettings:
     verify: bool | str = True  # True, False, or a CA bundle path
     http2: bool = True
     proxies: ProxyMap = ()  # _proxy.proxy_map(): (pattern, proxy URL or None), most specific first
+    # Seconds a connection takes new requests (jittered +/- 10 %; None: no limit): aging.py
+    max_connection_age: float | None = MAX_CONNECTION_AGE_S
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "max_connection_age", check_max_age(self.max_connection_age))
+
+
+def never_sent(exc: BaseException) -> bool:
+    """The transport's typed verdict that ``exc``'s request never reached the server (so it may
+    go to another connection at once): its ``unprocessed`` flag, never its text."""
+    return bool(getattr(exc, "unprocessed", False))
+
+
+def _gave_up(exc: BaseException, replaced: int) -> None:
+    """``exc`` goes up after ``replaced`` placements on other connections: it says how many,
+    so the pipeline's free re-sends count them (``pipeline.retry.free_retry``)."""
+    if replaced:
+        exc.replaced = replaced  # type: ignore[attr-defined]
 
 
 _ssl_lock = threading.Lock()
@@ -181,9 +216,10 @@ class _TransportBase:
 
     def _new_transport(self, rec: OriginRecord, h2: bool) -> Any:
         proxy = rec.proxy
+        age = self.settings.max_connection_age
         if h2:
             ctx = shared_ssl_context(self.settings.verify) if rec.tls else _plain_context()
-            return self._h2_pool_cls(ctx, self._tunnel(proxy) if proxy is not None else None)
+            return self._h2_pool_cls(ctx, self._tunnel(proxy) if proxy is not None else None, age)
         # HTTP/1.1: h2c was refused, ALPN chose http/1.1, http2=False, or an http origin
         # reached through a forward proxy (absolute-form requests to the proxy).
         url = httpx.URL(rec.origin)
@@ -240,6 +276,16 @@ class _TransportBase:
             rec.http_version = version
             rec.h2 = version == "HTTP/2"
             logger.debug("origin %s speaks %s", rec.origin, version)
+
+    @staticmethod
+    def place_again(rec: OriginRecord, exc: Exception, replaced: int) -> bool:
+        """Whether a failed send goes to another connection at once, outside the caller's
+        retries: only a request that provably never reached the server (:func:`never_sent`),
+        at most :data:`MAX_REPLACEMENTS` times."""
+        if replaced >= MAX_REPLACEMENTS or not never_sent(exc):
+            return False
+        logger.debug("origin %s: %s; sending it on another connection", rec.origin, exc)
+        return True
 
     @staticmethod
     def should_fall_back(rec: OriginRecord, exc: Exception) -> bool:
@@ -413,19 +459,30 @@ class SyncTransport(_TransportBase):
             return open_sync(host, port, ctx, request, open_tcp)
 
         return H1SyncPool(open_socket, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
-                        reuse_only_if_said=target is not None)
+                          reuse_only_if_said=target is not None, max_age_s=self.settings.max_connection_age)
 
     def send(self, request: httpx.Request) -> httpx.Response:
         rec = self.origin_record(request.url)
-        with self._lock:
-            lane = self.pick_lane(rec)
-        try:
-            response = lane.transport.handle_request(request)
-        except BaseException as exc:  # cancelled too: the lane slot must come back
-            self.release(lane)
-            if not isinstance(exc, Exception) or not self.should_fall_back(rec, exc):
-                raise
-            return self.send(request)
+        replaced = 0
+        while True:
+            with self._lock:
+                lane = self.pick_lane(rec)
+            try:
+                response = lane.transport.handle_request(request)
+                break
+            except BaseException as exc:  # cancelled too: the lane slot must come back
+                self.release(lane)
+                if not isinstance(exc, Exception):
+                    raise
+                if self.should_fall_back(rec, exc):
+                    return self.send(request)
+                if not self.place_again(rec, exc, replaced):
+                    _gave_up(exc, replaced)
+                    raise
+                replaced += 1
+                trace = request.extensions.get("trace")
+                if trace is not None:
+                    trace(REPLACED_EVENT, {"error": type(exc).__name__})
         self.note_response(rec, response)
         response.stream = _LaneStream(response.stream, self, lane)
         response.request = request
@@ -460,18 +517,29 @@ class AsyncTransport(_TransportBase):
             return open_async(host, port, ctx, request, factory, open_tcp)
 
         return H1AsyncPool(open_transport, H1_MAX_CONNECTIONS, H1_IDLE_EXPIRY_S, target, extra,
-                         reuse_only_if_said=target is not None)
+                           reuse_only_if_said=target is not None, max_age_s=self.settings.max_connection_age)
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         rec = self.origin_record(request.url)
-        lane = self.pick_lane(rec)
-        try:
-            response = await lane.transport.handle_async_request(request)
-        except BaseException as exc:  # cancelled too: the lane slot must come back
-            self.release(lane)
-            if not isinstance(exc, Exception) or not self.should_fall_back(rec, exc):
-                raise
-            return await self.send(request)
+        replaced = 0
+        while True:
+            lane = self.pick_lane(rec)
+            try:
+                response = await lane.transport.handle_async_request(request)
+                break
+            except BaseException as exc:  # cancelled too: the lane slot must come back
+                self.release(lane)
+                if not isinstance(exc, Exception):
+                    raise
+                if self.should_fall_back(rec, exc):
+                    return await self.send(request)
+                if not self.place_again(rec, exc, replaced):
+                    _gave_up(exc, replaced)
+                    raise
+                replaced += 1
+                trace = request.extensions.get("trace")
+                if trace is not None:
+                    await trace(REPLACED_EVENT, {"error": type(exc).__name__})
         self.note_response(rec, response)
         response.stream = _AsyncLaneStream(response.stream, self, lane)
         response.request = request

@@ -31,7 +31,7 @@ import httpx
 from httpx._utils import URLPattern, get_environment_proxies
 
 from .._redact import redact_url
-from .connect import tune_socket
+from .connect import connect_tcp_async, connect_tcp_sync, tune_socket
 from .http1_parser import H1Error, ResponseParser
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def connect_sync(proxy: ProxyInfo, timeout: float | None) -> socket.socket:
     """A TCP connection to the proxy itself."""
     proxy.check_supported()
     try:
-        sock = socket.create_connection((proxy.host, proxy.port), timeout=timeout)
+        sock, _ = connect_tcp_sync(proxy.host, proxy.port, timeout)  # Happy Eyeballs (RFC 8305)
     except TimeoutError as exc:
         raise httpx.ConnectTimeout(f"connect to proxy {proxy.display} timed out") from exc
     except OSError as exc:
@@ -222,12 +222,9 @@ class _TunnelProtocol:
 
 async def connect_async(proxy: ProxyInfo, protocol_factory: Callable[[], Any]) -> tuple[Any, Any]:
     """A TCP connection to the proxy itself (the caller bounds the time)."""
-    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
-
     proxy.check_supported()
-    loop = asyncio.get_running_loop()
-    try:
-        transport, protocol = await loop.create_connection(protocol_factory, proxy.host, proxy.port)
+    try:  # Happy Eyeballs (RFC 8305), as for an origin
+        transport, protocol, _ = await connect_tcp_async(proxy.host, proxy.port, protocol_factory)
     except OSError as exc:
         raise _unreachable(proxy, exc) from exc
     _nodelay(transport)

@@ -171,6 +171,39 @@ def test_sqlite_is_safe_with_threads(tmp_path: Path) -> None:
     b.close()
 
 
+def test_sqlite_fresh_file_opened_by_many_at_once(tmp_path: Path) -> None:
+    """Several backends (as several processes would) and threads open one new file at the
+    same moment: SQLite answers "database is locked" to a concurrent journal-mode change
+    without waiting (seen in CI), so the set-up must wait its turn, not fail."""
+    import threading
+
+    for rep in range(20):
+        path = f"sqlite://{tmp_path}/fresh-{rep}.db"
+        backends = [SQLiteBackend(path) for _ in range(4)]
+        start = threading.Barrier(8)
+        errors: list[BaseException] = []
+
+        def worker(n: int, backends: list[SQLiteBackend] = backends, start: threading.Barrier = start,
+                   errors: list[BaseException] = errors) -> None:
+            start.wait()
+            try:
+                backend = backends[n % 4]
+                backend.set(f"k{n}", b"v", None)
+                assert backend.get(f"k{n}") == b"v"
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert errors == [], f"round {rep}: {errors!r}"
+        assert backends[0].size()[1] == 8
+        for backend in backends:
+            backend.close()
+
+
 def test_sqlite_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     import multiprocessing
 

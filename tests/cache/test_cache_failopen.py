@@ -20,7 +20,7 @@ import pytest
 
 from llmclient.cache import CachedEntry, RedisBackend, ResponseCache, SQLiteBackend, encode_entry
 from llmclient.cache._signing import ENV_SIGNING_KEY, SignatureError, sign, unsign
-from llmclient.layers._sync.cache import cache_for
+from llmclient.layers.setup import cache_for
 from tests._both import Drive
 
 MODEL = "sim-zero"

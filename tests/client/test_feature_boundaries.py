@@ -168,10 +168,10 @@ def _guarded(tree: ast.AST) -> set[int]:
     return found
 
 # The modules every room may use: errors, logging, redaction, the version; the registry that
-# makes classes the official ones' kind, the keyword check and the sync/async waits (none of them
-# imports anything of llmclient above the base).
+# makes classes the official ones' kind, the keyword check, the sync/async waits and the hints
+# errors carry (none of them imports anything of llmclient above the base).
 BASE = ("llmclient._errors", "llmclient._logging", "llmclient._redact", "llmclient._version",
-        "llmclient._official", "llmclient._keywords", "llmclient._synchronization")
+        "llmclient._official", "llmclient._keywords", "llmclient._synchronization", "llmclient._hints")
 # Top-down: face (llmclient, _client, _config, _azure, _module_client, _doctor, _async/_sync
 # client) -> api (+ lib, types) -> layers -> features -> cache -> pipeline (a call's plain data and
 # the sans-I/O parts) -> wire, transport. room -> the rooms below it that it may import.
@@ -199,7 +199,7 @@ def _within(module: str, prefix: str) -> bool:
 def test_the_graph_sees_the_imports_it_checks() -> None:
     # The checks below are only as good as this parse: spot-check known edges.
     assert "llmclient.transport.http2" in GRAPH["llmclient.transport.lanes"]
-    assert "llmclient.layers._async.chain" in GRAPH["llmclient._client"]
+    assert "llmclient.layers._async.chain" in GRAPH["llmclient._async.client"]
     assert "llmclient.features.otel" in GRAPH["llmclient.layers._async.trace"]  # from ...features import otel
     assert "llmclient.features.images" in GRAPH["llmclient.layers._async.images"]  # inside a function
     assert "llmclient._client" not in GRAPH["llmclient.api.resources"]  # under TYPE_CHECKING only
@@ -226,6 +226,7 @@ def test_a_room_imports_only_the_rooms_below_it(room: str) -> None:
 
 def test_only_the_face_imports_the_client() -> None:
     face = ("llmclient", "llmclient.__main__", "llmclient._doctor", "llmclient._azure", "llmclient._module_client",
+            "llmclient._client_async",
             *UP_TO_THE_CLIENT)
     bad = sorted(name for name, imported in GRAPH.items()
                  if "llmclient._client" in imported and name not in face)

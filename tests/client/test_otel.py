@@ -140,6 +140,15 @@ def test_a_call_is_one_client_span_with_the_genai_attributes(drive: Drive, otel:
     assert span.parent is None  # nothing active, no traceparent given: a root
 
 
+def test_the_connection_reached_is_the_span_s_network_peer(drive: Drive, otel: Telemetry, ref_server: Any) -> None:
+    r = drive(_client(drive, ref_server).chat.completions.create(model=MODEL, messages=MSG, max_tokens=2))
+    [span] = otel.finished("chat")
+    a = span.attributes
+    assert a["network.peer.address"] == r.timings.remote_address == "127.0.0.1"
+    assert a["network.type"] == "ipv4" and r.timings.address_family == "IPv4"
+    assert "llmclient.pool_wait_ms" not in a and r.timings.pool_wait_ms == 0.0  # it waited for nothing
+
+
 def test_the_active_span_is_the_parent_and_a_given_traceparent_wins(drive: Drive, otel: Telemetry,
                                                                     ref_server: Any) -> None:
     client = _client(drive, ref_server)

@@ -11,6 +11,7 @@ import httpx2
 import pytest
 
 import llmclient
+from tests._addresses import refused_url
 from tests._both import Drive
 
 MODEL = "gpt-4o-mini"
@@ -18,7 +19,8 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 def test_an_httpx2_connection_failure_is_an_api_connection_error(drive: Drive) -> None:
-    client = drive.client(api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=1,
+    # not 127.0.0.1: a refused connect to a loopback address is not retried at all
+    client = drive.client(api_key="k", base_url=refused_url(), max_retries=1,
                           http_client=drive.http_client(module=httpx2))
     with pytest.raises(llmclient.APIConnectionError) as info:
         drive(client.chat.completions.create(model=MODEL, messages=MESSAGES))

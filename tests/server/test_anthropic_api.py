@@ -20,6 +20,7 @@ import anthropic
 import httpx
 import pytest
 
+from benchmarks.harness.sampler import parse_prometheus
 from benchmarks.server.tokenizer import count_tokens
 from tests._both import Drive
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
@@ -401,11 +402,24 @@ def narrow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefServer]:
     stop_ref_server(srv)
 
 
+def _wait_until_idle(server: RefServer, deadline_s: float = 60.0) -> None:
+    """Until the server runs and holds no request (its /metrics); a hang guard, not a timing."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        metrics = parse_prometheus(httpx.get(f"{server.url}/metrics", timeout=10).text,
+                                   ("llm_requests_running", "llm_requests_waiting"))
+        if metrics.get("llm_requests_running", 0) + metrics.get("llm_requests_waiting", 0) == 0:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the reference server still runs requests of an earlier test")
+
+
 def test_a_full_engine_queue_is_a_529_overloaded_error(drive: Drive, narrow: RefServer) -> None:
     """The engine's waiting queue full is what the API calls overload (529), not a rate limit."""
     headers = {"anthropic-version": "2023-06-01"}
     body = {"model": MODEL, "max_tokens": 200, "messages": ASK, "stream": True}
     c = drive.client(anthropic, face="Anthropic", base_url=narrow.url, api_key="k", max_retries=0)
+    _wait_until_idle(narrow)  # the other variant's requests may still hold the slot (a loaded machine)
     with httpx.Client(base_url=narrow.url, timeout=60) as http, \
             http.stream("POST", "/v1/messages", json=body, headers=headers) as running:
         lines = running.iter_lines()  # kept: a dropped line iterator closes the response

@@ -72,6 +72,23 @@ def test_times_limits_how_often_a_run_wide_fault_fires():
         inj.decide("stall_ms=5;times=1")
 
 
+def test_a_windowed_run_wide_fault_fires_only_in_its_window_from_the_first_request():
+    now = [100.0]
+    inj = FaultInjector(parse_fault_list("status=503;start_ms=2000;for_ms=10000"), seed=0, clock=lambda: now[0])
+    seen = []
+    for t in (0.0, 1.9, 2.0, 7.0, 11.99, 12.0, 30.0):  # seconds after the first request
+        now[0] = 100.0 + t
+        seen.append(inj.decide(None) is not None)
+    assert seen == [False, False, True, True, True, False, False]
+    only_for = FaultInjector(parse_fault_list("status=503;for_ms=500"), seed=0, clock=lambda: now[0])
+    now[0] = 0.0
+    assert only_for.decide(None) is not None
+    now[0] = 0.6
+    assert only_for.decide(None) is None
+    with pytest.raises(FaultSpecError, match="start_ms"):
+        inj.decide("status=503;for_ms=5")
+
+
 def test_the_new_stream_and_overload_items_parse():
     assert parse_fault("pings_after=4;ping_ms=250;resume_ms=900") == FaultSpec(
         pings_after=4, ping_ms=250, resume_ms=900)

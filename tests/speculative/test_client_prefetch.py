@@ -23,7 +23,7 @@ import pytest
 
 from benchmarks.harness.serverproc import ServerProcess, start_server
 from llmclient.features.prefetch import SpeculationConfig
-from llmclient.layers._sync.cache import cache_for
+from llmclient.layers.setup import cache_for
 from llmclient.speculative import BudgetConfig, HistoryPredictor
 from tests._both import Drive
 

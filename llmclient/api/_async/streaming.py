@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
+from ... import _official
 from ..._errors import APIError, APITimeoutError, IncompleteStreamError
 from ..._logging import current_trace_id
 from ..._synchronization import asleep
@@ -177,3 +178,7 @@ def _reset(token: Any) -> None:
         current_trace_id.reset(token)
     except ValueError:  # the generator was finalised in another context (GC, another task)
         pass
+
+
+# With ``openai`` imported, ``isinstance(stream, openai.AsyncStream)`` holds too (``_official``).
+_official.register(AsyncStream, hide=True)

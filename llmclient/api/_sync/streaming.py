@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import httpx
 
+from ... import _official
 from ..._errors import APIError, APITimeoutError, IncompleteStreamError
 from ..._logging import current_trace_id
 from ..._synchronization import sleep
@@ -179,3 +180,7 @@ def _reset(token: Any) -> None:
         current_trace_id.reset(token)
     except ValueError:  # the generator was finalised in another context (GC, another task)
         pass
+
+
+# With ``openai`` imported, ``isinstance(stream, openai.Stream)`` holds too (``_official``).
+_official.register(Stream, hide=True)

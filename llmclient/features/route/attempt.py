@@ -1,5 +1,5 @@
 """One call's route through the replicas: the thin I/O around :class:`~.router.Router`'s
-decisions, driven by the send loop's ``Attempts`` (llmclient/pipeline/shared.py).
+decisions, driven by the route layer (llmclient/layers/_async/route.py) at each attempt.
 
 Each attempt goes to the next replica of the call's plan (a call pinned to a replica,
 ``call.route_pin``: a warm-up or a resumed background stream, goes there only): its base URL (and API key, where the

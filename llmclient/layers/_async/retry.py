@@ -5,7 +5,15 @@ The decisions are ``pipeline/retry.py``'s (pure): a transport error or a retryab
 ``retry-after``; a send the protocol proves never ran (a stream above a GOAWAY's
 last-stream-id, REFUSED_STREAM) is repeated at once without counting. Anything else raises the
 face's error, with the call's trace id, timings and, with several replicas, each replica tried.
-Always in the chain.
+
+Each attempt's outcome also goes into its origin's retry budget (``features/admit/
+retry_budget.py``, gRPC's retry throttling; on unless ``retry_budget=False``): a retryable
+failure takes a token, anything else (an answer, a status not retried) puts a share back, and a
+retry the policy wants is refused while the bucket is at or below half, so an outage costs about
+one attempt per call. A refused retry raises the call's own error at once, its message saying
+so and ``retry_budget`` naming the origin. A send the transport proved never reached the server
+(``unprocessed``, read by attribute: the transport re-sends those itself, ``transport/lanes.py``)
+neither takes nor gives. Always in the chain.
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ import httpx
 
 from ..._logging import logger
 from ..._synchronization import asleep
-from ...pipeline.retry import error_retry, status_retry
+from ...features.admit.retry_budget import mark_refused, outcome
+from ...pipeline.retry import error_retry, is_retryable_status, status_retry
 from .read import aread_error_body
 
 if TYPE_CHECKING:
@@ -32,39 +41,55 @@ def wanted(ctx: Context, options: CallOptions) -> bool:
 
 
 class Retry:
-    __slots__ = ("_errors", "_inner")
+    __slots__ = ("_budget", "_errors", "_inner", "_redis")
 
     def __init__(self, inner: Any, ctx: Context) -> None:
         self._inner, self._errors = inner, ctx.errors
+        self._budget, self._redis = ctx.retry_budget, ctx.redis
 
     async def __call__(self, call: Call) -> httpx.Response:
         record = call.record
+        budget = self._budget
         record.begin()
         attempt = free_used = 0
         while True:
             try:
                 response = await self._inner(call)
             except Exception as exc:
-                delay, free = error_retry(exc, attempt, call.max_retries, free_used)
+                delay, free = error_retry(exc, attempt, call.max_retries, free_used, call.url)
                 if not isinstance(exc, httpx.TransportError):
                     raise
                 err = self._errors.connection_error(call, exc, exc._request)
-                if delay is None:
-                    if call.route is not None:
+                spent = None  # the origin's budget, when it refuses the retry
+                if budget is not None and not free and not isinstance(exc, httpx.UnsupportedProtocol):
+                    origin = budget.for_url(call.base_url, self._redis)  # this attempt's (its replica's)
+                    if outcome(origin, True, delay is not None):
+                        spent = origin
+                if delay is None or spent is not None:
+                    if call.route is not None and delay is None:
                         err.message = f"{err.message}; replicas tried: {call.route.describe()}"
                         err.args = (err.message,)
-                    raise err from exc
+                    raise (err if spent is None else mark_refused(err, spent)) from exc
                 why = str(err)
             else:
-                if response.status_code < 400:
+                status = response.status_code
+                if status < 400:
+                    if budget is not None:  # the origin answers: a share of a token back
+                        budget.for_url(call.base_url, self._redis).succeeded()
                     return response
                 raw = await aread_error_body(response)
                 record.bytes_received += response.num_bytes_downloaded
-                delay = status_retry(response.status_code, response.headers, attempt, call.max_retries)
-                if delay is None:
+                delay = status_retry(status, response.headers, attempt, call.max_retries)
+                spent = None
+                if budget is not None:
+                    origin = budget.for_url(call.base_url, self._redis)
+                    if outcome(origin, is_retryable_status(status, response.headers), delay is not None):
+                        spent = origin
+                if delay is None or spent is not None:
                     record.finish()
-                    raise self._errors.status_error(call, response, raw)
-                why, free = f"HTTP {response.status_code}", False
+                    refusal = self._errors.status_error(call, response, raw)
+                    raise refusal if spent is None else mark_refused(refusal, spent)
+                why, free = f"HTTP {status}", False
             logger.info("retrying %s %s in %.2fs (attempt %d of %d): %s",
                         call.method, call.path, delay, attempt + 1, call.max_retries, why)
             if delay > 0:

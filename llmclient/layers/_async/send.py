@@ -22,16 +22,17 @@ __all__ = ["Send"]
 
 
 class Send:
-    __slots__ = ("_ctx", "_forms")
+    __slots__ = ("_ctx", "_fixed", "_forms")
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._forms = ctx.header_forms
+        self._fixed = ctx.fixed_transport
 
     async def __call__(self, call: Call) -> httpx.Response:
         record = call.record
         request = build_request(call, self._forms, record.on_trace_async)  # unasync: sync=request = build_request(call, self._forms, record.on_trace)
-        transport = self._ctx.transport()
+        transport = self._fixed if self._fixed is not None else self._ctx.transport()
         try:
             if transport is not None:
                 response: httpx.Response = await transport.send(request)

@@ -16,44 +16,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...pipeline.reply import Reply
+from ..setup import cache_for, speculation
 
 if TYPE_CHECKING:
-    from ...features.prefetch import Speculation
     from ...pipeline.call import Call
     from ..context import Context
     from ..options import CallOptions
 
-__all__ = ["Cache", "Layer", "cache_for", "speculation", "wanted"]
+__all__ = ["Cache", "Layer", "lookup_cache", "wanted"]
 
 
 def wanted(ctx: Context, options: CallOptions) -> bool:
     return (options.cache is not False and (ctx.cache_setting is not None or options.cache is not None)) \
         or bool(options.prefetch) or ctx.speculation is not None
-
-
-def cache_for(ctx: Context, call: Call) -> Any:
-    """The ResponseCache for this call, or None (the client's, or one a call asks for)."""
-    setting = call.options.cache
-    if setting is False or (setting is None and ctx.cache_setting is None):
-        return None
-    if ctx.cache is None:
-        # the cache (sqlite3, backends): loaded by the first call that asks for it
-        from ...cache import open_cache
-
-        ctx.cache = open_cache(ctx.cache_setting if ctx.cache_setting is not None else True)
-    return ctx.cache
-
-
-def speculation(ctx: Context, create: bool) -> Speculation | None:
-    """The client's speculation, made on first use when ``create``."""
-    if ctx.speculation is None and create:
-        # speculation (llmclient.speculative): loaded when a client turns it on
-        from ...features import prefetch as _prefetch
-
-        assert ctx.port is not None
-        ctx.speculation = _prefetch.Speculation(ctx.port, _prefetch.SpeculationConfig())
-        ctx.rebuild()  # every call now looks for a prefetch of it in flight (this layer)
-    return ctx.speculation
 
 
 def lookup_cache(ctx: Context, call: Call) -> Any:

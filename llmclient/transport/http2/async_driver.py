@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
-from ..connect import open_async, request_timeout
+from ..connect import open_async, peer_of, request_timeout
 from . import liveness
 from .common import (
     ConnectionFacts,
@@ -22,9 +22,10 @@ from .common import (
     make_response,
     origin,
     raise_public,
+    raise_unusable,
     request_headers,
 )
-from .errors import NotHTTP2, PeerProtocolError
+from .errors import ConnectionLost, NotHTTP2, PeerProtocolError
 from .frames import ENHANCE_YOUR_CALM
 from .state import H2State, Stream
 
@@ -56,6 +57,7 @@ async def connect_async(url: httpx.URL, ssl_context: ssl.SSLContext, request: ht
             transport.close()
             raise HTTP2ProtocolError(NotHTTP2(f"{host}:{port} chose {alpn or 'no protocol'} over ALPN"))
     proto.state.cleartext = not tls
+    proto.peer = peer_of(transport.get_extra_info("socket"))
     proto.start()
     return proto
 
@@ -189,17 +191,21 @@ class AsyncConnection(ConnectionFacts):
         trace = request.extensions.get("trace")
         body = request.content
         state = self.state
-        if not state.usable:
-            if state.error is not None:
-                raise_public(state.error)
-            raise httpx.RemoteProtocolError("connection not usable")
+        if not state.usable or self.transport is None or self.transport.is_closing():
+            # GOAWAY read (or a stream cap) since the pool chose it, or closing: a stream opened
+            # now would never be written (_flush drops bytes for a closing transport)
+            if state.usable:  # the pool must not choose it again; its streams' readers wake
+                for event in state.fail(ConnectionLost("the connection is closing")):
+                    self._wake(event.stream_id)
+                self._wake_all()
+            raise_unusable(state)
         stream = state.open_stream(request_headers(request), end_stream=not body)
         view = memoryview(body)
         if body:  # as much of the body as the windows allow goes out with the headers
             view = view[state.send_data(stream, view, end_stream=True):]
         self.last_used = time.monotonic()
         if trace:
-            await trace("http2.send_request_headers.started", {"stream_id": stream.id})
+            await trace("http2.send_request_headers.started", {"stream_id": stream.id, "peer": self.peer})
         token = request.extensions.get("llmclient.cancel")
         if token is not None:  # a hedged copy that may lose its race (on this loop)
             token.attach(lambda exc: self._cancel_elsewhere(stream, exc))

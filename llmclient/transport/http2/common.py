@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import httpx
 
-from .errors import H2Error, StreamCancelled
+from .errors import ConnectionUnusable, H2Error, NotHTTP2, StreamCancelled
 
 if TYPE_CHECKING:
     from .state import H2State, Stream
 
 __all__ = ["ConnectionFacts", "HTTP2ProtocolError", "make_response", "origin", "public", "raise_public",
-           "request_headers"]
+           "raise_unusable", "request_headers"]
 
 # Connection-specific headers that HTTP/2 forbids (RFC 9113 section 8.2.2); Host becomes
 # :authority.
@@ -56,6 +56,16 @@ def raise_public(exc: Exception) -> NoReturn:
     if err is exc:
         raise exc
     raise err from exc
+
+
+def raise_unusable(state: H2State) -> NoReturn:
+    """A request came to a connection that can no longer take a stream: nothing of it was
+    written, so the error says ``unprocessed`` and the lanes place it elsewhere at once. A
+    server that turned out not to speak HTTP/2 stays that error (the lanes fall back to
+    HTTP/1.1 on it)."""
+    if isinstance(state.error, NotHTTP2):
+        raise_public(state.error)
+    raise HTTP2ProtocolError(ConnectionUnusable(state.unusable_reason() or "closed"))
 
 
 def request_headers(request: httpx.Request) -> list[tuple[bytes, bytes]]:
@@ -97,6 +107,12 @@ class ConnectionFacts:
 
     state: H2State
     last_used: float
+    peer: tuple[str, str] | None = None  # (address, "IPv4" | "IPv6") this socket connected to
+    # Set by the pool when the connection joins it (aging.retire_at): when it stops taking
+    # new streams, and whether that was logged.
+    opened: float = 0.0
+    retire_at: float = float("inf")
+    retired: bool = False
 
     @property
     def usable(self) -> bool:

@@ -8,7 +8,8 @@
      ├── GoAwayError        the server's GOAWAY: stream_id above last_stream_id (unprocessed)
      ├── StreamResetError   RST_STREAM(code); REFUSED_STREAM is unprocessed
      ├── StreamCancelled    we reset the stream (read after an early close)
-     └── ConnectionLost     the connection closed before the response ended
+     ├── ConnectionLost     the connection closed before the response ended
+     └── ConnectionUnusable the connection could not take the stream: nothing was sent (unprocessed)
 
 These are the package's own (plain ``Exception`` subclasses): the drivers hand httpx's callers
 the same failures as ``httpx.RemoteProtocolError`` subclasses of the same names
@@ -21,6 +22,7 @@ from .frames import REFUSED_STREAM, code_name
 
 __all__ = [
     "ConnectionLost",
+    "ConnectionUnusable",
     "GoAwayError",
     "H2Error",
     "NotHTTP2",
@@ -87,3 +89,16 @@ class StreamCancelled(H2Error):
 
 class ConnectionLost(H2Error):
     """The connection closed (or broke) before the stream's response ended."""
+
+
+class ConnectionUnusable(H2Error):
+    """The connection could no longer take a new stream when the request came to it (its
+    GOAWAY had been read, its SETTINGS_MAX_CONCURRENT_STREAMS reached, a read timed out on it,
+    it was closing): no byte of the request was written, so it goes to another connection.
+    ``reason`` says which (``"goaway"``, ``"max_streams"``, ``"stale"``, ``"closed"``)."""
+
+    unprocessed = True
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the HTTP/2 connection could not take a new stream ({reason}): nothing was sent")
+        self.reason = reason

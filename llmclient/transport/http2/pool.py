@@ -1,22 +1,32 @@
-"""The HTTP/2 connections of one lane: the current one, and any still draining after a GOAWAY.
+"""The HTTP/2 connections of one lane: the current one, and any still draining after a GOAWAY
+or past their age.
 
 A lane sends every request on its current connection until the server's
-SETTINGS_MAX_CONCURRENT_STREAMS says otherwise; after a GOAWAY the old connection's streams
-finish there while new ones go to a fresh connection. A connection idle over
-``PING_AFTER_IDLE_S`` must answer a PING before it carries a request (a flow a NAT dropped
-silently would otherwise hang the call until its read timeout), and one idle over
+SETTINGS_MAX_CONCURRENT_STREAMS says otherwise; after a GOAWAY, or once the connection is past
+its age (``aging``: jittered, 300 s by default), the old connection's streams finish there
+while new ones go to a fresh connection, and the old one is closed once idle. A connection
+idle over ``PING_AFTER_IDLE_S`` must answer a PING before it carries a request (a flow a NAT
+dropped silently would otherwise hang the call until its read timeout), and one idle over
 ``KEEPALIVE_EXPIRY_S`` is closed.
+
+Waiting for a connection is its own phase: a request that finds another caller opening the
+lane's connection waits for it under the request's *pool* timeout (httpx's ``Timeout.pool``),
+never its connect timeout, and reports the wait (trace event :data:`POOL_WAIT_EVENT`, read
+into ``timings.pool_wait_ms``); its own connect timer starts only when it connects itself.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
 
 from ..._logging import logger
+from ..aging import MAX_CONNECTION_AGE_S, retire_at
+from ..connect import POOL_WAIT_EVENT, pool_timeout_error, request_timeout
 
 if TYPE_CHECKING:
     import asyncio
@@ -29,23 +39,31 @@ __all__ = [
 
 # Servers close idle connections on their own schedule (hypercorn: 5 s keep-alive by default,
 # nginx 75 s); ours only bounds how long we hold a socket the server still accepts.
-KEEPALIVE_EXPIRY_S = 300.0
+KEEPALIVE_EXPIRY_S: Final = 300.0
 # Default SETTINGS_MAX_CONCURRENT_STREAMS of hypercorn, nginx and most gateways; the server's
 # own setting (read from the connection once known) wins when it is lower.
-DEFAULT_MAX_STREAMS = 100
-# An HTTP/2 connection idle this long is PINGed before reuse (NATs and load balancers drop
-# idle flows silently after ~60-350 s); the ACK must come within PING_TIMEOUT_S.
-PING_AFTER_IDLE_S = 30.0
-PING_TIMEOUT_S = 2.0
+DEFAULT_MAX_STREAMS: Final = 100
+# An HTTP/2 connection idle this long is PINGed before reuse: the shortest idle timeouts of
+# the middleboxes that drop flows without a FIN or RST are 60 s and up (AWS ALB 60 s, Azure
+# LB 4 min, AWS NAT gateway 350 s; connect.py's TCP keepalive covers the rest), so after 30 s
+# of silence a flow may be gone; below that, a PING would cost a round trip on every
+# back-to-back call of a chatty client for nothing. The ACK must come within PING_TIMEOUT_S.
+PING_AFTER_IDLE_S: Final = 30.0
+PING_TIMEOUT_S: Final = 2.0
+
+_rng = random.Random()
 
 
 class _PoolBase:
     """The HTTP/2 connections of one lane: the current one, and any still draining after the
-    server's GOAWAY (their streams finish there; new ones go to a fresh connection)."""
+    server's GOAWAY or past their age (their streams finish there; new ones go to a fresh
+    connection)."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None,
+                 max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
         self._ssl_context = ssl_context
         self._open_tcp = open_tcp  # a proxy's CONNECT tunnel, or None: direct
+        self._max_age_s = max_age_s
         self._conns: list[Any] = []
 
     def max_streams(self) -> int:
@@ -57,21 +75,36 @@ class _PoolBase:
         return best
 
     def _usable(self) -> Any:
+        now = time.monotonic()
         for conn in self._conns:
             if conn.usable:
-                return conn
+                if now < conn.retire_at:
+                    return conn
+                if not conn.retired:
+                    conn.retired = True
+                    logger.debug("HTTP/2 connection past its age (%.0f s): new calls go to a new one, "
+                                 "its %d streams finish there", now - conn.opened, len(conn.state.streams))
         return None
+
+    def _adopt(self, conn: Any) -> Any:
+        """A new connection joins the lane, with its retirement time (jittered)."""
+        conn.opened = now = time.monotonic()
+        conn.retire_at = retire_at(now, self._max_age_s, _rng.random())
+        self._conns.append(conn)
+        return conn
 
     @staticmethod
     def _idle_for(conn: Any) -> float:
         return time.monotonic() - conn.last_used if conn.idle else 0.0
 
     def _prune(self) -> list[Any]:
-        """Drop connections that are dead, or drained after GOAWAY; the ones to close."""
+        """Drop connections that are dead, drained after GOAWAY or their age, or idle too long;
+        the ones to close."""
         keep: list[Any] = []
         gone: list[Any] = []
+        now = time.monotonic()
         for conn in self._conns:
-            expired = conn.closed or (not conn.usable and conn.idle)
+            expired = conn.closed or ((not conn.usable or now >= conn.retire_at) and conn.idle)
             expired = expired or self._idle_for(conn) > KEEPALIVE_EXPIRY_S
             (gone if expired else keep).append(conn)
         self._conns = keep
@@ -83,19 +116,46 @@ class _PoolBase:
         self._conns = [c for c in self._conns if c is not conn]
 
 
+def _report_wait(request: httpx.Request, waited: float) -> Any:
+    """The trace callback's result for a request that waited ``waited`` s for a connection
+    (a coroutine for the async client), or None: nothing to report."""
+    trace = request.extensions.get("trace")
+    if trace is None or waited <= 0.0:
+        return None
+    return trace(POOL_WAIT_EVENT, {"seconds": waited})
+
+
+async def _give_up(acquiring: Any, lock: Any) -> None:
+    """Stop waiting for ``lock``; an acquire that won meanwhile gives the lock back."""
+    import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
+
+    acquiring.cancel()
+    await asyncio.gather(acquiring, return_exceptions=True)
+    if not acquiring.cancelled() and acquiring.exception() is None:
+        lock.release()
+
+
 class SyncPool(_PoolBase):
-    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
-        super().__init__(ssl_context, open_tcp)
+    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None,
+                 max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
+        super().__init__(ssl_context, open_tcp, max_age_s)
         self._connect_lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if len(self._conns) > 1:  # one draining (GOAWAY, age): closed once its streams are done
+            self._close_drained()
         conn = self._usable()
+        waited = 0.0
         if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S:
-            with self._connect_lock:
+            waited += self._lock(request)
+            try:
                 if self._idle_for(conn) > PING_AFTER_IDLE_S and not self._still_alive(conn):
                     conn = None
+            finally:
+                self._connect_lock.release()
         if conn is None:
-            with self._connect_lock:
+            waited += self._lock(request)
+            try:
                 for old in self._prune():
                     old.close()
                 conn = self._usable()
@@ -104,9 +164,34 @@ class SyncPool(_PoolBase):
                     # that ``import llmclient`` stays light.
                     from .sync_driver import connect_sync
 
-                    conn = connect_sync(request.url, self._ssl_context, request, self._open_tcp)
-                    self._conns.append(conn)
+                    conn = self._adopt(connect_sync(request.url, self._ssl_context, request, self._open_tcp))
+            finally:
+                self._connect_lock.release()
+        if waited:
+            _report_wait(request, waited)
         return conn.request(request)
+
+    def _lock(self, request: httpx.Request) -> float:
+        """Take the connect lock (another caller may be opening the lane's connection): the
+        seconds waited, under the request's pool timeout, never its connect timeout."""
+        lock = self._connect_lock
+        if lock.acquire(blocking=False):
+            return 0.0
+        t0 = time.monotonic()
+        timeout = request_timeout(request, "pool")
+        if not lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise pool_timeout_error(request, timeout, "another caller's HTTP/2 connect to the origin")
+        return time.monotonic() - t0
+
+    def _close_drained(self) -> None:
+        if not self._connect_lock.acquire(blocking=False):
+            return  # someone is connecting: it prunes
+        try:
+            gone = self._prune()
+        finally:
+            self._connect_lock.release()
+        for old in gone:
+            old.close()
 
     def _still_alive(self, conn: Any) -> bool:
         if self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not conn.alive(PING_TIMEOUT_S):
@@ -121,6 +206,8 @@ class SyncPool(_PoolBase):
                 conn.check_idle()
                 if conn.closed:
                     logger.debug("dropping idle HTTP/2 connection the server has closed or GOAWAY'd")
+        if len(self._conns) > 1:
+            self._close_drained()
 
     def close(self) -> None:
         conns, self._conns = self._conns, []
@@ -129,11 +216,15 @@ class SyncPool(_PoolBase):
 
 
 class AsyncPool(_PoolBase):
-    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None) -> None:
-        super().__init__(ssl_context, open_tcp)
+    def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None,
+                 max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
+        super().__init__(ssl_context, open_tcp, max_age_s)
         self._connect_lock: asyncio.Lock | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if len(self._conns) > 1 and (self._connect_lock is None or not self._connect_lock.locked()):
+            for old in self._prune():  # one drained (GOAWAY, age): closed now
+                await old.aclose()
         conn = self._usable()
         if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S and (
             self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not await conn.alive(PING_TIMEOUT_S)
@@ -142,11 +233,8 @@ class AsyncPool(_PoolBase):
             await conn.aclose()
             conn = None
         if conn is None:
-            if self._connect_lock is None:
-                import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
-
-                self._connect_lock = asyncio.Lock()
-            async with self._connect_lock:
+            waited = await self._lock(request)
+            try:
                 for old in self._prune():
                     await old.aclose()
                 conn = self._usable()
@@ -154,9 +242,39 @@ class AsyncPool(_PoolBase):
                     # the asyncio driver: loaded by the async client's first HTTP/2 connection
                     from .async_driver import connect_async
 
-                    conn = await connect_async(request.url, self._ssl_context, request, self._open_tcp)
-                    self._conns.append(conn)
+                    conn = self._adopt(await connect_async(request.url, self._ssl_context, request,
+                                                           self._open_tcp))
+            finally:
+                assert self._connect_lock is not None
+                self._connect_lock.release()
+            if waited:
+                await _report_wait(request, waited)
         return await conn.request(request)
+
+    async def _lock(self, request: httpx.Request) -> float:
+        """See :meth:`SyncPool._lock`."""
+        import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
+
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        lock = self._connect_lock
+        if not lock.locked():
+            await lock.acquire()
+            return 0.0
+        t0 = time.monotonic()
+        timeout = request_timeout(request, "pool")
+        # not wait_for(lock.acquire()): on 3.11 an acquire that wins as the timeout fires is
+        # lost with the lock held; here a late win is seen and given back
+        acquiring = asyncio.ensure_future(lock.acquire())
+        try:
+            done, _ = await asyncio.wait({acquiring}, timeout=timeout)
+        except BaseException:
+            await _give_up(acquiring, lock)
+            raise
+        if not done:
+            await _give_up(acquiring, lock)
+            raise pool_timeout_error(request, timeout, "another caller's HTTP/2 connect to the origin")
+        return time.monotonic() - t0
 
     def check_idle(self) -> None:
         """The event loop feeds every connection as data arrives: a closed one knows it."""

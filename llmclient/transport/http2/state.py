@@ -183,6 +183,21 @@ class H2State:
         return (self.error is None and self.goaway_last_id is None and not self.stale
                 and self.next_id < _MAX_WINDOW and len(self.streams) < self.max_streams)
 
+    def unusable_reason(self) -> str | None:
+        """Why no new stream may start here (None: one may); asked only once :attr:`usable`
+        said no, to name the cause in :class:`~.errors.ConnectionUnusable`."""
+        if self.error is not None:
+            return "closed"
+        if self.goaway_last_id is not None:
+            return "goaway"
+        if self.stale:
+            return "stale"
+        if self.next_id >= _MAX_WINDOW:
+            return "stream ids exhausted"
+        if len(self.streams) >= self.max_streams:
+            return "max_streams"
+        return None
+
     def open_stream(self, headers: list[tuple[bytes, bytes]], end_stream: bool) -> Stream:
         sid = self.next_id
         self.next_id += 2

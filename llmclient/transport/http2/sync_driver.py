@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import httpx
 
 from ..._logging import logger
-from ..connect import kernel_timeouts, open_sync_shared, request_timeout, set_timeout
+from ..connect import kernel_timeouts, open_sync_shared, peer_of, request_timeout, set_timeout
 from ..tls import MemoryTLS
 from . import liveness
 from .common import (
@@ -28,6 +28,7 @@ from .common import (
     make_response,
     origin,
     raise_public,
+    raise_unusable,
     request_headers,
 )
 from .errors import NotHTTP2
@@ -72,6 +73,7 @@ class SyncConnection(ConnectionFacts):
         self._reading = False
         self._waiting = 0  # threads waiting on the condition for the reader's news
         self._kernel_timeouts = kernel_timeouts(self._raw)
+        self.peer = peer_of(self._raw)
         # The timeout each direction has now (-1: none set yet). The reader and a writer may be
         # two threads: with kernel timeouts each sets its own direction only.
         self._read_timeout: float | None = -1.0
@@ -150,16 +152,14 @@ class SyncConnection(ConnectionFacts):
         headers = request_headers(request)
         view = memoryview(body)
         with self._lock:
-            if not self.state.usable:
-                if self.state.error is not None:
-                    raise_public(self.state.error)
-                raise httpx.RemoteProtocolError("connection not usable")
+            if not self.state.usable:  # GOAWAY read, or a stream cap, since the pool chose it
+                raise_unusable(self.state)
             stream = self.state.open_stream(headers, end_stream=not body)
             if body:  # as much of the body as the windows allow goes out with the headers
                 view = view[self.state.send_data(stream, view, end_stream=True):]
         self.last_used = time.monotonic()
         if trace:
-            trace("http2.send_request_headers.started", {"stream_id": stream.id})
+            trace("http2.send_request_headers.started", {"stream_id": stream.id, "peer": self.peer})
         token = request.extensions.get("llmclient.cancel")
         if token is not None:  # another thread may cancel this request (a hedge that lost)
             token.attach(lambda exc: self._cancel_elsewhere(stream, exc))
@@ -225,6 +225,8 @@ class SyncConnection(ConnectionFacts):
             except OSError as exc:
                 err = httpx.WriteError(str(exc) or type(exc).__name__)
                 self._broken(err)
+                if isinstance(self.state.error, NotHTTP2):  # hung up on our h2c preface
+                    raise_public(self.state.error)
                 raise err from exc
 
     def _set_timeout(self, timeout: float | None, write: bool) -> None:
@@ -242,7 +244,13 @@ class SyncConnection(ConnectionFacts):
 
     def _broken(self, exc: Exception) -> None:
         with self._cond:
-            self.state.fail(exc)
+            if isinstance(exc, httpx.WriteError) and self.state.cleartext and not self.state.settings_received:
+                # The h2c rule of H2State.connection_lost: a server that closes on our preface
+                # before its SETTINGS (RFC 9113 section 3.4) does not speak HTTP/2 (uvicorn's
+                # close reaches a concurrent first call as EPIPE on its write, not as an EOF).
+                self.state.connection_lost(f"write failed: {exc}")
+            else:
+                self.state.fail(exc)
             self._cond.notify_all()
 
     def _wait(self, stream: Stream, ready: Callable[[Stream], bool], timeout: float | None) -> None:
