@@ -45,6 +45,8 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers
     from llmclient.preprocess import ImageError
 
     from ._azure import AsyncAzureOpenAI, AzureOpenAI
+    from ._anthropic import Anthropic
+    from ._anthropic_async import AsyncAnthropic
     from ._client_async import AsyncOpenAI
     from ._client_async import AsyncOpenAI as AsyncClient
     from .api._async.streaming import AsyncStream
@@ -62,6 +64,8 @@ LLMClientError = OpenAIError
 # imported on first access, so ``import llmclient`` stays light.
 _LAZY = {
     "AsyncOpenAI": ("llmclient._client_async", "AsyncOpenAI"),
+    "Anthropic": ("llmclient._anthropic", "Anthropic"),
+    "AsyncAnthropic": ("llmclient._anthropic_async", "AsyncAnthropic"),
     "AsyncClient": ("llmclient._client_async", "AsyncOpenAI"),
     "AsyncStream": ("llmclient.api._async.streaming", "AsyncStream"),
     "ImageError": ("preprocess", "ImageError"),
@@ -108,6 +112,8 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "NOT_GIVEN",
+    "Anthropic",
+    "AsyncAnthropic",
     "APIConnectionError",
     "APIError",
     "APIResponseValidationError",

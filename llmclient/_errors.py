@@ -77,6 +77,7 @@ __all__ = [
     "RequestTooLargeError",
     "ServiceUnavailableError",
     "UnprocessableEntityError",
+    "anthropic_status_error_class",
 ]
 
 
@@ -315,6 +316,22 @@ def status_error_class(status: int) -> type[APIStatusError]:
     if status >= 500:
         return InternalServerError
     return _STATUS_CLASSES.get(status, APIStatusError)
+
+
+# The Anthropic face's finer classes (anthropic 2.17 ``_client.py``, ``_make_status_error``).
+_ANTHROPIC_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    **_STATUS_CLASSES, 402: PaymentRequiredError, 408: RequestTimeoutError, 412: PreconditionFailedError,
+    413: ContentTooLargeError, 431: RequestHeaderFieldsTooLargeError, 499: ClientClosedRequestError,
+    501: HTTPNotImplementedError, 503: ServiceUnavailableError, 504: GatewayTimeoutError, 529: OverloadedError,
+}
+
+
+def anthropic_status_error_class(status: int) -> type[APIStatusError]:
+    """The class the official anthropic client raises for an HTTP error status."""
+    cls = _ANTHROPIC_STATUS_CLASSES.get(status)
+    if cls is not None:
+        return cls
+    return InternalServerError if status >= 500 else APIStatusError
 
 
 _TITLE_RE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
