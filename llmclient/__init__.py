@@ -44,9 +44,9 @@ from .wire.codec import Codec, JsonCodec, SSEDecoder, StreamDecoder
 if TYPE_CHECKING:  # the lazy names below, for type checkers
     from llmclient.preprocess import ImageError
 
-    from ._azure import AsyncAzureOpenAI, AzureOpenAI
     from ._anthropic import Anthropic
     from ._anthropic_async import AsyncAnthropic
+    from ._azure import AsyncAzureOpenAI, AzureOpenAI
     from ._client_async import AsyncOpenAI
     from ._client_async import AsyncOpenAI as AsyncClient
     from .api._async.streaming import AsyncStream
@@ -112,13 +112,13 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "NOT_GIVEN",
-    "Anthropic",
-    "AsyncAnthropic",
     "APIConnectionError",
     "APIError",
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "Anthropic",
+    "AsyncAnthropic",
     "AsyncAzureOpenAI",
     "AsyncClient",
     "AsyncOpenAI",

@@ -97,7 +97,7 @@ class AnthropicBase(BaseClient):
     _finish = staticmethod(anthropic_finish)
     auth_token: str | None = None
 
-    def __init__(self, **options: Unpack[ClientOptions]) -> None:  # type: ignore[misc]
+    def __init__(self, **options: Unpack[ClientOptions]) -> None:
         config, self.auth_token = anthropic_config(options, f"{type(self).__name__}.__init__")
         self._setup(config, _copying.get())
         self.api_key = self.api_key or None  # type: ignore[assignment]  # an auth_token alone
@@ -167,7 +167,7 @@ class Anthropic(ClientIO, AnthropicBase):
 
     _transport: SyncTransport | None
 
-    def __init__(self, **options: Unpack[ClientOptions]) -> None:  # type: ignore[misc]
+    def __init__(self, **options: Unpack[ClientOptions]) -> None:
         super().__init__(**options)
         if self._config.connection.warm:
             self.warmup()

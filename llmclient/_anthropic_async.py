@@ -29,7 +29,7 @@ __all__ = ["AsyncAnthropic"]
 class AsyncAnthropic(AsyncClientIO, AnthropicBase):
     """Asynchronous client (drop-in for ``anthropic.AsyncAnthropic``)."""
 
-    def __init__(self, **options: Unpack[ClientOptions]) -> None:  # type: ignore[misc]
+    def __init__(self, **options: Unpack[ClientOptions]) -> None:
         super().__init__(**options)
         self._warm_task: asyncio.Task[None] | None = None
         if self._config.connection.warm:

@@ -44,6 +44,8 @@ RENAMES: dict[str, str] = {
     "async_models_page": "models_page",
     # speculative's runners: a prefetch in a task of the loop, or in a thread (features/prefetch)
     "run_in_task": "run_in_thread",
+    # the Anthropic face's modules (llmclient/_anthropic.py, _anthropic_async.py)
+    "_anthropic_async": "_anthropic",
 }
 # Each ``_``-separated part of a name: ``aclose_all`` -> ``close_all``, ``__aenter__`` ->
 # ``__enter__``, ``shared_async_transport`` -> ``shared_sync_transport``; and a part

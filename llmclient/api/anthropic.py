@@ -27,11 +27,10 @@ from .._errors import (
     describe_error_body,
 )
 from ..layers.answer import finish as _finish
-from ..layers.options import OPTION_KEYS
+from ..layers.options import OPTION_KEYS, split_options
 from ..pipeline.call import is_given
 from .errors import OpenAIErrors
 from .headers import USER_AGENT, merge_custom, platform_headers
-from ..layers.options import split_options
 from .models import BaseModel, _Factory, _members_by_tag, jsonable
 from .resources import Headers, _Resource
 
@@ -203,7 +202,7 @@ class _AnthropicFactory(_Factory):
             return None
         module, _, name = self.target.partition(":")
         cls: Any = getattr(importlib.import_module(module), name)
-        return cls  # type: ignore[no-any-return]
+        return cls
 
 
 class _EventFactory(_AnthropicFactory):

@@ -34,7 +34,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
-from ..wire.codec import MESSAGE_END_EVENT, MESSAGES_PATH, PING_EVENT, RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
+from ..wire.codec import (
+    MESSAGE_END_EVENT,
+    MESSAGES_PATH,
+    PING_EVENT,
+    RESPONSE_END_EVENTS,
+    RESPONSES_PATH,
+    has_token,
+)
 from .partial import PartialTracker
 from .resume import MAX_RESUMES, continuation_body, early_resume_after, next_step, out_of_order
 from .watchdog import stall_message, stalled
@@ -63,8 +70,8 @@ class Step:
 class StreamSession:
     """One stream's state, as its iterator drives it."""
 
-    __slots__ = ("_chunks", "_end", "_events", "_messages", "_expect_seq", "_final", "_had_event", "_keepalives", "_make",
-                 "_on_complete", "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume",
+    __slots__ = ("_chunks", "_end", "_events", "_expect_seq", "_final", "_had_event", "_keepalives", "_make",
+                 "_messages", "_on_complete", "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume",
                  "complete", "decoder", "early", "gaps", "idle", "last_event", "request", "request_id", "resumes",
                  "trace_id")
 

@@ -17,7 +17,7 @@ from .. import anthropic as _anth
 from ..resources import Headers, _is_stream
 
 if TYPE_CHECKING:
-    from ..._anthropic_async import AsyncAnthropic  # unasync: sync=from ..._anthropic import Anthropic
+    from ..._anthropic_async import AsyncAnthropic
 
 __all__ = ["AsyncMessages", "AsyncModels"]
 
