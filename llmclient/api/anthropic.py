@@ -239,22 +239,50 @@ model_info = _AnthropicFactory("anthropic.types:ModelInfo", BaseModel)
 
 
 class ModelPage(BaseModel):
-    """``models.list()``: the page (``data``, ``has_more``, ``first_id``, ``last_id``), iterable
-    over its models as the official ``SyncPage`` is (one page: ``limit`` and ``after_id`` ask
-    for others)."""
+    """``models.list()``: one page (``data``, ``has_more``, ``first_id``, ``last_id``); iterating
+    it goes through every page after it, as the official ``SyncPage`` does (``after_id``)."""
 
     _fields = frozenset({"data", "has_more", "first_id", "last_id"})
 
     def __iter__(self) -> Any:
-        return iter(self.data or ())
+        page, fetch = self, self.__dict__.get("_fetch")
+        while True:
+            yield from page.data or ()
+            if not page.has_more or not page.last_id or fetch is None:
+                return
+            page = fetch(page.last_id)
 
-    def __aiter__(self) -> Any:
-        return _aiter(self.data or ())
+
+class AsyncModelPaginator:
+    """The async ``models.list()``: awaited, the first page; ``async for``, every model of every
+    page (the official ``AsyncPaginator``'s two uses)."""
+
+    __slots__ = ("_fetch",)
+
+    def __init__(self, fetch: Callable[..., Any]) -> None:
+        self._fetch = fetch
+
+    def __await__(self) -> Any:
+        return self._fetch().__await__()
+
+    async def __aiter__(self) -> Any:
+        page = await self._fetch()
+        while True:
+            for item in page.data or ():
+                yield item
+            if not page.has_more or not page.last_id:
+                return
+            page = await self._fetch(page.last_id)
 
 
-async def _aiter(items: Any) -> Any:
-    for item in items:
-        yield item
+def paged(fetch: Callable[..., Any], is_async: bool) -> Any:
+    """``models.list()``'s answer: the first page, which fetches the next ones as it is iterated
+    (sync), or the paginator (async)."""
+    if is_async:
+        return AsyncModelPaginator(fetch)
+    page = fetch()
+    page.__dict__["_fetch"] = fetch
+    return page
 
 
 def model_page(data: dict[str, Any]) -> ModelPage:

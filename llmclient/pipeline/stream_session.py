@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
+from .._errors import APIError, APIStatusError, APITimeoutError, IncompleteStreamError, OpenAIError
 from ..wire.codec import (
     MESSAGE_END_EVENT,
     MESSAGES_PATH,
@@ -71,7 +71,7 @@ class StreamSession:
     """One stream's state, as its iterator drives it."""
 
     __slots__ = ("_chunks", "_end", "_events", "_expect_seq", "_final", "_had_event", "_keepalives", "_make",
-                 "_messages", "_on_complete", "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume",
+                 "_messages", "_on_complete", "_response", "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume",
                  "complete", "decoder", "early", "gaps", "idle", "last_event", "request", "request_id", "resumes",
                  "trace_id")
 
@@ -94,6 +94,7 @@ class StreamSession:
         self.trace_id = call.trace.trace_id
         self.request_id = response.headers.get("x-request-id")
         self.request = response.request
+        self._response = response
         self._partial = PartialTracker()
         # The watchdog: the time of the last event, and whether bytes came since (keep-alives).
         self.idle = call.options.stream_idle_timeout
@@ -161,8 +162,11 @@ class StreamSession:
                     raise self._incomplete(f"Incomplete stream: {wrong}")
                 self._expect_seq += 1
             kind = obj.get("type")
-            if (kind is None and obj.get("error")) or (kind == "error" and self._messages):
-                # an Anthropic ``error`` event raises, as the official client's stream does
+            if kind == "error" and self._messages:
+                # an Anthropic ``error`` event raises, as the official client's stream does: a
+                # status error of the 200 answer, with the event as its body (anthropic ``_streaming.py``)
+                raise self.annotate(APIStatusError(_error_message(obj), response=self._response, body=obj))
+            if kind is None and obj.get("error"):
                 raise self.annotate(APIError(_error_message(obj), body=obj))
             if kind == MESSAGE_END_EVENT and self._messages:
                 self._end = kind
@@ -171,7 +175,7 @@ class StreamSession:
             if kind in RESPONSE_END_EVENTS:
                 self._end = kind
             self._partial.event(obj)
-            if self._chunks is not None:
+            if self._chunks is not None and kind != PING_EVENT:  # a keep-alive is no part of the answer
                 self._chunks.append(obj)
         make = self._make
         if self._messages:  # the official client hands no ``ping`` on (anthropic ``_streaming.py``)
@@ -293,6 +297,7 @@ class StreamSession:
         self.decoder = decoder
         self.request_id = response.headers.get("x-request-id", self.request_id)
         self.request = response.request
+        self._response = response
         self.resumes += 1
         record = self.call.record
         record.resumes += 1

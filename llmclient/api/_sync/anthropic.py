@@ -79,16 +79,22 @@ class Models(_anth.AnthropicResource):
     _official = ("models",)
 
     def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
-                   extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, betas: Any = NOT_GIVEN,
-                   _raw: bool = False, **query: Any) -> Any:
-        """One page of models (``limit``, ``after_id``, ``before_id`` ask for another)."""
+             extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, betas: Any = NOT_GIVEN,
+             _raw: bool = False, **query: Any) -> Any:
+        """A page of models (``limit``, ``after_id``, ``before_id``), iterated through every page
+        after it as the official client's pages are."""
         q = {k: v for k, v in query.items() if v is not None and v is not NOT_GIVEN}
         unknown = set(q) - {"limit", "after_id", "before_id"}
         if unknown:
             raise TypeError(f"Models.list() got an unexpected keyword argument {sorted(unknown)[0]!r}")
-        call = self._anthropic_call("GET", "/v1/models", None, False, extra_headers,
-                                    {**q, **(extra_query or {})}, extra_body, timeout, betas)
-        return self._client._request(call, _anth.model_page, _raw)
+
+        def fetch(after_id: str | None = None) -> Any:
+            page_query = {**q, "after_id": after_id} if after_id is not None else q
+            call = self._anthropic_call("GET", "/v1/models", None, False, extra_headers,
+                                        {**page_query, **(extra_query or {})}, extra_body, timeout, betas)
+            return self._client._request(call, _anth.model_page, _raw)
+
+        return fetch() if _raw else _anth.paged(fetch, self._client._on_event_loop)
 
     def retrieve(self, model_id: str, *, extra_headers: Headers = None,
                        extra_query: Mapping[str, Any] | None = None, extra_body: Mapping[str, Any] | None = None,
