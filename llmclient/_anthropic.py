@@ -12,6 +12,7 @@ is in ``_anthropic_async.py`` (loaded only when asked for).
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -55,9 +56,7 @@ PASSED = frozenset({"beta", "completions", "with_raw_response", "with_streaming_
 
 def _official_settings() -> frozenset[str]:
     try:
-        import inspect
-
-        import anthropic
+        import anthropic  # the official signature, only when a keyword is not llmclient's own
     except ImportError:
         return OFFICIAL_SETTINGS
     return frozenset(inspect.signature(anthropic.Anthropic.__init__).parameters) - {"self"}

@@ -77,7 +77,6 @@ __all__ = [
     "RequestTooLargeError",
     "ServiceUnavailableError",
     "UnprocessableEntityError",
-    "anthropic_status_error_class",
 ]
 
 

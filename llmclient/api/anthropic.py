@@ -103,7 +103,9 @@ def credentials_from_env(api_key: str | None, auth_token: str | None) -> tuple[s
 def _official_params(method: str) -> frozenset[str] | None:
     """The keywords the installed anthropic's ``Messages.<method>`` takes (None: not installed)."""
     try:
-        from anthropic.resources.messages import Messages
+        from anthropic.resources.messages import (
+            Messages,  # its signature: only when a check needs it
+        )
     except ImportError:
         return None
     return frozenset(inspect.signature(getattr(Messages, method)).parameters) - {"self"}
@@ -215,6 +217,7 @@ class _EventFactory(_AnthropicFactory):
         union: Any = self.official_class()
         if union is None:
             return self.light
+        # anthropic (and pydantic, which comes with it): only once the first event is built
         from anthropic import BaseModel as OfficialBase
         from pydantic import ValidationError
 
@@ -320,8 +323,13 @@ def stream_manager(create: Callable[[], Any], is_async: bool) -> Any:
     """The official ``MessageStreamManager`` (``AsyncMessageStreamManager``) over llmclient's
     stream: it sends on entry and accumulates the events as the official helper does."""
     try:
-        from anthropic import NOT_GIVEN as OFFICIAL_NOT_GIVEN
-        from anthropic.lib.streaming import AsyncMessageStreamManager, MessageStreamManager
+        from anthropic import (
+            NOT_GIVEN as OFFICIAL_NOT_GIVEN,  # the official helper: for its call only
+        )
+        from anthropic.lib.streaming import (  # (the same)
+            AsyncMessageStreamManager,
+            MessageStreamManager,
+        )
     except ImportError:
         raise ImportError(_HELPER_MISSING) from None
     if is_async:

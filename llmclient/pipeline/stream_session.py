@@ -71,9 +71,9 @@ class StreamSession:
     """One stream's state, as its iterator drives it."""
 
     __slots__ = ("_chunks", "_end", "_events", "_expect_seq", "_final", "_had_event", "_keepalives", "_make",
-                 "_messages", "_on_complete", "_response", "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume",
-                 "complete", "decoder", "early", "gaps", "idle", "last_event", "request", "request_id", "resumes",
-                 "trace_id")
+                 "_messages", "_on_complete", "_partial", "_response", "_skip_opening", "call", "can_continue",
+                 "can_resend", "can_resume", "complete", "decoder", "early", "gaps", "idle", "last_event", "request",
+                 "request_id", "resumes", "trace_id")
 
     def __init__(self, call: Call, decoder: StreamDecoder, response: httpx.Response,
                  make: Callable[[dict[str, Any]], Any],
