@@ -157,9 +157,14 @@ class SSEDecoder:
         if raw.startswith(b"data: ") and b"\n" not in raw:  # the common one-line event
             payload, event = raw[6:], b""
         else:
-            payload, event = _fields(raw)
-            if payload is None:
-                return None
+            nl = raw.find(b"\n")
+            if raw.startswith(b"event: ") and raw.startswith(b"data: ", nl + 1) and raw.find(b"\n", nl + 1) < 0:
+                # the common two-line event of typed streams (Anthropic's Messages, the Responses API)
+                payload, event = raw[nl + 7:], raw[7:nl]
+            else:
+                payload, event = _fields(raw)
+                if payload is None:
+                    return None
         if payload == b"[DONE]":
             self._done = True
             return None
