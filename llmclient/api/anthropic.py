@@ -13,6 +13,7 @@ import difflib
 import importlib
 import inspect
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -101,7 +102,10 @@ def credentials_from_env(api_key: str | None, auth_token: str | None) -> tuple[s
 
 
 def _official_params(method: str) -> frozenset[str] | None:
-    """The keywords the installed anthropic's ``Messages.<method>`` takes (None: not installed)."""
+    """The keywords the installed anthropic's ``Messages.<method>`` takes (None: not installed,
+    or ``LLMCLIENT_TYPES=light`` and not imported by the app: then the names known here)."""
+    if os.environ.get("LLMCLIENT_TYPES", "").lower() == "light" and "anthropic" not in sys.modules:
+        return None
     try:
         from anthropic.resources.messages import (
             Messages,  # its signature: only when a check needs it

@@ -92,7 +92,8 @@ def test_the_environment_gives_key_and_base_url(drive: Drive, server: RefServer,
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     c = drive.client(llmclient, face="Anthropic", max_retries=0)
-    assert drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK)).content[0].text
+    m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
+    assert m.content[0].text and m.timings.http_version == "HTTP/2"  # h2c: the server offers it
     assert c.timeout == httpx.Timeout(600.0, connect=5.0) and c.max_retries == 0
 
 
@@ -188,3 +189,24 @@ def test_import_llmclient_does_not_import_anthropic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert out.stdout.strip() == "False"
+
+
+def test_light_types_without_importing_anthropic(server: RefServer) -> None:  # noqa: F811
+    """``LLMCLIENT_TYPES=light`` (as without anthropic installed): llmclient's own views, the
+    keyword check from the names it knows, and ``anthropic`` never imported."""
+    code = f"""
+import sys, llmclient
+c = llmclient.Anthropic(base_url={server.url!r}, api_key={KEY!r}, max_retries=0)
+m = c.messages.create(model={MODEL!r}, max_tokens=5, messages={ASK!r})
+kinds = [e.type for e in c.messages.create(model={MODEL!r}, max_tokens=3, messages={ASK!r}, stream=True)]
+try:
+    c.messages.create(model={MODEL!r}, max_tokens=5, messages={ASK!r}, stop_sequence=["x"])
+except TypeError as exc:
+    refused = str(exc)
+print(type(m).__module__, bool(m.content[0].text), m.usage.output_tokens, kinds[0], kinds[-1],
+      "stop_sequences" in refused, "anthropic" in sys.modules)
+"""
+    env = {**os.environ, "LLMCLIENT_TYPES": "light", "PYTHONPATH": os.getcwd()}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["llmclient.api.models", "True", "5", "message_start", "message_stop",
+                                  "True", "False"]
