@@ -210,3 +210,10 @@ print(type(m).__module__, bool(m.content[0].text), m.usage.output_tokens, kinds[
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["llmclient.api.models", "True", "5", "message_start", "message_stop",
                                   "True", "False"]
+
+
+def test_pacing_learns_from_anthropics_rate_limit_headers(drive: Drive, limited: RefServer) -> None:  # noqa: F811
+    c = _face(drive, limited, api_key=f"key-pace-{drive.kind}-{time.monotonic_ns()}")  # its own budget
+    drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
+    [budgets] = c.rate_limits.values()
+    assert budgets["requests"]["limit"] == 3 and budgets["requests"]["remaining"] <= 2
