@@ -48,7 +48,6 @@ test_a_final_assistant_turn_is_continued = api.test_a_final_assistant_turn_is_co
 test_an_output_format_gives_a_document_that_follows_it = api.test_an_output_format_gives_a_document_that_follows_it
 test_tool_use_round_trip = api.test_tool_use_round_trip
 test_thinking_comes_first_signed_and_goes_back = api.test_thinking_comes_first_signed_and_goes_back
-test_an_image_block_counts_by_anthropics_rule = api.test_an_image_block_counts_by_anthropics_rule
 test_fault_statuses_raise_the_official_errors = api.test_fault_statuses_raise_the_official_errors
 test_one_overload_is_retried = api.test_the_official_retry_gets_past_one_overload
 test_auth_model_and_request_errors = api.test_auth_model_and_request_errors
@@ -217,3 +216,56 @@ def test_pacing_learns_from_anthropics_rate_limit_headers(drive: Drive, limited:
     drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
     [budgets] = c.rate_limits.values()
     assert budgets["requests"]["limit"] == 3 and budgets["requests"]["remaining"] <= 2
+
+
+def test_an_image_block_counts_by_anthropics_rule(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """The official test's image, on the face: the same tokens. A block whose ``media_type``
+    names another format than its data goes out prepared, its type now the data's, and is
+    answered; with ``images=False`` it goes as given and the API refuses it, as for the official
+    client (tests/server/test_anthropic_api.py)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from benchmarks.server.tokenizer import count_tokens
+
+    buf = io.BytesIO()
+    Image.new("RGB", (300, 200), (10, 120, 200)).save(buf, "PNG")
+    data = base64.b64encode(buf.getvalue()).decode()
+    c = _face(drive, server)
+    m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        {"type": "text", "text": "What is this?"}]}]))
+    assert m.usage.input_tokens == count_tokens("user: What is this?") + -(-300 * 200 // 750)
+    mislabelled = [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}}]}]
+    assert drive(c.messages.create(model=MODEL, max_tokens=4, messages=mislabelled)).content[0].text
+    with pytest.raises(anthropic.BadRequestError, match="does not match the provided media type"):
+        drive(_face(drive, server, images=False).messages.create(model=MODEL, max_tokens=4, messages=mislabelled))
+
+
+def test_a_large_image_block_is_prepared_for_claudes_limits(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``preprocess``'s ``anthropic`` target on Anthropic's own image blocks: a 2400x1600 photo-like
+    image of 8 MB goes out prepared under Claude's limits and is answered, the caller's message
+    left alone; ``images=False`` sends it as it is, as the official client does, and the API
+    refuses it (5 MB per image)."""
+    import base64
+    import io
+    import random
+
+    from PIL import Image
+
+    rng = random.Random(45)
+    img = Image.new("RGB", (240, 160))
+    img.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256)) for _ in range(240 * 160)])
+    buf = io.BytesIO()
+    img.resize((2400, 1600)).save(buf, "PNG")
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": base64.b64encode(buf.getvalue()).decode()}}
+    ask = [{"role": "user", "content": [block, {"type": "text", "text": "What is this?"}]}]
+    m = drive(_face(drive, server).messages.create(model=MODEL, max_tokens=4, messages=ask))
+    assert m.timings.image_bytes_saved > 3_000_000 and m.content[0].text
+    with pytest.raises(anthropic.BadRequestError, match="exceeds 5 MB"):
+        drive(_face(drive, server, images=False).messages.create(model=MODEL, max_tokens=4, messages=ask))
+    assert block["source"]["media_type"] == "image/png" and len(block["source"]["data"]) > 1_000_000
