@@ -282,3 +282,15 @@ def test_a_late_call_is_hedged_and_the_copy_wins(drive: Drive, server: RefServer
         events = drive.iterate(got)
         assert events[-1].type == "message_stop"
     assert got.timings.hedged and got.timings.hedge_won  # the copy's answer, not the stalled one's
+
+
+def test_an_auth_token_goes_as_a_bearer_and_survives_a_copy(drive: Drive, cached: RefServer,  # noqa: F811
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    http, seen = _recording(drive)
+    c = drive.client(llmclient, face="Anthropic", base_url=cached.url, auth_token="tok-1", http_client=http)
+    copy = c.with_options(max_retries=1)
+    for client in (c, copy):
+        assert drive(client.messages.create(model=MODEL, max_tokens=2, messages=ASK)).content[0].text
+    assert [r.headers.get("authorization") for r in seen] == ["Bearer tok-1"] * 2
+    assert not any("x-api-key" in r.headers for r in seen) and c.api_key is None
