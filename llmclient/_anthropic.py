@@ -37,7 +37,7 @@ from .transport.lanes import SyncTransport, shared_sync_transport
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from ._client_options import ClientOptions
+    from ._client_options import AnthropicOptions
     from .pipeline.call import Call
 
 __all__ = ["Anthropic", "AnthropicBase", "anthropic_config"]
@@ -96,7 +96,7 @@ class AnthropicBase(BaseClient):
     _finish = staticmethod(anthropic_finish)
     auth_token: str | None = None
 
-    def __init__(self, **options: Unpack[ClientOptions]) -> None:
+    def __init__(self, **options: Unpack[AnthropicOptions]) -> None:
         config, self.auth_token = anthropic_config(options, f"{type(self).__name__}.__init__")
         self._setup(config, _copying.get())
         self.api_key = self.api_key or None  # type: ignore[assignment]  # an auth_token alone
@@ -166,7 +166,7 @@ class Anthropic(ClientIO, AnthropicBase):
 
     _transport: SyncTransport | None
 
-    def __init__(self, **options: Unpack[ClientOptions]) -> None:
+    def __init__(self, **options: Unpack[AnthropicOptions]) -> None:
         super().__init__(**options)
         if self._config.connection.warm:
             self.warmup()

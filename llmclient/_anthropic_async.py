@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack
 
-    from ._client_options import ClientOptions
+    from ._client_options import AnthropicOptions
 
 __all__ = ["AsyncAnthropic"]
 
@@ -29,7 +29,7 @@ __all__ = ["AsyncAnthropic"]
 class AsyncAnthropic(AsyncClientIO, AnthropicBase):
     """Asynchronous client (drop-in for ``anthropic.AsyncAnthropic``)."""
 
-    def __init__(self, **options: Unpack[ClientOptions]) -> None:
+    def __init__(self, **options: Unpack[AnthropicOptions]) -> None:
         super().__init__(**options)
         self._warm_task: asyncio.Task[None] | None = None
         if self._config.connection.warm:
