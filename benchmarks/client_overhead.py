@@ -55,11 +55,15 @@ from pathlib import Path
 from typing import Any
 
 CLIENTS = ("llmclient", "openai", "httpx", "openai-aiohttp", "llmclient-otel", "llmclient-otel-sampled",
-           "llmclient-sdk")
+           "llmclient-sdk", "llmclient-anthropic", "anthropic")
+# The Anthropic face against the official anthropic client: the Messages API (``--clients
+# llmclient-anthropic,anthropic``), a call and a stream of Anthropic events, per call and per event.
+ANTHROPIC_KINDS = ("llmclient-anthropic", "anthropic")
 OTEL_KINDS = ("llmclient-otel", "llmclient-otel-sampled", "llmclient-sdk")
 DEFAULT_CLIENTS = ("llmclient", "openai", "httpx")
 MODULE_OF = {"llmclient": "llmclient", "openai": "openai", "httpx": "httpx", "openai-aiohttp": "openai",
-             "llmclient-otel": "llmclient", "llmclient-otel-sampled": "llmclient", "llmclient-sdk": "llmclient"}
+             "llmclient-otel": "llmclient", "llmclient-otel-sampled": "llmclient", "llmclient-sdk": "llmclient",
+             "llmclient-anthropic": "llmclient", "anthropic": "anthropic"}
 API_KEY = "bench-key"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,6 +91,32 @@ def _sdk_calls(kind: str, base_url: str, model: str, tokens: int) -> tuple[Calla
         n = 0
         for chunk in client.chat.completions.create(model=model, messages=messages, max_tokens=tokens, stream=True):
             if chunk.choices and chunk.choices[0].delta.content is not None:
+                n += 1
+        return n
+
+    return call, stream, client
+
+
+def _anthropic_root(base_url: str) -> str:
+    """The Messages API's base URL: the server's, without the OpenAI ``/v1`` (its paths have it)."""
+    return base_url[:-3] if base_url.endswith("/v1") else base_url
+
+
+def _anthropic_calls(kind: str, base_url: str, model: str, tokens: int) -> tuple[Callable[[], Any], Callable[[], int], Any]:
+    """``messages.create`` whole, and streamed (its text deltas counted), on llmclient's face or
+    the official anthropic client."""
+    mod = __import__(MODULE_OF[kind])
+    client = mod.Anthropic(base_url=_anthropic_root(base_url), api_key=API_KEY, max_retries=0)
+    messages = _body(model, 1, False)["messages"]
+
+    def call() -> Any:
+        r = client.messages.create(model=model, messages=messages, max_tokens=8)
+        return r.content[0].text
+
+    def stream() -> int:
+        n = 0
+        for event in client.messages.create(model=model, messages=messages, max_tokens=tokens, stream=True):
+            if event.type == "content_block_delta":
                 n += 1
         return n
 
@@ -224,6 +254,11 @@ def _construction(kind: str, base_url: str) -> dict[str, float]:
 
         def make() -> Any:
             return httpx.Client()
+    elif kind in ANTHROPIC_KINDS:
+        mod = __import__(MODULE_OF[kind])
+
+        def make() -> Any:
+            return mod.Anthropic(base_url=_anthropic_root(base_url), api_key=API_KEY)
     else:
         mod = __import__(MODULE_OF[kind])
 
@@ -343,6 +378,9 @@ def worker(kind: str, base_url: str, model: str, args: argparse.Namespace) -> di
     out.update(cpu_ms_call=plain["cpu_ms"], p50_ms_call=plain["p50_ms"], p90_ms_call=plain["p90_ms"],
                cpu_ms_stream=streamed["cpu_ms"], p50_ms_stream=streamed["p50_ms"],
                p90_ms_stream=streamed["p90_ms"], stream_chunks=streamed["last"])
+    if kind in ANTHROPIC_KINDS:  # per streamed event: the stream's CPU over its content events
+        out["cpu_us_event"] = streamed["cpu_ms"] * 1000.0 / max(1, streamed["last"])
+        return out
     if kind in ("llmclient", "openai"):
         parsed = _measure(_parse_call(_client, model), max(10, args.calls // 4), max(2, args.warmup // 4))
         out.update(cpu_ms_parse=parsed["cpu_ms"], p50_ms_parse=parsed["p50_ms"])
@@ -419,6 +457,8 @@ def _client_calls(kind: str, base_url: str, model: str,
     """The call and the stream ``kind`` measures, and its client."""
     if kind == "httpx":
         call, stream, client = _httpx_calls(base_url, model, tokens)
+    elif kind in ANTHROPIC_KINDS:
+        call, stream, client = _anthropic_calls(kind, base_url, model, tokens)
     else:
         call, stream, client = _sdk_calls(kind, base_url, model, tokens)
     if kind == "llmclient-sdk":
@@ -533,6 +573,16 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def anthropic_ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """The Anthropic face over the official anthropic client, measured in the same run."""
+    if not {"llmclient-anthropic", "anthropic"} <= rows.keys():
+        return {}
+    ours, official = rows["llmclient-anthropic"], rows["anthropic"]
+    return {"anthropic_cpu_call_vs_official": ours["cpu_ms_call"] / official["cpu_ms_call"],
+            "anthropic_cpu_event_vs_official": ours["cpu_us_event"] / official["cpu_us_event"],
+            "anthropic_import_vs_official": ours["import_ms"] / official["import_ms"]}
+
+
 def otel_ratios(rows: dict[str, dict[str, Any]], measure: str = "cpu") -> dict[str, float]:
     """CPU with OpenTelemetry on, over plain llmclient's: llmclient's spans and metrics (every
     span sampled, and 1 in 10), and the same telemetry written by hand with the SDK (its floor);
@@ -570,7 +620,10 @@ TARGETS = {"otel_cpu_call_vs_llmclient": ("<=", 1.15), "otel_cpu_stream_vs_llmcl
            "cpu_call_vs_openai": ("<=", 0.4), "cpu_stream_vs_openai": ("<=", 0.15),
            "throughput_vs_openai": (">=", 2.0), "import_vs_openai": ("<=", 0.35), "next_client_ms": ("<", 1.0),
            "throughput_vs_openai_aiohttp": (">", 1.0), "cpu_parse_vs_openai": ("<=", 0.3),
-           "cpu_responses_vs_openai": ("<=", 0.3), "cpu_responses_stream_vs_openai": ("<=", 0.2)}
+           "cpu_responses_vs_openai": ("<=", 0.3), "cpu_responses_stream_vs_openai": ("<=", 0.2),
+           # issue 45's goals for the Anthropic face
+           "anthropic_cpu_call_vs_official": ("<=", 0.3), "anthropic_cpu_event_vs_official": ("<=", 0.3),
+           "anthropic_import_vs_official": ("<=", 0.35)}
 # --instructions: the same targets, counted in instructions.
 TARGETS |= {key.replace("cpu_", "instr_", 1) if key.startswith("cpu_") else key.replace("_cpu_", "_instr_"): value
             for key, value in TARGETS.items() if "cpu_call" in key or "cpu_stream" in key}
@@ -588,6 +641,8 @@ def table(rows: dict[str, dict[str, Any]], ratio: dict[str, float],
                 ("first_client_ms", "1st client ms"), ("next_client_ms", "2nd client ms")]
     if any("cpu_ms_parse" in row for row in rows.values()):
         cols.append(("cpu_ms_parse", "CPU/parse ms"))
+    if any("cpu_us_event" in row for row in rows.values()):
+        cols.append(("cpu_us_event", "CPU/event us"))
     if any("cpu_ms_responses" in row for row in rows.values()):
         cols += [("cpu_ms_responses", "CPU/resp ms"), ("cpu_ms_responses_stream", "CPU/resp strm ms")]
     lines = [f"{'client':<23}" + "".join(f"{title:>16}" for _, title in cols)]
@@ -680,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ratio = ratios(rows) if {"llmclient", "openai"} <= rows.keys() else {}
         ratio.update(otel_ratios(rows))
+        ratio.update(anthropic_ratios(rows))
     print(table(rows, ratio, TARGETS_HTTP1 if args.http1 else TARGETS))
     if probe is not None:
         print(f"h2c probe (once per process and origin): first call {probe['first_call_with_probe_ms']:.2f} ms "

@@ -61,6 +61,9 @@ class BaseClient:
     _on_event_loop: bool  # the I/O mixed in says (AsyncClientIO: True)
     _router: Router | None = None  # several replicas (base_url=[...]): the route layer's
     _ctx: Context
+    # The face's errors and how an answer gets the call's facts (the Anthropic face has its own).
+    _errors: Any = OPENAI_ERRORS
+    _finish: Any = staticmethod(finish)
     if TYPE_CHECKING:  # the I/O mixed in (ClientIO / AsyncClientIO)
         def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any: ...
         def _make_chain(self, ctx: Context) -> Any: ...
@@ -107,7 +110,7 @@ class BaseClient:
         self._open_transport()
         is_async = self._on_event_loop
         ctx = Context(
-            is_async=is_async, defaults=config.calls, errors=OPENAI_ERRORS, build=self._build_call, finish=finish,
+            is_async=is_async, defaults=config.calls, errors=self._errors, build=self._build_call, finish=self._finish,
             transport=self._transport_now, http_client=http_client, header_forms=header_forms(self._headers),
             knowledge=original._ctx.knowledge if original is not None else Knowledge(),
             router=self._router, compress=connection.compress,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .features.hedge import HedgeConfig
     from .features.prefetch import SpeculationConfig
 
-__all__ = ["ClientOptions", "CopyOptions"]
+__all__ = ["AnthropicOptions", "ClientOptions", "CopyOptions"]
 
 
 class ClientOptions(TypedDict, total=False):
@@ -81,3 +81,10 @@ class CopyOptions(ClientOptions, total=False):
 
     set_default_headers: Mapping[str, str] | None
     set_default_query: Mapping[str, object] | None
+
+
+class AnthropicOptions(ClientOptions, total=False):
+    """``Anthropic(...)`` / ``AsyncAnthropic(...)``: the same, and the official anthropic client's
+    ``auth_token`` (sent as ``Authorization: Bearer``)."""
+
+    auth_token: str | None

@@ -1,6 +1,6 @@
-"""Every error llmclient raises, with the official ``openai`` names and hierarchy.
+"""Every error llmclient raises, with the official ``openai`` and ``anthropic`` names and hierarchy.
 
-    OpenAIError                         (also exported as LLMClientError)
+    OpenAIError                         (also exported as LLMClientError; anthropic's AnthropicError)
      ├── APIError                       message, request, body, trace_id, timings
      │    ├── APIConnectionError        no usable HTTP response: refused, DNS, TLS, reset
      │    │    ├── APITimeoutError      a connect/read/write/pool phase ran out of time
@@ -19,6 +19,11 @@
      │         └── MalformedResponseError      not JSON / not SSE / wrong shape (names what)
      ├── LengthFinishReasonError        parse() / stream helpers: the answer hit the token limit
      └── ContentFilterFinishReasonError parse() / stream helpers: the content filter stopped it
+
+The OpenAI face raises the classes openai has (a 503 is an InternalServerError there); the
+Anthropic face the finer ones anthropic has (``api/anthropic/errors.py``). Each class is both
+packages' class of its name once that package is imported (``_official``), so ``except
+openai.RateLimitError`` and ``except anthropic.RateLimitError`` both catch it.
 
 Messages never hold a secret: every message passes ``_redact.redact_text`` (URL userinfo,
 credential headers and query values masked), whoever built it.
@@ -50,16 +55,27 @@ __all__ = [
     "APITimeoutError",
     "AuthenticationError",
     "BadRequestError",
+    "ClientClosedRequestError",
     "ConflictError",
     "ContentFilterFinishReasonError",
+    "ContentTooLargeError",
+    "GatewayTimeoutError",
+    "HTTPNotImplementedError",
     "IncompleteStreamError",
     "InternalServerError",
     "LengthFinishReasonError",
     "MalformedResponseError",
     "NotFoundError",
     "OpenAIError",
+    "OverloadedError",
+    "PaymentRequiredError",
     "PermissionDeniedError",
+    "PreconditionFailedError",
     "RateLimitError",
+    "RequestHeaderFieldsTooLargeError",
+    "RequestTimeoutError",
+    "RequestTooLargeError",
+    "ServiceUnavailableError",
     "UnprocessableEntityError",
 ]
 
@@ -182,6 +198,52 @@ class InternalServerError(APIStatusError):
     pass
 
 
+# The statuses anthropic names and openai does not (anthropic 2.17 ``_exceptions.py``).
+class PaymentRequiredError(APIStatusError):
+    status_code = 402
+
+
+class RequestTimeoutError(APIStatusError):
+    status_code = 408
+
+
+class PreconditionFailedError(APIStatusError):
+    status_code = 412
+
+
+class ContentTooLargeError(APIStatusError):
+    status_code = 413
+
+
+RequestTooLargeError = ContentTooLargeError  # anthropic's older name, kept by it as an alias
+
+
+class RequestHeaderFieldsTooLargeError(APIStatusError):
+    status_code = 431
+
+
+class ClientClosedRequestError(APIStatusError):
+    status_code = 499
+
+
+class HTTPNotImplementedError(InternalServerError):
+    status_code = 501
+
+
+class ServiceUnavailableError(InternalServerError):
+    status_code = 503
+
+
+class GatewayTimeoutError(InternalServerError):
+    status_code = 504
+
+
+class OverloadedError(InternalServerError):
+    """529: Anthropic's API is overloaded (``overloaded_error``); retried with full jitter."""
+
+    status_code = 529
+
+
 class APIResponseValidationError(APIError):
     pass
 
@@ -225,12 +287,17 @@ class ContentFilterFinishReasonError(OpenAIError):
         self.completion = completion
 
 
-# With ``openai`` imported, each class above derives from the official one of its name too
-# (``except openai.NotFoundError`` catches llmclient's 404); without it, nothing changes.
+# With ``openai`` (or ``anthropic``) imported, each class above derives from the official one of
+# its name there too (``except openai.NotFoundError`` and ``except anthropic.NotFoundError`` catch
+# llmclient's 404); without them, nothing changes.
 _official.register(OpenAIError, APIError, APIConnectionError, APITimeoutError, APIStatusError,
                    BadRequestError, AuthenticationError, PermissionDeniedError, NotFoundError,
                    ConflictError, UnprocessableEntityError, RateLimitError, InternalServerError,
-                   APIResponseValidationError, LengthFinishReasonError, ContentFilterFinishReasonError)
+                   PaymentRequiredError, RequestTimeoutError, PreconditionFailedError, ContentTooLargeError,
+                   RequestHeaderFieldsTooLargeError, ClientClosedRequestError, HTTPNotImplementedError,
+                   ServiceUnavailableError, GatewayTimeoutError, OverloadedError,
+                   APIResponseValidationError, LengthFinishReasonError, ContentFilterFinishReasonError,
+                   packages=_official.PACKAGES)
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
     400: BadRequestError,
@@ -248,6 +315,22 @@ def status_error_class(status: int) -> type[APIStatusError]:
     if status >= 500:
         return InternalServerError
     return _STATUS_CLASSES.get(status, APIStatusError)
+
+
+# The Anthropic face's finer classes (anthropic 2.17 ``_client.py``, ``_make_status_error``).
+_ANTHROPIC_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    **_STATUS_CLASSES, 402: PaymentRequiredError, 408: RequestTimeoutError, 412: PreconditionFailedError,
+    413: ContentTooLargeError, 431: RequestHeaderFieldsTooLargeError, 499: ClientClosedRequestError,
+    501: HTTPNotImplementedError, 503: ServiceUnavailableError, 504: GatewayTimeoutError, 529: OverloadedError,
+}
+
+
+def anthropic_status_error_class(status: int) -> type[APIStatusError]:
+    """The class the official anthropic client raises for an HTTP error status."""
+    cls = _ANTHROPIC_STATUS_CLASSES.get(status)
+    if cls is not None:
+        return cls
+    return InternalServerError if status >= 500 else APIStatusError
 
 
 _TITLE_RE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)

@@ -46,6 +46,8 @@ RENAMES: dict[str, str] = {
     "run_in_task": "run_in_thread",
     # the WebSocket transport's drivers (transport/websocket: hand-written twins)
     "AsyncWebSocket": "SyncWebSocket",
+    # the Anthropic face's modules (llmclient/_anthropic.py, _anthropic_async.py)
+    "_anthropic_async": "_anthropic",
 }
 # Each ``_``-separated part of a name: ``aclose_all`` -> ``close_all``, ``__aenter__`` ->
 # ``__enter__``, ``shared_async_transport`` -> ``shared_sync_transport``; and a part

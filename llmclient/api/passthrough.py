@@ -55,7 +55,8 @@ def official_client(client: Any) -> Any:
     """The official client standing behind ``client`` (built once, on first use)."""
     official = client.__dict__.get("_official")
     if official is None:
-        official = client.__dict__.setdefault("_official", _build(client))
+        build = getattr(client, "_build_official", None)  # a face of another package's (Anthropic)
+        official = client.__dict__.setdefault("_official", build() if build is not None else _build(client))
     return official
 
 
@@ -173,7 +174,7 @@ def wrap(value: Any) -> Any:
     module = getattr(type(value), "__module__", "") or ""
     if inspect.ismethod(value) or inspect.isfunction(value) or isinstance(value, functools.partial):
         return _mapped(value)
-    if module.startswith("openai.resources") or module == "openai._client":
+    if module.startswith(("openai.resources", "anthropic.resources")) or module in ("openai._client", "anthropic._client"):
         return Passed(value)
     return value
 
@@ -183,9 +184,10 @@ def passed(client: Any, name: str, under: str = "") -> Any:
     try:
         official = official_client(client)
     except ModuleNotFoundError as exc:
-        if exc.name != "openai":
+        if exc.name not in ("openai", "anthropic"):
             raise
-        raise AttributeError(_MISSING.format(name=f"{under}.{name}" if under else name)) from None
+        missing = _MISSING.replace("openai", exc.name)
+        raise AttributeError(missing.format(name=f"{under}.{name}" if under else name)) from None
     return wrap(getattr(getattr(official, under) if under else official, name))
 
 

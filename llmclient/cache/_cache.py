@@ -200,6 +200,9 @@ class ResponseCache(CacheIO, AsyncCacheIO):
         if plan.endpoint == "responses":  # its JSON always has "error": null
             if response.get("error") is not None or response.get("status") != "completed":
                 return None
+        elif plan.endpoint == "messages":  # Anthropic: a whole Message that came to its end
+            if response.get("type") != "message" or not response.get("stop_reason"):
+                return None
         elif "error" in response or (plan.endpoint != "embeddings" and not response.get("choices")):
             return None
         return CachedEntry.from_response(plan.endpoint, response)

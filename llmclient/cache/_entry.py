@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from ._messages import MESSAGES_ENDPOINT, merge_message_events, message_events
+
 __all__ = [
     "ENTRY_VERSION",
     "CachedEntry",
@@ -123,8 +125,8 @@ def stream_finished(chunks: Iterable[Mapping[str, Any]]) -> bool:
             seen.add(index)
             if choice.get("finish_reason"):
                 finished.add(index)
-    if last_event is not None:
-        return not seen and last_event == "response.completed"
+    if last_event is not None:  # typed events: the Responses API's, or Anthropic's Messages stream
+        return not seen and last_event in ("response.completed", "message_stop")
     return bool(seen) and seen == finished
 
 
@@ -180,6 +182,11 @@ def merge_chunks(endpoint: str, chunks: list[dict[str, Any]]) -> dict[str, Any]:
             if event.get("type") == "response.completed" and isinstance(event.get("response"), dict):
                 return _copy(event["response"])
         raise EntryError("a Responses stream without response.completed")
+    if endpoint == MESSAGES_ENDPOINT:
+        try:
+            return merge_message_events(chunks)
+        except ValueError as exc:
+            raise EntryError(str(exc)) from None
     first = chunks[0]
     chat = endpoint == "chat.completions"
     choices: dict[int, dict[str, Any]] = {}
@@ -320,7 +327,7 @@ def replay_response(entry: CachedEntry) -> dict[str, Any]:
 
 def replay_chunks(entry: CachedEntry, include_usage: bool = False) -> list[dict[str, Any]]:
     """The stream of chunks for an entry; the usage-only chunk only when asked for."""
-    if entry.endpoint not in ("chat.completions", "completions", "responses"):
+    if entry.endpoint not in ("chat.completions", "completions", "responses", MESSAGES_ENDPOINT):
         raise EntryError(f"{entry.endpoint} answers cannot be streamed")
     if entry.chunks is not None:
         chunks = _copy(entry.chunks)
@@ -328,7 +335,9 @@ def replay_chunks(entry: CachedEntry, include_usage: bool = False) -> list[dict[
         assert entry.response is not None
         if entry.endpoint == "responses":
             return _event_stream(_copy(entry.response))
+        if entry.endpoint == MESSAGES_ENDPOINT:
+            return message_events(_copy(entry.response))
         chunks = _chunk_stream(entry.endpoint, entry.response)
-    if include_usage or entry.endpoint == "responses":
+    if include_usage or entry.endpoint in ("responses", MESSAGES_ENDPOINT):
         return chunks
     return [c for c in chunks if c.get("choices") or not c.get("usage")]

@@ -34,6 +34,7 @@ ENDPOINTS: Mapping[str, str] = {
     "completions": "completions",
     "embeddings": "embeddings",
     "responses": "responses",
+    "v1/messages": "messages",  # Anthropic's Messages API (its base URL has no /v1)
 }
 
 # Fields that choose the transport shape of the answer, not the answer: a stored completion

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 HEDGE_HEADER = "x-llm-hedge"
-_HEDGED_PATHS = ("/chat/completions", "/completions", "/embeddings")
+_HEDGED_PATHS = ("/chat/completions", "/completions", "/embeddings", "/v1/messages")  # Messages: nothing stored
 
 
 @dataclass(frozen=True, slots=True)

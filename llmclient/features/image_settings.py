@@ -66,11 +66,12 @@ def check_images(value: Any) -> Any:
 
 
 def has_image_part(body: dict[str, Any]) -> bool:
-    """Whether a chat body carries an image part (what the images layer has work for)."""
+    """Whether a chat body carries an image part (what the images layer has work for): an
+    ``image_url`` part, or an Anthropic ``image`` block."""
     for message in body.get("messages") or ():
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
             for part in content:
-                if isinstance(part, dict) and part.get("type") == "image_url":
+                if isinstance(part, dict) and part.get("type") in ("image_url", "image"):
                     return True
     return False

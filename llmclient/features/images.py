@@ -128,6 +128,11 @@ def _find_jobs(body: dict[str, Any], settings: ImageSettings) -> list[_Job]:
         if not isinstance(content, list):
             continue
         for pi, part in enumerate(content):
+            if isinstance(part, dict) and part.get("type") == "image":  # Anthropic's image block
+                data_url = _anthropic_data_url(part)
+                if data_url is not None:
+                    jobs.append(_Job(mi, pi, data_url, settings.target or "anthropic", remote=False))
+                continue
             if not isinstance(part, dict) or part.get("type") != "image_url":
                 continue
             image_url = part.get("image_url")
@@ -140,6 +145,18 @@ def _find_jobs(body: dict[str, Any], settings: ImageSettings) -> list[_Job]:
             source = _as_path(url) if kind == "path-string" and isinstance(url, str) else url
             jobs.append(_Job(mi, pi, source, target, remote=kind == "remote"))
     return jobs
+
+
+def _anthropic_data_url(part: dict[str, Any]) -> str | None:
+    """An Anthropic ``{"type": "image", "source": {"type": "base64", ...}}`` block as a data URL
+    (a ``url`` or ``file`` source is the server's to fetch: left alone)."""
+    source = part.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return None
+    media, data = source.get("media_type"), source.get("data")
+    if not isinstance(media, str) or not isinstance(data, str):
+        return None
+    return f"data:{media};base64,{data}"
 
 
 def _classify(url: Any, fetch: bool, local_paths: bool = False) -> str | None:
@@ -182,6 +199,11 @@ def _rewrite(body: dict[str, Any], jobs: list[_Job], urls: list[str]) -> dict[st
             contents[job.message] = message["content"] = list(message["content"])
             messages[job.message] = message
         part = dict(contents[job.message][job.part])
+        if part.get("type") == "image":  # Anthropic's block: the data URL back into its source
+            media, _, data = url[5:].partition(";base64,")
+            part["source"] = {**part["source"], "media_type": media, "data": data}
+            contents[job.message][job.part] = part
+            continue
         old = part.get("image_url")
         part["image_url"] = {**old, "url": url} if isinstance(old, dict) else {"url": url}
         contents[job.message][job.part] = part

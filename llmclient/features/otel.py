@@ -100,7 +100,10 @@ ATTRIBUTES: dict[str, str] = {
 }
 
 _OPERATIONS = {"/chat/completions": "chat", "/completions": "text_completion",
-               "/embeddings": "embeddings"}
+               "/embeddings": "embeddings", "/v1/messages": "chat"}
+# The API shape a path speaks, where it is not OpenAI's (the conventions' well-known values:
+# https://opentelemetry.io/docs/specs/semconv/gen-ai/, gen_ai.provider.name, read 2026-12-07).
+_PROVIDERS = {"/v1/messages": "anthropic"}
 # create() parameter -> GenAI request attribute.
 _REQUEST_PARAMS = (
     ("max_tokens", "gen_ai.request.max_tokens"),
@@ -256,7 +259,7 @@ def start(call: Any) -> CallSpan | None:
 class CallSpan:
     """One call's span (None when only metrics are configured) and what its end records."""
 
-    __slots__ = ("attrs", "chunk_info", "ended", "inst", "kind", "model", "operation", "recording",
+    __slots__ = ("attrs", "chunk_info", "ended", "inst", "kind", "model", "operation", "provider", "recording",
                  "span", "start_ns", "stream", "value")
 
     def __init__(self, inst: _Instruments, call: Any, operation: str, kind: str = "call",
@@ -271,7 +274,8 @@ class CallSpan:
         self.value: dict[str, Any] | None = None
         self.chunk_info: list[Any] | None = None  # id, model, finish reasons, usage
         self.start_ns = time.time_ns()
-        self.attrs = _metric_attrs(operation, self.model)
+        self.provider = _PROVIDERS.get(call.path, _PROVIDER)
+        self.attrs = _metric_attrs(operation, self.model, None, self.provider)
         self.span = None
         self.recording = False  # a sampled span: worth its end attributes and events
         tracer = inst.tracer
@@ -288,7 +292,7 @@ class CallSpan:
         n = body.get("n")
         if isinstance(n, int) and n != 1:
             attributes["gen_ai.request.choice.count"] = n
-        stop = body.get("stop")
+        stop = body.get("stop") or body.get("stop_sequences")  # Anthropic's name
         if stop:
             attributes["gen_ai.request.stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
         prefetch = call.headers.get(_PREFETCH_HEADER)
@@ -327,6 +331,17 @@ class CallSpan:
             info = self.chunk_info
             if info is None:
                 info = self.chunk_info = [obj.get("id"), obj.get("model"), [], None]
+            kind = obj.get("type")
+            if kind == "message_start":  # Anthropic's stream: the message, its input usage
+                message = obj.get("message") or {}
+                info[0], info[1], info[3] = message.get("id"), message.get("model"), message.get("usage")
+            elif kind == "message_delta":  # its stop reason and output usage
+                reason = (obj.get("delta") or {}).get("stop_reason")
+                if reason:
+                    info[2].append(reason)
+                if obj.get("usage"):
+                    info[3] = {**(info[3] or {}), **obj["usage"]}
+                return (stream_make or make)(obj)
             for choice in obj.get("choices") or ():
                 reason = choice.get("finish_reason")
                 if reason:
@@ -361,6 +376,8 @@ class CallSpan:
             response_id, response_model, usage = value.get("id"), value.get("model"), value.get("usage")
             reasons = [c.get("finish_reason") for c in value.get("choices") or ()
                        if isinstance(c, dict) and c.get("finish_reason")]
+            if value.get("stop_reason"):  # an Anthropic Message
+                reasons = [value["stop_reason"]]
         elif self.chunk_info is not None:
             response_id, response_model, reasons, usage = self.chunk_info
         input_tokens = output_tokens = None
@@ -431,9 +448,9 @@ class CallSpan:
             attrs = {**attrs, "error.type": error_type}
         inst.duration.record((end_ns - self.start_ns) / 1e9, attrs)
         if isinstance(input_tokens, int):
-            inst.tokens.record(input_tokens, _metric_attrs(self.operation, self.model, "input"))
+            inst.tokens.record(input_tokens, _metric_attrs(self.operation, self.model, "input", self.provider))
         if isinstance(output_tokens, int):
-            inst.tokens.record(output_tokens, _metric_attrs(self.operation, self.model, "output"))
+            inst.tokens.record(output_tokens, _metric_attrs(self.operation, self.model, "output", self.provider))
         ttft = record.first_token_ms
         if ttft is not None:
             inst.ttft.record(ttft / 1000.0, attrs)
@@ -560,16 +577,17 @@ def prefetch_wasted(count: int) -> None:
 # error.type on failures) and no more. The SDK cleans and hashes every attribute of every
 # measurement, so each one costs CPU on every call; server.address/port and the response model
 # ("recommended") are on the span. One dict per (operation, model, token type), reused.
-_attr_sets: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+_attr_sets: dict[tuple[str, str, str | None, str], dict[str, Any]] = {}
 
 
-def _metric_attrs(operation: str, model: str, token_type: str | None = None) -> dict[str, Any]:
-    key = (operation, model, token_type)
+def _metric_attrs(operation: str, model: str, token_type: str | None = None,
+                  provider: str = _PROVIDER) -> dict[str, Any]:
+    key = (operation, model, token_type, provider)
     found = _attr_sets.get(key)
     if found is None:
         if len(_attr_sets) > 4096:
             _attr_sets.clear()
-        found = {"gen_ai.operation.name": operation, "gen_ai.provider.name": _PROVIDER,
+        found = {"gen_ai.operation.name": operation, "gen_ai.provider.name": provider,
                  "gen_ai.request.model": model}
         if token_type is not None:
             found["gen_ai.token.type"] = token_type

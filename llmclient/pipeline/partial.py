@@ -127,6 +127,17 @@ class PartialTracker:
             if state is None:
                 state = self._choices[0] = _Choice()
             state.parts.append(obj["delta"])
+        elif kind == "content_block_delta":  # Anthropic's Messages stream: its text so far
+            delta = obj.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("text"), str):
+                state = self._choices.get(0)
+                if state is None:
+                    state = self._choices[0] = _Choice()
+                state.parts.append(delta["text"])
+        elif kind == "message_start" and self.response_id is None and isinstance(obj.get("message"), dict):
+            mid = obj["message"].get("id")
+            if isinstance(mid, str):
+                self.response_id = mid
         elif self.response_id is None and isinstance(obj.get("response"), dict):
             rid = obj["response"].get("id")
             if isinstance(rid, str):

@@ -33,8 +33,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from .._errors import APIError, APITimeoutError, IncompleteStreamError, OpenAIError
-from ..wire.codec import RESPONSE_END_EVENTS, RESPONSES_PATH, has_token
+from .._errors import APIError, APIStatusError, APITimeoutError, IncompleteStreamError, OpenAIError
+from ..wire.codec import (
+    MESSAGE_END_EVENT,
+    MESSAGES_PATH,
+    PING_EVENT,
+    RESPONSE_END_EVENTS,
+    RESPONSES_PATH,
+    has_token,
+)
 from .partial import PartialTracker
 from .resume import MAX_RESUMES, continuation_body, early_resume_after, next_step, out_of_order
 from .watchdog import stall_message, stalled
@@ -64,9 +71,9 @@ class StreamSession:
     """One stream's state, as its iterator drives it."""
 
     __slots__ = ("_chunks", "_end", "_events", "_expect_seq", "_final", "_had_event", "_keepalives", "_make",
-                 "_on_complete", "_partial", "_skip_opening", "call", "can_continue", "can_resend", "can_resume",
-                 "complete", "decoder", "early", "gaps", "idle", "last_event", "request", "request_id", "resumes",
-                 "trace_id")
+                 "_messages", "_on_complete", "_partial", "_response", "_skip_opening", "call", "can_continue",
+                 "can_resend", "can_resume", "complete", "decoder", "early", "gaps", "idle", "last_event", "request",
+                 "request_id", "resumes", "trace_id")
 
     def __init__(self, call: Call, decoder: StreamDecoder, response: httpx.Response,
                  make: Callable[[dict[str, Any]], Any],
@@ -78,12 +85,16 @@ class StreamSession:
         self._on_complete = on_complete
         self._chunks: list[dict[str, Any]] | None = [] if on_complete else None
         # A Responses stream is typed events, complete at its final event (``_end``) instead.
-        self._events = call.path == RESPONSES_PATH
+        # Anthropic's Messages stream is typed events too, complete at ``message_stop``; its
+        # ``ping`` events are keep-alives, not progress (the watchdog).
+        self._messages = call.path == MESSAGES_PATH
+        self._events = self._messages or call.path == RESPONSES_PATH
         self._end: str | None = None
         self.complete = False
         self.trace_id = call.trace.trace_id
         self.request_id = response.headers.get("x-request-id")
         self.request = response.request
+        self._response = response
         self._partial = PartialTracker()
         # The watchdog: the time of the last event, and whether bytes came since (keep-alives).
         self.idle = call.options.stream_idle_timeout
@@ -151,21 +162,31 @@ class StreamSession:
                     raise self._incomplete(f"Incomplete stream: {wrong}")
                 self._expect_seq += 1
             kind = obj.get("type")
+            if kind == "error" and self._messages:
+                # an Anthropic ``error`` event raises, as the official client's stream does: a
+                # status error of the 200 answer, with the event as its body (anthropic ``_streaming.py``)
+                raise self.annotate(APIStatusError(_error_message(obj), response=self._response, body=obj))
             if kind is None and obj.get("error"):
                 raise self.annotate(APIError(_error_message(obj), body=obj))
+            if kind == MESSAGE_END_EVENT and self._messages:
+                self._end = kind
             if record.first_token_ms is None and has_token(obj):
                 record.mark_first_token()
             if kind in RESPONSE_END_EVENTS:
                 self._end = kind
             self._partial.event(obj)
-            if self._chunks is not None:
+            if self._chunks is not None and kind != PING_EVENT:  # a keep-alive is no part of the answer
                 self._chunks.append(obj)
         make = self._make
+        if self._messages:  # the official client hands no ``ping`` on (anthropic ``_streaming.py``)
+            return [make(obj) for obj in objs if obj.get("type") != PING_EVENT]
         return [make(obj) for obj in objs]
 
     def _progress(self, objs: list[dict[str, Any]]) -> None:
         """The watchdog's view of one read: events are progress; bytes without one are not."""
         now = time.monotonic()
+        if objs and self._messages:  # Anthropic's pings: bytes that are no progress
+            objs = [obj for obj in objs if obj.get("type") != PING_EVENT]
         if objs:
             if self.early and self.call.record.first_token_ms is not None:
                 # the rhythm of the answer's tokens: not the wait for the first (the prefill)
@@ -192,7 +213,8 @@ class StreamSession:
             raise self.annotate(exc) from None
         if self._events:
             if self._end is None:
-                raise self._incomplete("Incomplete stream: the stream ended before "
+                raise self._incomplete("Incomplete stream: the stream ended before message_stop" if self._messages
+                                       else "Incomplete stream: the stream ended before "
                                        "response.completed, response.incomplete, response.failed "
                                        "or error")
             unfinished = None
@@ -202,7 +224,7 @@ class StreamSession:
             raise self._incomplete(unfinished)
         self.complete = True
         # Only a whole answer is kept (cache) or followed up (prefetch): not a failed response.
-        if self._on_complete is not None and self._chunks is not None and self._end in (None, "response.completed"):
+        if self._on_complete is not None and self._chunks is not None and self._end in (None, "response.completed", MESSAGE_END_EVENT):
             self._on_complete(self.call, self._chunks)
 
     def stall(self, now: float) -> APIError:
@@ -275,6 +297,7 @@ class StreamSession:
         self.decoder = decoder
         self.request_id = response.headers.get("x-request-id", self.request_id)
         self.request = response.request
+        self._response = response
         self.resumes += 1
         record = self.call.record
         record.resumes += 1

@@ -94,6 +94,12 @@ def _not_json_message(data: bytes, content_type: str, exc: Exception) -> str:
 RESPONSES_PATH = "/responses"
 RESPONSE_END_EVENTS: frozenset[str] = frozenset(
     {"response.completed", "response.incomplete", "response.failed", "error"})
+# Anthropic's Messages API: its path (the base URL has no /v1), the event its stream ends with,
+# and the keep-alive event that is no progress (https://docs.anthropic.com/en/docs/build-with-claude/streaming,
+# read 2026-12-07: "Event streams may also include any number of ping events").
+MESSAGES_PATH = "/v1/messages"
+MESSAGE_END_EVENT = "message_stop"
+PING_EVENT = "ping"
 
 
 def has_token(chunk: dict[str, Any]) -> bool:
@@ -101,7 +107,7 @@ def has_token(chunk: dict[str, Any]) -> bool:
     text; for a Responses API event, a ``*.delta`` (text, refusal or arguments arriving)."""
     kind = chunk.get("type")
     if kind is not None:
-        return bool(kind.endswith(".delta"))
+        return kind == "content_block_delta" or bool(kind.endswith(".delta"))
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta")
         if (delta and (delta.get("content") or delta.get("tool_calls"))) or choice.get("text"):
@@ -151,9 +157,14 @@ class SSEDecoder:
         if raw.startswith(b"data: ") and b"\n" not in raw:  # the common one-line event
             payload, event = raw[6:], b""
         else:
-            payload, event = _fields(raw)
-            if payload is None:
-                return None
+            nl = raw.find(b"\n")
+            if raw.startswith(b"event: ") and raw.startswith(b"data: ", nl + 1) and raw.find(b"\n", nl + 1) < 0:
+                # the common two-line event of typed streams (Anthropic's Messages, the Responses API)
+                payload, event = raw[nl + 7:], raw[7:nl]
+            else:
+                payload, event = _fields(raw)
+                if payload is None:
+                    return None
         if payload == b"[DONE]":
             self._done = True
             return None
@@ -173,7 +184,8 @@ class SSEDecoder:
         for choice in obj.get("choices") or ():
             if choice.get("finish_reason"):
                 self._finished = True
-        if obj.get("type") in RESPONSE_END_EVENTS:
+        kind = obj.get("type")
+        if kind in RESPONSE_END_EVENTS or kind == MESSAGE_END_EVENT:
             self._finished = True
         return obj
 

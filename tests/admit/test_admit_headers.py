@@ -106,3 +106,21 @@ def test_any_header_values_never_raise_and_stay_consistent(headers: dict[str, st
             assert 0 <= limits.remaining <= limits.limit and limits.limit > 0 and limits.window_s > 0
             assert limits.reset_s is None or 0 <= limits.reset_s <= MAX_RESET_S
     assert obs.retry_after_s is None or 0 <= obs.retry_after_s <= MAX_RESET_S
+
+
+def test_anthropics_headers_are_read_with_their_rfc3339_reset() -> None:
+    """``anthropic-ratelimit-*`` (docs.anthropic.com/en/api/rate-limits): counts, and a reset as
+    the time the budget is whole again; a reset that is no time drops that budget."""
+    import datetime
+
+    from llmclient.features.admit.headers import Limits, parse_headers
+
+    now = 1_700_000_000.0
+    at = datetime.datetime.fromtimestamp(now + 12, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    seen = parse_headers({"anthropic-ratelimit-requests-limit": "50", "anthropic-ratelimit-requests-remaining": "49",
+                          "anthropic-ratelimit-requests-reset": at,
+                          "anthropic-ratelimit-tokens-limit": "1000", "anthropic-ratelimit-tokens-remaining": "10",
+                          "anthropic-ratelimit-tokens-reset": "soon"}, now)
+    assert seen.requests == Limits(50, 49, 12.0, 60.0) and seen.tokens is None
+    past = parse_headers({"anthropic-ratelimit-tokens-limit": "1000", "anthropic-ratelimit-tokens-remaining": "1001"}, now)
+    assert past.tokens is None  # remaining above the limit: contradictory, dropped

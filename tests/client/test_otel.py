@@ -460,3 +460,28 @@ def test_each_resume_of_a_stream_is_its_own_span_linked_to_its_call(drive: Drive
     assert [lk.context.span_id for lk in resume.links] == [call.context.span_id]
     assert resume.status.status_code is StatusCode.UNSET
     assert call.status.status_code is StatusCode.UNSET
+
+
+# --------------------------------------------------------------------------- the Anthropic face
+
+
+def test_an_anthropic_call_and_stream_are_genai_spans_of_provider_anthropic(drive: Drive, otel: Telemetry,
+                                                                            ref_server: Any) -> None:
+    c = drive.client(llmclient, face="Anthropic", base_url=ref_server.url, api_key="k")
+    ask = [{"role": "user", "content": "hi"}]
+    m = drive(c.messages.create(model="claude-haiku-4-5", max_tokens=5, messages=ask, stop_sequences=["zz"]))
+    [span] = otel.finished("chat")
+    a = span.attributes
+    assert span.name == "chat claude-haiku-4-5" and a["gen_ai.provider.name"] == "anthropic"
+    assert a["gen_ai.response.id"] == m.id and a["gen_ai.response.finish_reasons"] == (m.stop_reason,)
+    assert a["gen_ai.usage.input_tokens"] == m.usage.input_tokens
+    assert a["gen_ai.usage.output_tokens"] == m.usage.output_tokens == 5
+    assert a["gen_ai.request.stop_sequences"] == ("zz",) and a["gen_ai.request.max_tokens"] == 5
+    assert _hex(span.context.trace_id, 32) == m.trace_id
+    drive.iterate(drive(c.messages.create(model="claude-haiku-4-5", max_tokens=6, messages=ask, stream=True)))
+    streamed = otel.wait_for(lambda s: s.attributes.get("llmclient.stream") is True)[0].attributes
+    assert streamed["gen_ai.provider.name"] == "anthropic" and streamed["gen_ai.usage.output_tokens"] == 6
+    assert streamed["gen_ai.response.finish_reasons"] == ("max_tokens",)
+    assert streamed["gen_ai.usage.input_tokens"] == m.usage.input_tokens
+    providers = {p.attributes["gen_ai.provider.name"] for p in otel.points("gen_ai.client.token.usage")}
+    assert providers == {"anthropic"}

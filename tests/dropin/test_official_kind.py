@@ -161,12 +161,13 @@ def test_openai_imported_after_llmclient_makes_existing_clients_the_official_kin
             "async": issubclass(llmclient.AsyncOpenAI, openai.AsyncOpenAI),
             "error": issubclass(err, openai.NotFoundError) and issubclass(err, openai.APIStatusError),
             "loader": type(openai.__spec__.loader).__module__,
-            "hook_left": [type(f).__module__ for f in sys.meta_path if type(f).__module__ == "llmclient._official"],
+            # the hook stays for the other official package only (anthropic, not imported here)
+            "hook_left": [sorted(f.pending) for f in sys.meta_path if type(f).__module__ == "llmclient._official"],
             "types": llmclient.types.chat.ChatCompletion is openai.types.chat.ChatCompletion,
         }))
     """)
     assert seen == {"imported_by_llmclient": False, "client": True, "async": True, "error": True,
-                    "loader": seen["loader"], "hook_left": [], "types": True}
+                    "loader": seen["loader"], "hook_left": [["anthropic"]], "types": True}
     assert not seen["loader"].startswith("llmclient")  # the hook put the real loader back
 
 

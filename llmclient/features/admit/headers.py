@@ -11,6 +11,10 @@ Three dialects, all optional, read together:
   ``RateLimit-Policy: "tokens";q=10000;w=60`` (quota ``q`` per window ``w`` seconds) and
   ``RateLimit: "tokens";r=812;t=3`` (``r`` remaining, ``t`` seconds to reset). Policy names
   ``requests``/``tokens`` (or containing them) map to the two budgets; others are ignored.
+* Anthropic's ``anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}``
+  (docs.anthropic.com/en/api/rate-limits, "Response headers", read 2026-12-07): counts as
+  integers, the reset an RFC 3339 time "when the rate limit will be fully replenished"; its
+  limits are per minute (RPM; ``tokens`` is the most restrictive token limit in effect).
 * ``retry-after-ms`` (OpenAI) and ``Retry-After`` (RFC 9110 section 10.2.3), through
   :func:`llmclient.pipeline.retry.retry_after_seconds`'s rules (read here without importing it).
 
@@ -21,6 +25,7 @@ bad header must never crash a call or make it wait for ever.
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import logging
 import re
@@ -120,6 +125,30 @@ def _openai(headers: Mapping[str, str], kind: str, window: float) -> Limits | No
     return Limits(limit, remaining, reset, window)
 
 
+def _anthropic(headers: Mapping[str, str], kind: str, now: float | None) -> Limits | None:
+    raw_limit = headers.get(f"anthropic-ratelimit-{kind}-limit")
+    raw_remaining = headers.get(f"anthropic-ratelimit-{kind}-remaining")
+    if raw_limit is None or raw_remaining is None:
+        return None
+    limit, remaining = _count(raw_limit), _count(raw_remaining)
+    raw_reset = headers.get(f"anthropic-ratelimit-{kind}-reset")
+    reset: float | None = None
+    if raw_reset is not None:
+        try:
+            at = datetime.datetime.fromisoformat(raw_reset.strip().replace("Z", "+00:00"))
+            if at.tzinfo is not None:
+                reset = max(0.0, at.timestamp() - (time.time() if now is None else now))
+        except ValueError:
+            reset = None
+        if reset is not None and reset > MAX_RESET_S:
+            reset = None
+    if limit is None or remaining is None or limit == 0 or remaining > limit or (raw_reset is not None and reset is None):
+        log.debug("ignored anthropic-ratelimit-%s-* headers: limit=%r remaining=%r reset=%r",
+                  kind, raw_limit, raw_remaining, raw_reset)
+        return None
+    return Limits(limit, remaining, reset, DEFAULT_WINDOW_S)
+
+
 def _ietf_items(raw: str | None) -> dict[str, dict[str, str]]:
     """``"name";k=v;k=v, "other";k=v`` (an RFC 8941 list of strings with parameters)."""
     items: dict[str, dict[str, str]] = {}
@@ -204,11 +233,13 @@ def parse_headers(headers: Mapping[str, str], now: float | None = None) -> Obser
     ietf, windows = _ietf(headers)
     budgets = {}
     for kind in _KINDS:
-        found = _openai(headers, kind, windows.get(kind, DEFAULT_WINDOW_S)) or ietf.get(kind)
+        found = (_openai(headers, kind, windows.get(kind, DEFAULT_WINDOW_S)) or _anthropic(headers, kind, now)
+                 or ietf.get(kind))
         budgets[kind] = found
     return Observation(budgets["requests"], budgets["tokens"], _retry_after(headers, now))
 
 
-_MARKERS = frozenset({"x-ratelimit-limit-requests", "x-ratelimit-limit-tokens", "ratelimit", "ratelimit-policy",
+_MARKERS = frozenset({"x-ratelimit-limit-requests", "x-ratelimit-limit-tokens", "anthropic-ratelimit-requests-limit",
+                      "anthropic-ratelimit-tokens-limit", "ratelimit", "ratelimit-policy",
                       "retry-after", "retry-after-ms"})
 _NOTHING = Observation()

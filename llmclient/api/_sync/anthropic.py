@@ -1,0 +1,106 @@
+# Generated from llmclient/api/_async/anthropic.py by scripts/unasync.py: do not edit here, edit that
+# file and run `python scripts/unasync.py` (make lint checks that this file is current).
+"""The Anthropic face's resources, written once: ``client.messages.create / stream /
+count_tokens``, ``client.models.list / retrieve``. Each method checks its keywords (before
+anything is sent), turns them into a ``Call`` and names the answer's type (``api/anthropic.py``);
+``scripts/unasync.py`` generates the blocking twin (``api/_sync/anthropic.py``). The rest of the
+official resources (``messages.batches``, ``models`` beyond these ...) is the official client's,
+passed through (``_official`` names where it keeps the same resource).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ...pipeline.call import NOT_GIVEN
+from .. import anthropic as _anth
+from ..resources import Headers, _is_stream
+
+if TYPE_CHECKING:
+    from ..._anthropic import Anthropic
+
+__all__ = ["Messages", "Models"]
+
+
+class Messages(_anth.AnthropicResource):
+    _client: Anthropic
+    _official = ("messages",)  # batches, and what a newer anthropic adds
+
+    def create(
+        self,
+        *,
+        stream: Any = NOT_GIVEN,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        betas: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        _anth.check_create("Messages.create()", params)
+        streamed = _is_stream(stream)
+        if stream is False:  # sent, as the official client sends a given False
+            params["stream"] = False
+        call = self._anthropic_call("POST", _anth.MESSAGES_PATH, params, streamed, extra_headers, extra_query,
+                                    extra_body, timeout, betas)
+        return self._client._request(call, _anth.message, _raw, _anth.stream_event)
+
+    def stream(self, **params: Any) -> Any:
+        """The official streaming helper (``with client.messages.stream(...) as stream``:
+        ``text_stream``, ``get_final_message()``, ``get_final_text()``, the accumulated events)
+        over llmclient's stream; needs ``anthropic`` installed (its helper classes)."""
+        _anth.check_create("Messages.stream()", params)
+        params.pop("stream", None)
+        return _anth.stream_manager(functools.partial(self.create, stream=True, **params),
+                                    self._client._on_event_loop)
+
+    def count_tokens(
+        self,
+        *,
+        extra_headers: Headers = None,
+        extra_query: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: Any = NOT_GIVEN,
+        betas: Any = NOT_GIVEN,
+        _raw: bool = False,
+        **params: Any,
+    ) -> Any:
+        _anth.check_create("Messages.count_tokens()", params, "count_tokens")
+        call = self._anthropic_call("POST", _anth.MESSAGES_PATH + "/count_tokens", params, False, extra_headers,
+                                    extra_query, extra_body, timeout, betas)
+        return self._client._request(call, _anth.token_count, _raw)
+
+
+class Models(_anth.AnthropicResource):
+    _client: Anthropic
+    _official = ("models",)
+
+    def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
+             extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, betas: Any = NOT_GIVEN,
+             _raw: bool = False, **query: Any) -> Any:
+        """A page of models (``limit``, ``after_id``, ``before_id``), iterated through every page
+        after it as the official client's pages are."""
+        q = {k: v for k, v in query.items() if v is not None and v is not NOT_GIVEN}
+        unknown = set(q) - {"limit", "after_id", "before_id"}
+        if unknown:
+            raise TypeError(f"Models.list() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+
+        def fetch(after_id: str | None = None) -> Any:
+            page_query = {**q, "after_id": after_id} if after_id is not None else q
+            call = self._anthropic_call("GET", "/v1/models", None, False, extra_headers,
+                                        {**page_query, **(extra_query or {})}, extra_body, timeout, betas)
+            return self._client._request(call, _anth.model_page, _raw)
+
+        return fetch() if _raw else _anth.paged(fetch, self._client._on_event_loop)
+
+    def retrieve(self, model_id: str, *, extra_headers: Headers = None,
+                       extra_query: Mapping[str, Any] | None = None, extra_body: Mapping[str, Any] | None = None,
+                       timeout: Any = NOT_GIVEN, betas: Any = NOT_GIVEN, _raw: bool = False) -> Any:
+        if not model_id:
+            raise ValueError(f"Expected a non-empty value for `model_id` but received {model_id!r}")
+        call = self._anthropic_call("GET", f"/v1/models/{model_id}", None, False, extra_headers, extra_query,
+                                    extra_body, timeout, betas)
+        return self._client._request(call, _anth.model_info, _raw)

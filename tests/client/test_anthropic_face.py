@@ -1,0 +1,296 @@
+"""``llmclient.Anthropic`` / ``AsyncAnthropic``: code written for the official anthropic client runs
+unchanged on llmclient's face, against real reference-server processes.
+
+The control is the official client itself: the README-usage tests of
+tests/server/test_anthropic_api.py (create, ``stream=True``, the ``messages.stream()`` helper, tool
+use, errors, raw responses, count_tokens, models), which the official client passes there, run
+here again with llmclient's face built in their place (``_client`` patched), sync and async. Then
+what the face adds: the headers on the wire, bad input raised before sending, the watchdog that
+a ``ping`` does not fool, overload retried, the cache keyed over the whole request.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import anthropic
+import httpx
+import pytest
+
+import llmclient
+from tests._both import Drive
+from tests.conftest import RefServer
+from tests.server import test_anthropic_api as api
+from tests.server.test_anthropic_api import ASK, KEY, MODEL, cached, limited, server  # noqa: F401  (fixtures)
+
+
+def _face(drive: Drive, srv: RefServer, **kw: object) -> Any:
+    options: dict[str, object] = {"base_url": srv.url, "api_key": KEY, "max_retries": 0, **kw}
+    return drive.client(llmclient, face="Anthropic", **options)
+
+
+@pytest.fixture(autouse=True)
+def _llmclient_in_place_of_the_official(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api, "_client", _face)
+
+
+# -- the official client's README usage, on llmclient's face ------------------------------------
+test_create_answers_a_message_with_usage_and_request_id = api.test_create_answers_a_message_with_usage_and_request_id
+test_stream_true_sends_the_event_grammar_and_the_same_text = api.test_stream_true_sends_the_event_grammar_and_the_same_text
+test_the_stream_helper_accumulates_the_answer = api.test_the_stream_helper_accumulates_the_answer
+test_a_stop_sequence_ends_the_answer_and_is_named = api.test_a_stop_sequence_ends_the_answer_and_is_named
+test_a_system_prompt_as_text_or_blocks_counts_alike = api.test_a_system_prompt_as_text_or_blocks_counts_alike
+test_a_final_assistant_turn_is_continued = api.test_a_final_assistant_turn_is_continued
+test_an_output_format_gives_a_document_that_follows_it = api.test_an_output_format_gives_a_document_that_follows_it
+test_tool_use_round_trip = api.test_tool_use_round_trip
+test_thinking_comes_first_signed_and_goes_back = api.test_thinking_comes_first_signed_and_goes_back
+test_fault_statuses_raise_the_official_errors = api.test_fault_statuses_raise_the_official_errors
+test_one_overload_is_retried = api.test_the_official_retry_gets_past_one_overload
+test_auth_model_and_request_errors = api.test_auth_model_and_request_errors
+test_an_overload_mid_stream_is_an_error_event = api.test_an_overload_mid_stream_is_an_error_event
+test_with_raw_response_gives_the_headers = api.test_with_raw_response_gives_the_headers
+test_count_tokens_agrees_with_the_answers_usage = api.test_count_tokens_agrees_with_the_answers_usage
+test_models_list_pages_and_retrieve = api.test_models_list_pages_and_retrieve
+test_a_repeated_prefix_is_read_from_the_prefix_cache = api.test_a_repeated_prefix_is_read_from_the_prefix_cache
+test_rate_limits_in_anthropics_headers_then_429 = api.test_rate_limits_in_anthropics_headers_then_429
+
+
+# -- the face's own ----------------------------------------------------------------------------
+def test_the_client_and_its_errors_are_the_official_kind(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    c = _face(drive, server)
+    assert isinstance(c, anthropic.AsyncAnthropic if drive.is_async else anthropic.Anthropic)
+    assert issubclass(llmclient.OverloadedError, anthropic.OverloadedError)
+    assert issubclass(llmclient.RateLimitError, anthropic.RateLimitError)
+    assert issubclass(llmclient.APIStatusError, anthropic.APIStatusError)
+    assert issubclass(llmclient.OpenAIError, anthropic.AnthropicError)
+
+
+def _recording(drive: Drive) -> tuple[Any, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+    return drive.http_client(event_hooks={"request": [seen.append]}), seen
+
+
+def test_the_wire_carries_anthropics_headers(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    http, seen = _recording(drive)
+    c = _face(drive, server, http_client=http)
+    drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, betas=["prompt-caching-2024-07-31"]))
+    [request] = seen
+    assert request.url.path == "/v1/messages"
+    assert request.headers["x-api-key"] == KEY and "authorization" not in request.headers
+    assert request.headers["anthropic-version"] == "2023-06-01"
+    assert request.headers["anthropic-beta"] == "prompt-caching-2024-07-31"
+    assert c.auth_headers == {"x-api-key": KEY}
+
+
+def test_the_environment_gives_key_and_base_url(drive: Drive, server: RefServer,  # noqa: F811
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    c = drive.client(llmclient, face="Anthropic", max_retries=0)
+    m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
+    assert m.content[0].text and m.timings.http_version == "HTTP/2"  # h2c: the server offers it
+    assert c.timeout == httpx.Timeout(600.0, connect=5.0) and c.max_retries == 0
+
+
+def test_bad_input_raises_before_anything_is_sent(drive: Drive, server: RefServer,  # noqa: F811
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    with pytest.raises(anthropic.AnthropicError, match="ANTHROPIC_API_KEY"):
+        drive.client(llmclient, face="Anthropic", base_url=server.url)
+    with pytest.raises(TypeError, match=r"'max_retires'.*'max_retries'"):
+        drive.client(llmclient, face="Anthropic", base_url=server.url, api_key=KEY, max_retires=3)
+    http, seen = _recording(drive)
+    c = _face(drive, server, http_client=http)
+    with pytest.raises(TypeError, match="missing required keyword argument: 'max_tokens'"):
+        drive(c.messages.create(model=MODEL, messages=ASK))
+    with pytest.raises(TypeError, match=r"'max_token'.*did you mean 'max_tokens'"):
+        drive(c.messages.create(model=MODEL, max_tokens=4, max_token=4, messages=ASK))
+    with pytest.raises(TypeError, match=r"'stop_sequence'.*did you mean 'stop_sequences'"):
+        c.messages.stream(model=MODEL, max_tokens=4, messages=ASK, stop_sequence=["x"])
+    assert seen == []  # nothing went out
+
+
+def test_a_stream_whose_content_stops_while_pings_go_on_fails_with_its_partial(
+        drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """Issue 45's case: one delta, then only pings for 25 s. The official client's read timeout
+    is reset by each ping (tests/server/test_anthropic_api.py shows it waiting); llmclient's
+    watchdog counts content events only, so the stream fails after ``stream_idle_timeout`` with
+    what had arrived. Had the pings counted, the stream would have completed after 25 s."""
+    c = _face(drive, server, stream_idle_timeout=1.0)
+    stream = drive(c.messages.create(model=MODEL, max_tokens=20, messages=ASK, stream=True,
+                                     **api._fault("pings_after=4;ping_ms=250;resume_ms=25000")))
+    with pytest.raises(anthropic.APITimeoutError) as caught:  # the server would have resumed at 25 s
+        drive.iterate(stream)
+    assert "stream_idle_timeout" in str(caught.value) or "idle" in str(caught.value)
+    partial = caught.value.partial
+    assert partial is not None and partial.events >= 3
+    assert partial.choices[0].text  # the text delta that came before the pings
+
+
+def test_overload_is_retried_honouring_retry_after(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    c = _face(drive, server, max_retries=2)
+    token = f"face-529-{time.monotonic_ns()}-{drive.kind}"
+    m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK,
+                                **api._fault(f"status=529;retry_after=0;once={token}")))
+    assert m.content[0].text and m.timings.retries == 1
+    http, seen = _recording(drive)
+    c = _face(drive, server, max_retries=2, http_client=http)
+    with pytest.raises(anthropic.OverloadedError):  # every answer a 529: the retries are spent
+        drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, **api._fault("status=529;retry_after=0")))
+    assert len(seen) == 3
+
+
+def test_the_cache_keys_over_the_whole_request(drive: Drive, server: RefServer, tmp_path: Any) -> None:  # noqa: F811
+    c = _face(drive, server, cache=True)
+    base = {"model": MODEL, "max_tokens": 8, "messages": ASK, "extra_body": api.GREEDY}
+    first = drive(c.messages.create(**base, system="Be brief."))
+    again = drive(c.messages.create(**base, system="Be brief."))
+    assert (first.timings.cache, again.timings.cache) == ("miss", "hit")
+    assert again.content[0].text == first.content[0].text and isinstance(again, anthropic.types.Message)
+    other_system = drive(c.messages.create(**base, system="Be long."))
+    marked = drive(c.messages.create(**base, system=[{"type": "text", "text": "Be brief.",
+                                                      "cache_control": {"type": "ephemeral"}}]))
+    tooled = drive(c.messages.create(**base, system="Be brief.", tools=[api.WEATHER]))
+    assert [r.timings.cache for r in (other_system, marked, tooled)] == ["miss", "miss", "miss"]
+    streamed = drive.iterate(drive(c.messages.create(**base, system="Stream.", stream=True)))
+    replayed = drive.iterate(drive(c.messages.create(**base, system="Stream.", stream=True)))
+    assert [e.type for e in replayed] == [e.type for e in streamed] and replayed[-1].type == "message_stop"
+    assert "ping" not in [e.type for e in replayed]
+    # one entry answers either shape: a whole answer told again as events, events merged into one
+    told = drive.iterate(drive(c.messages.create(**base, system="Be brief.", stream=True)))
+    assert told[0].type == "message_start" and told[-1].type == "message_stop"
+    text = "".join(e.delta.text for e in told if e.type == "content_block_delta")
+    assert text == first.content[0].text
+    merged = drive(c.messages.create(**base, system="Stream."))
+    assert merged.timings.cache == "hit" and merged.content[0].text == "".join(
+        e.delta.text for e in streamed if e.type == "content_block_delta")
+    assert merged.stop_reason == next(e for e in streamed if e.type == "message_delta").delta.stop_reason
+
+
+def test_with_options_and_the_pass_through(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    c = _face(drive, server)
+    copy = c.with_options(max_retries=5, default_headers={"x-team": "a"})
+    assert copy.max_retries == 5 and copy.default_headers["x-team"] == "a"
+    assert copy.default_headers["x-api-key"] == KEY and isinstance(copy, type(c))
+    assert drive(copy.messages.create(model=MODEL, max_tokens=4, messages=ASK)).content[0].text
+    batches = c.messages.batches  # not run by llmclient: the official client's own resource
+    assert batches.__class__.__module__.startswith("anthropic.resources")  # Passed stands for it
+
+
+def test_import_llmclient_does_not_import_anthropic() -> None:
+    code = "import sys, llmclient; llmclient.Anthropic; print('anthropic' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert out.stdout.strip() == "False"
+
+
+def test_light_types_without_importing_anthropic(server: RefServer) -> None:  # noqa: F811
+    """``LLMCLIENT_TYPES=light`` (as without anthropic installed): llmclient's own views, the
+    keyword check from the names it knows, and ``anthropic`` never imported."""
+    code = f"""
+import sys, llmclient
+c = llmclient.Anthropic(base_url={server.url!r}, api_key={KEY!r}, max_retries=0)
+m = c.messages.create(model={MODEL!r}, max_tokens=5, messages={ASK!r})
+kinds = [e.type for e in c.messages.create(model={MODEL!r}, max_tokens=3, messages={ASK!r}, stream=True)]
+try:
+    c.messages.create(model={MODEL!r}, max_tokens=5, messages={ASK!r}, stop_sequence=["x"])
+except TypeError as exc:
+    refused = str(exc)
+print(type(m).__module__, bool(m.content[0].text), m.usage.output_tokens, kinds[0], kinds[-1],
+      "stop_sequences" in refused, "anthropic" in sys.modules)
+"""
+    env = {**os.environ, "LLMCLIENT_TYPES": "light", "PYTHONPATH": os.getcwd()}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["llmclient.api.models", "True", "5", "message_start", "message_stop",
+                                  "True", "False"]
+
+
+def test_pacing_learns_from_anthropics_rate_limit_headers(drive: Drive, limited: RefServer) -> None:  # noqa: F811
+    c = _face(drive, limited, api_key=f"key-pace-{drive.kind}-{time.monotonic_ns()}")  # its own budget
+    drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK))
+    [budgets] = c.rate_limits.values()
+    assert budgets["requests"]["limit"] == 3 and budgets["requests"]["remaining"] <= 2
+
+
+def test_an_image_block_counts_by_anthropics_rule(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """The official test's image, on the face: the same tokens. A block whose ``media_type``
+    names another format than its data goes out prepared, its type now the data's, and is
+    answered; with ``images=False`` it goes as given and the API refuses it, as for the official
+    client (tests/server/test_anthropic_api.py)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from benchmarks.server.tokenizer import count_tokens
+
+    buf = io.BytesIO()
+    Image.new("RGB", (300, 200), (10, 120, 200)).save(buf, "PNG")
+    data = base64.b64encode(buf.getvalue()).decode()
+    c = _face(drive, server)
+    m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        {"type": "text", "text": "What is this?"}]}]))
+    assert m.usage.input_tokens == count_tokens("user: What is this?") + -(-300 * 200 // 750)
+    mislabelled = [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": data}}]}]
+    assert drive(c.messages.create(model=MODEL, max_tokens=4, messages=mislabelled)).content[0].text
+    with pytest.raises(anthropic.BadRequestError, match="does not match the provided media type"):
+        drive(_face(drive, server, images=False).messages.create(model=MODEL, max_tokens=4, messages=mislabelled))
+
+
+def test_a_large_image_block_is_prepared_for_claudes_limits(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``preprocess``'s ``anthropic`` target on Anthropic's own image blocks: a 2400x1600 photo-like
+    image of 8 MB goes out prepared under Claude's limits and is answered, the caller's message
+    left alone; ``images=False`` sends it as it is, as the official client does, and the API
+    refuses it (5 MB per image)."""
+    import base64
+    import io
+    import random
+
+    from PIL import Image
+
+    rng = random.Random(45)
+    img = Image.new("RGB", (240, 160))
+    img.putdata([(rng.randrange(256), rng.randrange(256), rng.randrange(256)) for _ in range(240 * 160)])
+    buf = io.BytesIO()
+    img.resize((2400, 1600)).save(buf, "PNG")
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": base64.b64encode(buf.getvalue()).decode()}}
+    ask = [{"role": "user", "content": [block, {"type": "text", "text": "What is this?"}]}]
+    m = drive(_face(drive, server).messages.create(model=MODEL, max_tokens=4, messages=ask))
+    assert m.timings.image_bytes_saved > 3_000_000 and m.content[0].text
+    with pytest.raises(anthropic.BadRequestError, match="exceeds 5 MB"):
+        drive(_face(drive, server, images=False).messages.create(model=MODEL, max_tokens=4, messages=ask))
+    assert block["source"]["media_type"] == "image/png" and len(block["source"]["data"]) > 1_000_000
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_late_call_is_hedged_and_the_copy_wins(drive: Drive, server: RefServer, stream: bool) -> None:  # noqa: F811
+    """The first copy stalls 5 s (``once``: only the first request with the token); the second,
+    sent after 100 ms, answers: a whole answer or a stream (racing on its first text delta)."""
+    c = _face(drive, server, hedge=llmclient.HedgeConfig(after_ms=100))
+    token = f"hedge-{stream}-{drive.kind}-{time.monotonic_ns()}"
+    got = drive(c.messages.create(model=MODEL, max_tokens=6, messages=ASK, stream=stream,
+                                  **api._fault(f"stall_ms=5000;once={token}")))
+    if stream:
+        events = drive.iterate(got)
+        assert events[-1].type == "message_stop"
+    assert got.timings.hedged and got.timings.hedge_won  # the copy's answer, not the stalled one's
+
+
+def test_an_auth_token_goes_as_a_bearer_and_survives_a_copy(drive: Drive, cached: RefServer,  # noqa: F811
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    http, seen = _recording(drive)
+    c = drive.client(llmclient, face="Anthropic", base_url=cached.url, auth_token="tok-1", http_client=http)
+    copy = c.with_options(max_retries=1)
+    for client in (c, copy):
+        assert drive(client.messages.create(model=MODEL, max_tokens=2, messages=ASK)).content[0].text
+    assert [r.headers.get("authorization") for r in seen] == ["Bearer tok-1"] * 2
+    assert not any("x-api-key" in r.headers for r in seen) and c.api_key is None
