@@ -188,6 +188,36 @@ def test_an_origin_that_fails_every_call_gets_a_handful_of_retries_then_none(dri
     assert state["spent"] and state["refused"] >= 1
 
 
+def test_rate_limit_answers_never_spend_the_budget(drive: Drive, logged: RefServer) -> None:
+    # A 429 is a quota answer from an origin that is up: 12 calls refused by it every time are
+    # each retried in full (after the server's retry-after), as the official client does.
+    c = drive.client(base_url=logged.base_url, api_key="k", max_retries=2, timeout=30)
+    ids = []
+    for i in range(12):
+        rid = f"rb429-{time.monotonic_ns()}-{i}"
+        ids.append(rid)
+        with pytest.raises(llmclient.RateLimitError) as info:
+            drive(c.chat.completions.create(model="sim-zero", messages=MSG, max_tokens=2,
+                                            extra_headers={"x-fault": "status=429;retry_after=0.01", "x-request-id": rid}))
+        assert not getattr(info.value, "retry_budget", None) and info.value.timings.retries == 2
+    assert _attempts(logged, ids) == 36
+    state = c.retry_budgets.get(rb.origin_of(logged.base_url))
+    assert state is None or not state["spent"]  # never asked, or never spent
+
+
+def test_a_refused_connect_never_spends_the_budget(drive: Drive) -> None:
+    # Nothing listens on a (non-loopback) port of this machine: each refusal is retried with
+    # backoff as the official client does; no server was reached, so the budget is not asked.
+    # Counted, the 20-token bucket would refuse the 4th call's retries.
+    from tests._addresses import refused_url
+
+    c = drive.client(base_url=refused_url(), api_key="k", max_retries=2, timeout=10)
+    for _ in range(5):
+        with pytest.raises(llmclient.APIConnectionError) as info:
+            drive(c.chat.completions.create(model="sim-zero", messages=MSG, max_tokens=2))
+        assert not getattr(info.value, "retry_budget", None) and info.value.timings.retries == 2
+
+
 def test_successes_refill_the_budget_and_retries_come_back(drive: Drive, logged: RefServer) -> None:
     c = drive.client(base_url=logged.base_url, api_key="k", max_retries=1, timeout=30,
                      retry_budget=llmclient.RetryBudget(max_tokens=4, token_ratio=0.5))

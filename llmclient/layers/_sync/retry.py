@@ -26,8 +26,8 @@ import httpx
 
 from ..._logging import logger
 from ..._synchronization import sleep
-from ...features.admit.retry_budget import mark_refused, outcome
-from ...pipeline.retry import error_retry, is_retryable_status, status_retry
+from ...features.admit.retry_budget import NOT_COUNTED_STATUSES, mark_refused, outcome
+from ...pipeline.retry import error_retry, is_retryable_status, refused, status_retry
 from .read import read_error_body
 
 if TYPE_CHECKING:
@@ -63,7 +63,10 @@ class Retry:
                     raise
                 err = self._errors.connection_error(call, exc, exc._request)
                 spent = None  # the origin's budget, when it refuses the retry
-                if budget is not None and not free and not isinstance(exc, httpx.UnsupportedProtocol):
+                # A refused connect reached no server (nothing listens): like a never-sent
+                # request it costs the origin nothing, so it neither takes nor gives a token.
+                if (budget is not None and not free and not isinstance(exc, httpx.UnsupportedProtocol)
+                        and not refused(exc)):
                     origin = budget.for_url(call.base_url, self._redis)  # this attempt's (its replica's)
                     if outcome(origin, True, delay is not None):
                         spent = origin
@@ -83,7 +86,7 @@ class Retry:
                 record.bytes_received += response.num_bytes_downloaded
                 delay = status_retry(status, response.headers, attempt, call.max_retries)
                 spent = None
-                if budget is not None:
+                if budget is not None and status not in NOT_COUNTED_STATUSES:
                     origin = budget.for_url(call.base_url, self._redis)
                     if outcome(origin, is_retryable_status(status, response.headers), delay is not None):
                         spent = origin
