@@ -285,10 +285,13 @@ class _Run:
         self.lock = threading.Lock()
         self.calls = 0
         self.stop = threading.Event()
+        self.first_errors: dict[str, str] = {}  # each kind's first message (bounded by the kinds)
 
-    def note(self, stream: bool, error: str | None, pool_wait_ms: float) -> None:
+    def note(self, stream: bool, error: str | None, pool_wait_ms: float, message: str = "") -> None:
         t = time.monotonic() - self.t0
         with self.lock:
+            if error is not None and error not in self.first_errors:
+                self.first_errors[error] = message[:500]
             while t >= self.windows[-1].start_s + self.window_s:
                 w = self.windows[-1]
                 self.windows.append(Window(w.index + 1, w.start_s + self.window_s))
@@ -315,7 +318,7 @@ def _sync_worker(run: _Run, clients: Sequence[Any], model: str, seed: int) -> No
     while not run.stop.is_set():
         client = rng.choice(clients)
         stream = rng.random() < STREAM_SHARE
-        error, waited = None, 0.0
+        error, waited, message = None, 0.0, ""
         try:
             if stream:
                 with client.chat.completions.create(model=model, messages=_messages(rng), max_tokens=8,
@@ -327,8 +330,8 @@ def _sync_worker(run: _Run, clients: Sequence[Any], model: str, seed: int) -> No
                 waited = _pool_wait(client.chat.completions.create(model=model, messages=_messages(rng),
                                                                    max_tokens=rng.randint(1, 16)))
         except Exception as exc:
-            error = _kind(exc)
-        run.note(stream, error, waited)
+            error, message = _kind(exc), str(exc)
+        run.note(stream, error, waited, message)
 
 
 async def _async_worker(run: _Run, clients: Sequence[Any], model: str, seed: int) -> None:
@@ -336,7 +339,7 @@ async def _async_worker(run: _Run, clients: Sequence[Any], model: str, seed: int
     while not run.stop.is_set():
         client = rng.choice(clients)
         stream = rng.random() < STREAM_SHARE
-        error, waited = None, 0.0
+        error, waited, message = None, 0.0, ""
         try:
             if stream:
                 s = await client.chat.completions.create(model=model, messages=_messages(rng), max_tokens=8,
@@ -349,8 +352,8 @@ async def _async_worker(run: _Run, clients: Sequence[Any], model: str, seed: int
                 waited = _pool_wait(await client.chat.completions.create(model=model, messages=_messages(rng),
                                                                          max_tokens=rng.randint(1, 16)))
         except Exception as exc:
-            error = _kind(exc)
-        run.note(stream, error, waited)
+            error, message = _kind(exc), str(exc)
+        run.note(stream, error, waited, message)
 
 
 def _async_side(run: _Run, urls: Sequence[str], model: str, n: int, max_retries: int) -> None:
@@ -429,7 +432,9 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
                 time.sleep(max(0.0, min(sample_s - (now % sample_s), duration_s - now)))
                 now = time.monotonic() - run.t0
                 samples.append(sample())
-                if trace and "warm" not in snapshots and now >= warmup_s:
+                # The first snapshot just before the first sample the slopes use: the snapshot's
+                # own memory (RSS, traced) is then in every one of them, not a step among them.
+                if trace and "warm" not in snapshots and now + sample_s >= warmup_s:
                     snapshots["warm"] = (now, tracemalloc.take_snapshot())
                 if now >= next_restart and now < duration_s - 1.0:
                     server.restart()
@@ -470,7 +475,7 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
         "goaway_note": None if proxy is not None or goaway_every <= 0 else "nginx not installed: no GOAWAY proxy",
         "max_retries": max_retries, "tracemalloc": trace,
         "calls": run.calls, "streams": sum(w.streams for w in run.windows),
-        "errors": dict(sum((w.errors for w in run.windows), Counter())),
+        "errors": dict(sum((w.errors for w in run.windows), Counter())), "first_errors": run.first_errors,
         "windows": windows, "samples": samples,
         "slopes": summarize_samples(samples, warmup_s),
         # by line (every traceback through a line summed), then the tracebacks themselves
@@ -494,6 +499,8 @@ def render_text(s: dict[str, Any]) -> str:
                              (("RSS MB/min", "rss_mb_per_min"), ("fds/min", "fds_per_min"),
                               ("CPU per call µs/min", "cpu_per_call_us_per_min"), ("traced MB/min", "traced_mb_per_min"))
                              if key in sl))
+    for kind, message in s["first_errors"].items():
+        lines.append(f"  first {kind}: {message}")
     lines.append(f"{s['calls']} calls ({s['streams']} streams), errors {s['errors'] or 0}, "
                  f"server restarts {s['restarts']}, GOAWAY every {s['goaway_every'] or '-'} requests via nginx")
     if s["growth"]:
