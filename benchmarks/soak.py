@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import datetime as dt
 import itertools
 import math
@@ -164,6 +165,8 @@ def summarize_samples(samples: Sequence[dict[str, float]], warmup_s: float) -> d
             cpu_points.append((b["t_s"] / 60.0, (b["cpu_s"] - a["cpu_s"]) / (b["calls"] - a["calls"]) * 1e6))
     cpu = fit_slope(cpu_points)
     traced = fit_slope([(s["t_s"] / 60.0, s["traced_mb"]) for s in after if "traced_mb" in s])
+    malloc_used = fit_slope([(s["t_s"] / 60.0, s["malloc_used_mb"]) for s in after if "malloc_used_mb" in s])
+    malloc_free = fit_slope([(s["t_s"] / 60.0, s["malloc_free_mb"]) for s in after if "malloc_free_mb" in s])
     out: dict[str, Any] = {
         "warmup_min": warmup_s / 60.0,
         "samples_after_warmup": len(after),
@@ -173,6 +176,9 @@ def summarize_samples(samples: Sequence[dict[str, float]], warmup_s: float) -> d
     }
     if traced is not None:
         out["traced_mb_per_min"] = traced.as_json()
+    if malloc_used is not None and malloc_free is not None:
+        out["malloc_used_mb_per_min"] = malloc_used.as_json()
+        out["malloc_free_mb_per_min"] = malloc_free.as_json()
     if cpu_points:
         values = sorted(v for _, v in cpu_points)
         out["cpu_per_call_us"] = {"min": values[0], "median": values[len(values) // 2], "max": values[-1]}
@@ -226,6 +232,35 @@ def rss_mb() -> float:
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak / 2**20 if sys.platform == "darwin" else peak / 1024.0
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _mallinfo2() -> Any:
+    """glibc's ``mallinfo2`` (2.33+), or None elsewhere."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None)
+        fn = libc.mallinfo2
+        fn.restype = _MallInfo2
+        return fn
+    return None
+
+
+_MALLINFO = _mallinfo2()
+
+
+def malloc_mb() -> dict[str, float]:
+    """What glibc's malloc holds (MB): ``malloc_used_mb`` in blocks in use (mmapped ones too),
+    ``malloc_free_mb`` free inside its heaps. RSS growing with the first flat and the second
+    rising is fragmentation, not live objects. Empty where glibc's mallinfo2 is missing."""
+    if _MALLINFO is None:
+        return {}
+    info = _MALLINFO()
+    return {"malloc_used_mb": (info.uordblks + info.hblkhd) / 2**20, "malloc_free_mb": info.fordblks / 2**20}
 
 
 def open_fds() -> int:
@@ -415,6 +450,7 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
         def sample() -> dict[str, float]:
             row = {"t_s": time.monotonic() - run.t0, "rss_mb": rss_mb(), "fds": float(open_fds()),
                    "cpu_s": time.process_time() - cpu0, "calls": float(run.calls)}
+            row.update(malloc_mb())
             if trace:
                 row["traced_mb"] = tracemalloc.get_traced_memory()[0] / 2**20
             return row
@@ -497,7 +533,9 @@ def render_text(s: dict[str, Any]) -> str:
     lines.append(f"after {sl['warmup_min']:.1f} min of warm-up ({sl['samples_after_warmup']} samples): "
                  + "; ".join(f"{name} {_slope_text(sl.get(key))}" for name, key in
                              (("RSS MB/min", "rss_mb_per_min"), ("fds/min", "fds_per_min"),
-                              ("CPU per call µs/min", "cpu_per_call_us_per_min"), ("traced MB/min", "traced_mb_per_min"))
+                              ("CPU per call µs/min", "cpu_per_call_us_per_min"), ("traced MB/min", "traced_mb_per_min"),
+                              ("malloc in use MB/min", "malloc_used_mb_per_min"),
+                              ("malloc free MB/min", "malloc_free_mb_per_min"))
                              if key in sl))
     for kind, message in s["first_errors"].items():
         lines.append(f"  first {kind}: {message}")

@@ -1090,6 +1090,9 @@ def _soak_section(doc: Mapping[str, Any]) -> str:
               ["CPU per call", _slope_cell(sl.get("cpu_per_call_us_per_min"), "µs")]]
     if sl.get("traced_mb_per_min"):
         slopes.append(["traced (tracemalloc)", _slope_cell(sl.get("traced_mb_per_min"), "MB")])
+    if sl.get("malloc_used_mb_per_min"):
+        slopes.append(["malloc: in use", _slope_cell(sl.get("malloc_used_mb_per_min"), "MB")])
+        slopes.append(["malloc: free in its heaps", _slope_cell(sl.get("malloc_free_mb_per_min"), "MB")])
     rows = [[w["index"], f"{w['start_min']:.1f}-{w['end_min']:.1f}", w["calls"], w["streams"], w["error_total"],
              ", ".join(f"{k}: {v}" for k, v in sorted(w["errors"].items())), w["pool_waits"],
              _ms(w.get("pool_wait_ms_max")),

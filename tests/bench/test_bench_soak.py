@@ -140,3 +140,13 @@ def test_a_short_soak_through_the_command_line(tmp_path: Path) -> None:
     html = (run_dir / "report.html").read_text()
     assert 'id="soak"' in html and "resident memory" in html
     assert "server restarts" in done.stdout
+
+
+@pytest.mark.skipif(not soak.malloc_mb(), reason="glibc's mallinfo2 is not available here")
+def test_malloc_figures_see_a_large_allocation() -> None:
+    before = soak.malloc_mb()
+    block = bytearray(64 * 2**20)
+    during = soak.malloc_mb()
+    assert during["malloc_used_mb"] - before["malloc_used_mb"] >= 60
+    assert during["malloc_free_mb"] >= 0
+    del block
