@@ -492,13 +492,16 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
     growth: list[dict[str, Any]] = []
     growth_tracebacks: list[dict[str, Any]] = []
     minutes_apart = None
+    net_kb = None
     if trace and "warm" in snapshots:
         (t_a, a), (t_b, b) = snapshots["warm"], snapshots["end"]
         ignore = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen *>"),
                   tracemalloc.Filter(False, "*/linecache.py")]
         a, b = a.filter_traces(ignore), b.filter_traces(ignore)
         minutes_apart = (t_b - t_a) / 60.0
-        growth = top_growth(b.compare_to(a, "lineno"), minutes=minutes_apart)
+        by_line = b.compare_to(a, "lineno")
+        net_kb = sum(d.size_diff for d in by_line) / 1024.0
+        growth = top_growth(by_line, minutes=minutes_apart)
         growth_tracebacks = top_growth(b.compare_to(a, "traceback"), minutes=minutes_apart)
         tracemalloc.stop()
     windows = windows_of(run.windows, samples, window_s)
@@ -516,6 +519,7 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
         "slopes": summarize_samples(samples, warmup_s),
         # by line (every traceback through a line summed), then the tracebacks themselves
         "growth": growth, "growth_tracebacks": growth_tracebacks, "snapshots_minutes_apart": minutes_apart,
+        "traced_net_growth_kb": net_kb,
     }
 
 
@@ -542,7 +546,8 @@ def render_text(s: dict[str, Any]) -> str:
     lines.append(f"{s['calls']} calls ({s['streams']} streams), errors {s['errors'] or 0}, "
                  f"server restarts {s['restarts']}, GOAWAY every {s['goaway_every'] or '-'} requests via nginx")
     if s["growth"]:
-        lines.append(f"allocation sites that grew most in the {s['snapshots_minutes_apart']:.1f} min after the warm-up:")
+        lines.append(f"traced heap {s['traced_net_growth_kb']:+.1f} KiB net in the {s['snapshots_minutes_apart']:.1f} min "
+                     "after the warm-up; the sites that grew most:")
     for g in s["growth"][:10]:
         lines.append(f"  grew {g['size_diff_kb']:9.1f} KiB ({g['count_diff']:+d} blocks) at {g['site']}")
     for g in s["growth_tracebacks"][:5]:
