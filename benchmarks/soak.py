@@ -410,7 +410,7 @@ def _goaway_proxy(upstream_port: int, every: int) -> Iterator[Any]:
     if every <= 0 or shutil.which("nginx") is None:
         yield None
         return
-    from .reliability import NginxGoaway
+    from .fixtures.nginx import NginxGoaway
 
     proxy = NginxGoaway(upstream_port, every)
     try:

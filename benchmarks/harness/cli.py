@@ -3,7 +3,6 @@
     python -m benchmarks [--network wan|lan|mobile|loopback] [--quick] [--scenarios a,b]
                          [--profile h100-8b] [--out results] [--base-url URL --api-key KEY]
     python -m benchmarks compare A.json B.json [--max-p99-regression 10%]
-    python -m benchmarks soak --minutes N [--window-min 5] [--tracemalloc]   (benchmarks/soak.py)
 
 Without ``--base-url`` it starts the reference server (TLS, so handshakes count) and puts the
 emulated network between client and server; with it, it runs what makes sense against that
@@ -500,8 +499,4 @@ def main(argv: list[str] | None = None) -> int:
         cargs = _compare_parser().parse_args(argv[1:])
         return compare_main(cargs.baseline, cargs.current, cargs.max_p99_regression,
                             cargs.min_samples)
-    if argv and argv[0] == "soak":
-        from ..soak import main as soak_main
-
-        return soak_main(argv[1:], prog=f"{_prog()} soak")
     return run_suite(_parser().parse_args(argv))

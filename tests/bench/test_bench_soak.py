@@ -129,11 +129,13 @@ def test_a_short_soak_through_the_command_line(tmp_path: Path) -> None:
     [run_dir] = list(tmp_path.iterdir())
     doc = json.loads((run_dir / "result.json").read_text())
     s = doc["soak"]
-    assert doc["kind"] == "soak" and s["calls"] > 0 and s["streams"] > 0
+    assert doc["kind"] == "soak" and s["calls"] > 0 and 0 <= s["streams"] <= s["calls"]
+    if s["calls"] >= 50:  # one call in four is a stream: none in 50 is a 1-in-a-million draw
+        assert s["streams"] > 0
     assert s["restarts"] >= 1  # the server was restarted under the callers
     assert len(s["windows"]) >= 2 and sum(w["calls"] for w in s["windows"]) == s["calls"]
-    last = s["windows"][-1]
-    assert last["calls"] > last["error_total"]  # calls are answered after the restarts
+    last = [w for w in s["windows"] if w["calls"]][-1]
+    assert last["calls"] > last["error_total"]  # calls are still answered after the restarts
     assert len(s["samples"]) >= 10 and all(x["fds"] > 0 and x["rss_mb"] > 0 for x in s["samples"])
     assert s["slopes"]["rss_mb_per_min"] is not None and "traced_mb_per_min" in s["slopes"]
     assert isinstance(s["growth"], list)
