@@ -1,8 +1,13 @@
-"""``python -m benchmarks``: see :mod:`benchmarks.harness.cli`."""
+"""``python -m benchmarks``: see :mod:`benchmarks.harness.cli`; ``python -m benchmarks soak``:
+:mod:`benchmarks.soak` (a tool: the harness imports no tool, so the choice is made here)."""
 
 import sys
 
-from .harness.cli import main
-
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["soak"]:
+        from .soak import main as soak_main
+
+        sys.exit(soak_main(sys.argv[2:], prog="python -m benchmarks soak"))
+    from .harness.cli import main
+
     sys.exit(main())

@@ -31,11 +31,8 @@ import json
 import os
 import random
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -46,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .fixtures.nginx import NginxGoaway
 from .harness.serverproc import ServerProcess, start_server
 from .harness.stats import percentile
 
@@ -202,97 +200,6 @@ def _settle(tally: Tally, server: ServerProcess | None) -> None:
 
 
 # -- churn: nginx GOAWAY every 10 requests, uvicorn closing idle connections every second --------
-
-_NGINX_CONF = """\
-daemon off;
-master_process on;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    upstream ref {{ server 127.0.0.1:{upstream}; keepalive 64; }}
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
-    proxy_buffering off;
-    server {{
-        listen 127.0.0.1:{port} http2;
-        keepalive_requests {requests};
-        location / {{ proxy_pass http://ref; }}
-    }}
-    # nginx before 1.25 speaks only HTTP/2 on an `http2` cleartext port (an HTTP/1.1 request
-    # line there is "illegal"): HTTP/1.1 clients get a port of their own, where the same limit
-    # ends a connection with `Connection: close`.
-    server {{
-        listen 127.0.0.1:{port1};
-        keepalive_requests {requests};
-        location / {{ proxy_pass http://ref; }}
-    }}
-}}
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class NginxGoaway:
-    """nginx in front of ``upstream``: h2c on one loopback port (GOAWAY after ``requests``
-    streams per connection), HTTP/1.1 on another (``Connection: close`` after as many)."""
-
-    def __init__(self, upstream_port: int, requests: int) -> None:
-        exe = shutil.which("nginx")
-        if exe is None:
-            raise RuntimeError("nginx is not installed (scripts/ensure-system-deps.sh installs it)")
-        self.prefix = Path(tempfile.mkdtemp(prefix="llmclient-bench-nginx-"))
-        self.port, self.port1 = _free_port(), _free_port()
-        (self.prefix / "nginx.conf").write_text(_NGINX_CONF.format(d=self.prefix, upstream=upstream_port,
-                                                                   port=self.port, port1=self.port1,
-                                                                   requests=requests))
-        self.process = subprocess.Popen([exe, "-p", str(self.prefix), "-c", str(self.prefix / "nginx.conf")],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 20
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"nginx exited: {self.process.stderr.read().decode() if self.process.stderr else ''}")
-            try:
-                for port in (self.port, self.port1):
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.close()
-                    raise RuntimeError("nginx did not listen") from None
-                time.sleep(0.05)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def base_url_http1(self) -> str:
-        return f"http://127.0.0.1:{self.port1}/v1"
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stderr is not None:
-            self.process.stderr.close()
-        shutil.rmtree(self.prefix, ignore_errors=True)
-
 
 def _sometimes_idle(rng: random.Random) -> float:
     """A caller pauses after one call in five, for up to 1.3 s: connections go idle past the

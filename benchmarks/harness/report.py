@@ -8,6 +8,7 @@ so a stored result can be re-rendered and tested without running anything.
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -1059,9 +1060,65 @@ def _scenario_notes(doc: Mapping[str, Any]) -> str:
     return f'<section id="scenarios"><h2>Scenarios</h2><ul>{"".join(items)}</ul></section>'
 
 
+def _slope_cell(slope: Mapping[str, Any] | None, unit: str) -> str:
+    if not slope:
+        return "n/a"
+    err = slope.get("stderr")
+    text = f"{slope['per_min']:+.4f} {unit}/min"
+    if err is not None:
+        text += f" ± {2 * err:.4f} (95%: {'within noise' if slope.get('within_noise') else 'a trend'})"
+    return text
+
+
+def _soak_section(doc: Mapping[str, Any]) -> str:
+    """``python -m benchmarks soak``: RSS, fds and CPU per call over time, the fitted slopes
+    after the warm-up, each window's counters, and (``--tracemalloc``) the sites that grew."""
+    s = doc.get("soak")
+    if not s:
+        return ""
+    samples = s.get("samples") or []
+    rss = [(x["t_s"] / 60.0, x["rss_mb"]) for x in samples]
+    fds = [(x["t_s"] / 60.0, x["fds"]) for x in samples]
+    cpu = [(b["t_s"] / 60.0, (b["cpu_s"] - a["cpu_s"]) / (b["calls"] - a["calls"]) * 1e6)
+           for a, b in itertools.pairwise(samples) if b["calls"] > a["calls"]]
+    charts = svg_lines({"RSS MB": rss}, "minutes", "MB", "resident memory") if len(rss) > 1 else ""
+    charts += svg_lines({"open fds": fds}, "minutes", "fds", "open file descriptors") if len(fds) > 1 else ""
+    charts += svg_lines({"CPU µs per call": cpu}, "minutes", "µs", "client CPU per call") if len(cpu) > 1 else ""
+    sl = s.get("slopes", {})
+    slopes = [["RSS", _slope_cell(sl.get("rss_mb_per_min"), "MB")],
+              ["open fds", _slope_cell(sl.get("fds_per_min"), "fds")],
+              ["CPU per call", _slope_cell(sl.get("cpu_per_call_us_per_min"), "µs")]]
+    if sl.get("traced_mb_per_min"):
+        slopes.append(["traced (tracemalloc)", _slope_cell(sl.get("traced_mb_per_min"), "MB")])
+    if sl.get("malloc_used_mb_per_min"):
+        slopes.append(["malloc: in use", _slope_cell(sl.get("malloc_used_mb_per_min"), "MB")])
+        slopes.append(["malloc: free in its heaps", _slope_cell(sl.get("malloc_free_mb_per_min"), "MB")])
+    rows = [[w["index"], f"{w['start_min']:.1f}-{w['end_min']:.1f}", w["calls"], w["streams"], w["error_total"],
+             ", ".join(f"{k}: {v}" for k, v in sorted(w["errors"].items())), w["pool_waits"],
+             _ms(w.get("pool_wait_ms_max")),
+             "-" if w.get("cpu_per_call_us") is None else f"{w['cpu_per_call_us']:.0f}",
+             "-" if w.get("rss_mb") is None else f"{w['rss_mb']:.1f}", w.get("fds_max")]
+            for w in s.get("windows", [])]
+    growth = [[f"{g['size_diff_kb']:.1f}", g["count_diff"], f"{g.get('kb_per_min', 0):.2f}", g["site"],
+               g.get("llmclient_frame", ""), " <- ".join(g["traceback"][:4])]
+              for g in (s.get("growth_tracebacks") or s.get("growth", []))]
+    note = (f"{s.get('calls')} calls ({s.get('streams')} streams) over {s.get('minutes')} min, "
+            f"{s.get('threads')} sync threads + {s.get('tasks')} async tasks, server restarted "
+            f"{s.get('restarts')} times, GOAWAY every {s.get('goaway_every') or '-'} requests (nginx), "
+            f"max_retries {s.get('max_retries')}; slopes after {sl.get('warmup_min', 0):.1f} min of warm-up"
+            + ("; tracemalloc on (CPU figures not comparable with runs without it)" if s.get("tracemalloc") else ""))
+    return (f'<section id="soak"><h2>Soak</h2><p class="note">{_esc(note)}</p>'
+            f'{_table(["", "slope"], slopes)}{charts}'
+            f'{_table(["window", "minutes", "calls", "streams", "errors", "by kind", "pool waits", "max wait ms", "CPU µs/call", "RSS MB", "max fds"], rows)}'
+            + (f'<h3>Allocation sites that grew after the warm-up</h3>'
+               f'{_table(["KiB", "blocks", "KiB/min", "site", "llmclient frame", "traceback"], growth)}' if growth else "")
+            + "</section>")
+
+
 def render_html(doc: Mapping[str, Any]) -> str:
     advice = "".join(f"<li>{_esc(a)}</li>" for a in doc.get("advice", []))
     sections = [
+        _soak_section(doc),
         _headline_section(doc),
         _savings_section(doc),
         f'<section id="advice"><h2>Advice from these measurements</h2><ul class="advice">'

@@ -172,6 +172,36 @@ def refused(record: RequestRecord) -> bool:
     return int(record.extra.get("refused_429") or 0) > 0
 
 
+def settings(env: Any, workers: int, duration_s: float, warm_s: float, share: float) -> dict[str, Any]:
+    """The run's shape, the defaults overridden by ``BENCH_RATELIMITS_*`` (``WORKERS``,
+    ``DURATION_S``, ``WARM_S``, ``WINDOW_S``, ``SHARE``: the limit as a share of demand,
+    ``VARIANTS``: comma-separated, of :data:`VARIANTS`; None: the pass's own), e.g. OpenAI's own
+    60 s window. Pure; ValueError naming a bad value."""
+    out: dict[str, Any] = {"workers": workers, "duration_s": duration_s, "warm_s": warm_s,
+                           "window_s": WINDOW_S, "share": share, "variants": None}
+    for name, kind in (("workers", int), ("duration_s", float), ("warm_s", float), ("window_s", float),
+                       ("share", float)):
+        raw = env.get(f"BENCH_RATELIMITS_{name.upper()}")
+        if raw:
+            try:
+                value = kind(raw)
+            except ValueError:
+                raise ValueError(f"BENCH_RATELIMITS_{name.upper()}={raw!r} is not a number") from None
+            if not value > 0:
+                raise ValueError(f"BENCH_RATELIMITS_{name.upper()}={raw!r} must be positive")
+            out[name] = value
+    raw = env.get("BENCH_RATELIMITS_VARIANTS")
+    if raw:
+        picked = tuple(v.strip() for v in raw.split(",") if v.strip())
+        unknown = sorted(set(picked) - set(VARIANTS))
+        if unknown:
+            raise ValueError(f"BENCH_RATELIMITS_VARIANTS: unknown {unknown}; choose from {', '.join(VARIANTS)}")
+        out["variants"] = picked
+    if out["warm_s"] >= out["duration_s"]:
+        raise ValueError("BENCH_RATELIMITS_WARM_S must be shorter than the duration")
+    return out
+
+
 class RateLimits:
     name = "ratelimits"
     description = ("processes sharing one API key, token budget below their demand (60%; 40% in the quick "
@@ -183,12 +213,14 @@ class RateLimits:
     def run(self, ctx: Context) -> ScenarioResult:
         assert ctx.spawn_server is not None
         workers, duration_s, warm_s = (4, 6.0, 1.5) if ctx.quick else (8, 40.0, 5.0)
+        o = settings(os.environ, workers, duration_s, warm_s, QUICK_SHARE_OF_DEMAND if ctx.quick else SHARE_OF_DEMAND)
+        workers, duration_s, warm_s, window_s = o["workers"], o["duration_s"], o["warm_s"], o["window_s"]
         demand_per_s = workers * MEAN_COST / THINK_S
-        limit_per_s = (QUICK_SHARE_OF_DEMAND if ctx.quick else SHARE_OF_DEMAND) * demand_per_s
-        budget = int(limit_per_s * WINDOW_S)
+        limit_per_s = o["share"] * demand_per_s
+        budget = int(limit_per_s * window_s)
         try:
             server = ctx.spawn_server(profile="zero", extra_args=(
-                "--tpm", str(budget), "--rpm", "1000000", "--ratelimit-window-s", f"{WINDOW_S:g}"))
+                "--tpm", str(budget), "--rpm", "1000000", "--ratelimit-window-s", f"{window_s:g}"))
             server.wait_healthy()
         except (ServerError, OSError) as exc:
             raise NotAvailable(f"could not start the reference server with limits: {exc}") from exc
@@ -204,6 +236,8 @@ class RateLimits:
                 chosen: tuple[str, ...] = VARIANTS
                 if ctx.quick:
                     chosen = QUICK_VARIANTS if redis_url is not None else ("openai", "llmclient/local")
+                if o["variants"] is not None:
+                    chosen = o["variants"]
                 for n, variant in enumerate(chosen):
                     if variant == "llmclient/shared" and redis_url is None:
                         continue
@@ -221,7 +255,7 @@ class RateLimits:
             server.stop()
         notes = [f"{workers} processes per variant sharing one key, closed loop ({THINK_S:g} s think), "
                  f"demand ~{demand_per_s:.0f} tokens/s against a limit of {limit_per_s:.0f} tokens/s "
-                 f"({budget} per {WINDOW_S:g} s window); {duration_s - warm_s:g} s measured per variant; "
+                 f"({budget} per {window_s:g} s window, {o['share']:.0%} of demand); {duration_s - warm_s:g} s measured per variant; "
                  f"max_retries={MAX_RETRIES} for every client; goodput can exceed the limit by the "
                  f"budget's one window over the seconds measured"]
         if redis_url is None:
@@ -250,6 +284,9 @@ class RateLimits:
         # one either goes at once or fails, and failed calls have no latency to compare.
         # The quick pass judges each variant on the calls a 429 refused (a count a few hundred calls
         # decide); the full pass on that and on the p99 as before.
+        if "openai" not in summary:  # BENCH_RATELIMITS_VARIANTS without the baseline: figures only
+            return ScenarioResult.of(self, variants, rows=[], notes=notes, series={"ratelimits": summary},
+                                     arms={name: ARMS[name] for name in summary})
         rows: list[Row | Rate] = []
         for variant in ("llmclient/shared", "llmclient/auto", "llmclient/local"):
             if variant not in summary:

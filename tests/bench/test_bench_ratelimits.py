@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.scenarios import discover
-from benchmarks.scenarios.ratelimits import _summarise, jain
+from benchmarks.scenarios.ratelimits import SHARE_OF_DEMAND, WINDOW_S, _summarise, jain, settings
 
 
 def test_jains_index_is_one_when_fair_and_one_over_n_when_one_takes_all() -> None:
@@ -44,3 +44,22 @@ def test_the_p99_over_all_calls_counts_a_failure_as_the_deadline() -> None:
     s = _summarise([calls], t_from=0.0, t_to=10.0, limit_per_s=100.0)
     assert s["p99_ms"] == pytest.approx(100.0)  # the answered call only
     assert s["p99_all_ms"] == pytest.approx(9000.0)
+
+
+def test_the_runs_shape_is_overridden_by_the_environment_and_bad_values_are_named() -> None:
+    default = settings({}, 8, 40.0, 5.0, SHARE_OF_DEMAND)
+    assert default["window_s"] == WINDOW_S and default["variants"] is None and default["workers"] == 8
+    assert default["share"] == SHARE_OF_DEMAND
+    got = settings({"BENCH_RATELIMITS_WINDOW_S": "60", "BENCH_RATELIMITS_SHARE": "0.55",
+                    "BENCH_RATELIMITS_DURATION_S": "220", "BENCH_RATELIMITS_WARM_S": "100",
+                    "BENCH_RATELIMITS_VARIANTS": "llmclient/shared, openai"}, 8, 40.0, 5.0, SHARE_OF_DEMAND)
+    assert got["window_s"] == 60.0 and got["share"] == 0.55 and got["duration_s"] == 220.0
+    assert got["variants"] == ("llmclient/shared", "openai")
+    with pytest.raises(ValueError, match="BENCH_RATELIMITS_SHARE"):
+        settings({"BENCH_RATELIMITS_SHARE": "lots"}, 8, 40.0, 5.0, SHARE_OF_DEMAND)
+    with pytest.raises(ValueError, match="unknown"):
+        settings({"BENCH_RATELIMITS_VARIANTS": "llmclient/magic"}, 8, 40.0, 5.0, SHARE_OF_DEMAND)
+    with pytest.raises(ValueError, match="WARM_S"):
+        settings({"BENCH_RATELIMITS_WARM_S": "50"}, 8, 40.0, 5.0, SHARE_OF_DEMAND)
+    with pytest.raises(ValueError, match="positive"):
+        settings({"BENCH_RATELIMITS_WORKERS": "0"}, 8, 40.0, 5.0, SHARE_OF_DEMAND)

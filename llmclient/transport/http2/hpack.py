@@ -24,11 +24,12 @@ peer so at the start of the next header block (section 4.2).
 The decoder is RFC 7541 in full (dynamic table with eviction, size updates within the limit we
 advertise, a cap on the header list) with a byte-at-a-time Huffman state machine built lazily
 from ``hpack``'s nibble table: each (state, byte) step is computed once and then read from a
-dict (a few thousand entries at most), a little faster than walking nibbles.
+fixed array of 65,536 packed steps (256 KiB), a little faster than walking nibbles.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import Final
 
@@ -149,40 +150,49 @@ class Encoder:
 # -- Huffman: bytes at a time, from hpack's nibble table -------------------------------------
 
 _EMIT, _FAIL, _ACCEPT = 0x02, 0x04, 0x01  # hpack.huffman_table flag bits (COMPLETE=1)
-_steps: dict[int, tuple[int, int, bytes]] = {}
+# One (state << 8 | byte) step packed in 32 bits: known (set once computed), the accept flag,
+# failure, how many symbols it emits (0-2: two nibbles, each emits at most one), the symbols,
+# the next state. 256 states x 256 bytes, 256 KiB allocated once: a dict of tuples filled as
+# steps are met grew to 10 MiB over hours (each new date, request id and timing value meets new
+# steps), which a soak saw as a process that never stops growing (issue 46).
+_KNOWN, _OK, _BAD = 0x01, 0x02, 0x04
+_N_SHIFT, _N_MASK = 3, 0x18
+_steps = array("I", bytes(4 * 256 * 256))
 
 
-def _step(key: int) -> tuple[int, int, bytes]:
-    """(state << 8 | byte) -> (next state, accept flag or -1 on failure, emitted bytes)."""
+def _step(key: int) -> int:
+    """(state << 8 | byte) -> the packed step (see above), computed once from the nibble table."""
     state, byte = key >> 8, key & 0xFF
-    emitted = bytearray()
-    flags = 0
+    packed, n, flags = _KNOWN, 0, 0
     for nibble in (byte >> 4, byte & 0x0F):
         state, flags, sym = HUFFMAN_TABLE[state * 16 + nibble]
         if flags & _FAIL:
-            result = (0, -1, b"")
-            _steps[key] = result
-            return result
+            _steps[key] = _KNOWN | _BAD
+            return _KNOWN | _BAD
         if flags & _EMIT:
-            emitted.append(sym)
-    result = (state, flags & _ACCEPT, bytes(emitted))
-    _steps[key] = result
-    return result
+            packed |= sym << (8 + 8 * n)
+            n += 1
+    packed |= (n << _N_SHIFT) | (_OK if flags & _ACCEPT else 0) | (state << 24)
+    _steps[key] = packed
+    return packed
 
 
 def _huffman_decode(data: bytes) -> bytes:
-    state, accept = 0, 1
+    state, step = 0, _OK
     out = bytearray()
     steps = _steps
     for byte in data:
         key = (state << 8) | byte
-        step = steps.get(key) or _step(key)
-        state, accept, emitted = step
-        if accept < 0:
+        step = steps[key] or _step(key)
+        if step & _BAD:
             raise HPACKError("invalid Huffman-coded string")
-        if emitted:
-            out += emitted
-    if not accept:
+        n = step & _N_MASK
+        if n:
+            out.append((step >> 8) & 0xFF)
+            if n == 0x10:
+                out.append((step >> 16) & 0xFF)
+        state = step >> 24
+    if not step & _OK:
         raise HPACKError("Huffman-coded string ends mid-symbol")
     return bytes(out)
 
