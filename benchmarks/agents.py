@@ -180,8 +180,9 @@ def make_client(arm: str, base_url: str, verify: str | bool = True, api_key: str
         return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, **extra)
     import llmclient
 
-    return llmclient.OpenAI(base_url=base_url, api_key=api_key, max_retries=0,
-                            **({} if verify is True else {"verify": verify}))
+    if verify is True:
+        return llmclient.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    return llmclient.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, verify=verify)
 
 
 def ws_options(arm: str, verify: str | bool) -> dict[str, Any]:

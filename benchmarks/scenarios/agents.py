@@ -88,7 +88,7 @@ def settings(env: dict[str, str] | None = None) -> Settings:
         if not (lo.strip().isdigit() and hi.strip().isdigit()) or not 2 <= int(lo) <= int(hi):
             raise ValueError(f"BENCH_AGENTS_TURNS={env['BENCH_AGENTS_TURNS']!r}: 'MIN,MAX' turns, 2 <= MIN <= MAX")
         turns = (int(lo), int(hi))
-    parts = PARTS
+    parts: tuple[str, ...] = PARTS
     if env.get("BENCH_AGENTS_PARTS"):
         parts = tuple(p.strip() for p in env["BENCH_AGENTS_PARTS"].split(",") if p.strip())
         unknown = sorted(set(parts) - set(PARTS))
@@ -208,7 +208,7 @@ class Agents:
             cpu = {arm: statistics.median(r.extra["cpu_ms"] for r in recs if r.ok)
                    for arm, recs in variants.items() if arm in agents.ARMS and any(r.ok for r in recs)}
             series.update({"reload_per_task_ms": reload, "cpu_per_task_ms": cpu})
-            context = (f"the server's modelled reload per task (a documented figure, not measured work): "
+            context = ("the server's modelled reload per task (a documented figure, not measured work): "
                        + ", ".join(f"{a} {v:.0f} ms" for a, v in reload.items()))
             for stat in ("p50", "p95"):
                 rows += [
