@@ -213,7 +213,7 @@ class Agents:
             for stat in ("p50", "p95"):
                 rows += [
                     Row(f"agents: task time {stat}, official HTTP -> llmclient WebSocket mode",
-                        "official-http", "llmclient-ws", statistic=stat, context=context,
+                        "official-http", "llmclient-ws/app", statistic=stat, context=context,
                         technique=f"agents: WebSocket mode vs official HTTP, task {stat}"),
                     Row(f"agents: task time {stat}, official WebSocket mode -> llmclient's",
                         "official-ws", "llmclient-ws", statistic=stat, context=context,
@@ -238,8 +238,13 @@ class Agents:
             notes.append(f"cut part: {s.cut_tasks} tasks of {CUT_TURNS[0]}-{CUT_TURNS[1]} turns a side, store=True, "
                          f"{cb} sockets cut before a drawn event of their first response (x-fault cut_after, "
                          "close 1011); the official client with on_reconnecting set")
+        if "llmclient-ws" in variants:
+            # the same tasks, as an app change: moving the loop from HTTP calls to the WebSocket
+            # mode (against the official HTTP arm); against the official WebSocket arm a drop-in
+            variants["llmclient-ws/app"] = variants["llmclient-ws"]
         arms = {"official-http": Arm("openai"), "official-ws": Arm("openai"),
                 "llmclient-http": Arm("llmclient"), "llmclient-ws": Arm("llmclient"),
+                "llmclient-ws/app": Arm("llmclient", {"responses.connect()": "the tool loop on the WebSocket mode"}),
                 "official-ws/cut": Arm("openai"), "llmclient-ws/cut": Arm("llmclient")}
         return ScenarioResult.of(self, variants, rows=rows, notes=notes, series=series, arms=arms)
 
