@@ -18,7 +18,9 @@ Two parts:
   sockets cut mid-response: the reference server's ``x-fault: cut_after=N;once=TOKEN`` on the
   handshake closes the socket (1011) before event N of its first response (N drawn from 1 to
   the first text deltas: mid-answer, after ``response.created``); a reconnection carrying the same header runs clean. The official client
-  gets ``on_reconnecting`` (without it, it does not reconnect at all). A task is lost when the
+  gets ``on_reconnecting`` (without it, it does not reconnect at all; both count their
+  reconnections there, the proof a cut fired). The part runs on a server of its own started
+  with ``--allow-fault-headers`` (the suite's does not honour ``x-fault``), behind the same network. A task is lost when the
   client raised or a turn's events ended without a terminal event (a turn still waiting after
   ``TURN_DEADLINE_S``, a hang guard, has its connection closed: the official client, reconnected
   after a cut, waits forever for the lost response's events).
@@ -147,22 +149,61 @@ def _time(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[
     return records
 
 
-def _cut(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[RequestRecord]]:
+def _spawn(ctx: Context) -> Any:
+    """A reference server of the suite's profile that honours ``x-fault`` (the suite's own does
+    not), for the cut part."""
+    from ..harness.serverproc import ServerError
+
+    if ctx.spawn_server is None:
+        raise NotAvailable("the cut part starts a reference server with fault headers (not with --base-url)")
+    profile = ctx.server.profile if ctx.server else "zero"
+    try:
+        server = ctx.spawn_server(profile=profile, extra_args=("--allow-fault-headers",))
+        server.wait_healthy()
+    except (ServerError, OSError) as exc:
+        raise NotAvailable(f"could not start a reference server with fault headers: {exc}") from exc
+    return server
+
+
+def _cut(ctx: Context, s: Settings) -> dict[str, list[RequestRecord]]:
+    server = _spawn(ctx)
+    try:
+        with ctx.routed(server) as url:
+            verify = server.ca_path or ctx.verify
+            clients = {arm: agents.make_client(arm, url, verify, ctx.api_key)
+                       for arm in ("official-ws", "llmclient-ws")}
+            try:
+                return _cut_tasks(ctx, s, clients, verify)
+            finally:
+                for client in clients.values():
+                    client.close()
+    finally:
+        server.stop()
+
+
+def _cut_tasks(ctx: Context, s: Settings, clients: dict[str, Any], verify: str | bool) -> dict[str, list[RequestRecord]]:
     cuts = plan_cuts(s.cut_tasks, CUT_SHARE, TOKENS, random.Random(ctx.seed + 95))
     records: dict[str, list[RequestRecord]] = {"official-ws/cut": [], "llmclient-ws/cut": []}
     for i in range(s.cut_tasks):
         task = agents.draw_task(ctx.seed + 95, i, CUT_TURNS, SYSTEM_WORDS // 4, RESULT_WORDS // 3)
         for arm in (("official-ws", "llmclient-ws") if i % 2 == 0 else ("llmclient-ws", "official-ws")):
             ctx.progress(f"  agents/cut: task {i + 1}/{s.cut_tasks}: {arm}")
-            connect = dict(agents.ws_options(arm, ctx.verify))
+            connect = dict(agents.ws_options(arm, verify))
             if i in cuts:  # a token of its own per copy: each side's socket is cut once
                 connect["extra_headers"] = {"x-fault": f"cut_after={cuts[i]};once={secrets.token_hex(8)}"}
-            if arm.startswith("official"):
-                connect["on_reconnecting"] = lambda _event: None  # reconnect (off by default)
+            reconnects: list[int] = []
+            # both clients call it before each new socket: the proof that a cut fired (and the
+            # official client reconnects only when it is set)
+            connect["on_reconnecting"] = lambda event, seen=reconnects: seen.append(event.close_code)
+            if arm.startswith("llmclient"):
+                connect["initial_delay"] = 0.05
             rec = _one(ctx, clients[arm], arm, task, f"{arm}/cut", store=True, connect=connect,
                        turn_deadline_s=TURN_DEADLINE_S)
-            rec.extra["cut_after"] = cuts.get(i)
+            rec.extra.update(cut_after=cuts.get(i), reconnects=len(reconnects))
             records[f"{arm}/cut"].append(rec)
+    fired = sum(r.extra["reconnects"] > 0 or not r.ok for r in records["official-ws/cut"] if r.extra["cut_after"])
+    if cuts and not fired:
+        raise NotAvailable("no planned socket cut fired (the server did not honour x-fault)")
     return records
 
 
@@ -170,6 +211,11 @@ def lost_tasks(records: list[RequestRecord]) -> tuple[int, int, int]:
     """(tasks lost, tasks, sockets cut) of one side of the cut part (pure)."""
     return (sum(not r.ok for r in records), len(records),
             sum(r.extra.get("cut_after") is not None for r in records))
+
+
+def reconnected(records: list[RequestRecord]) -> int:
+    """Tasks whose client opened a new socket (a cut that fired, seen by the client; pure)."""
+    return sum(bool(r.extra.get("reconnects")) for r in records)
 
 
 class Agents:
@@ -194,7 +240,7 @@ class Agents:
             if "time" in s.parts:
                 variants.update(_time(ctx, s, clients))
             if "cut" in s.parts:
-                variants.update(_cut(ctx, s, clients))
+                variants.update(_cut(ctx, s))
         finally:
             for client in clients.values():
                 client.close()
@@ -228,16 +274,18 @@ class Agents:
             theirs, ours = variants["official-ws/cut"], variants["llmclient-ws/cut"]
             lb, nb, cb = lost_tasks(theirs)
             lc, nc, cc = lost_tasks(ours)
-            series["cut"] = {"official-ws": {"lost": lb, "tasks": nb, "cut": cb},
-                             "llmclient-ws": {"lost": lc, "tasks": nc, "cut": cc}}
+            series["cut"] = {"official-ws": {"lost": lb, "tasks": nb, "cut": cb, "reconnected": reconnected(theirs)},
+                             "llmclient-ws": {"lost": lc, "tasks": nc, "cut": cc, "reconnected": reconnected(ours)}}
             rows.append(Rate(f"agents: tasks finished with {CUT_SHARE:.0%} of sockets cut mid-response, "
                              "official WebSocket mode -> llmclient's",
                              "official-ws/cut", "llmclient-ws/cut", event="task finished",
                              count=lambda r: r.ok, technique="agents: tasks finished with sockets cut",
-                             context=f"lost: official {lb} of {nb} ({cb} cut), llmclient {lc} of {nc} ({cc} cut)"))
+                             context=f"lost: official {lb} of {nb} ({cb} cut, {reconnected(theirs)} reconnected), "
+                                     f"llmclient {lc} of {nc} ({cc} cut, {reconnected(ours)} reconnected)"))
             notes.append(f"cut part: {s.cut_tasks} tasks of {CUT_TURNS[0]}-{CUT_TURNS[1]} turns a side, store=True, "
                          f"{cb} sockets cut before a drawn event of their first response (x-fault cut_after, "
-                         "close 1011); the official client with on_reconnecting set")
+                         "close 1011) on a server of its own that honours x-fault; both clients with "
+                         "on_reconnecting set (the official client reconnects only then)")
         if "llmclient-ws" in variants:
             # the same tasks, as an app change: moving the loop from HTTP calls to the WebSocket
             # mode (against the official HTTP arm); against the official WebSocket arm a drop-in

@@ -285,7 +285,7 @@ class AsyncWebSocket:
                 if handle is not None:
                     handle.cancel()
 
-    def _recv_expired(self, fut: Any, timeout: float) -> None:
+    def _recv_expired(self, fut: Any, timeout: float | None) -> None:
         _expire(fut, WebSocketTimeout(f"no message from {self.url} for {timeout:g} s", self.url))
 
     def __aiter__(self) -> AsyncIterator[bytes]:
