@@ -167,7 +167,7 @@ def test_a_short_recv_limit_after_long_ones_still_expires_at_its_own_deadline(se
         for _ in range(3):
             ws.recv(timeout=600)
         started = time.monotonic()
-        with pytest.raises(WebSocketTimeout, match="for 0.3 s"):
+        with pytest.raises(WebSocketTimeout, match=r"for 0\.3 s"):
             ws.recv(timeout=0.3)
         assert time.monotonic() - started < 300  # not the 600 s limit of the waits before
 
