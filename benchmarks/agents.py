@@ -32,6 +32,7 @@ import json
 import random
 import statistics
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,7 @@ def _tools(task: Task, turn: int) -> None:
         time.sleep(max(task.tools[turn]) / 1000.0)  # the calls run in parallel
 
 
-def run_http(client: Any, task: Task, arm: str, tokens: int) -> TaskResult:
+def run_http(client: Any, task: Task, arm: str, tokens: int, **_ws: Any) -> TaskResult:
     cpu0, t0 = time.process_time(), time.perf_counter()
     out = TaskResult(arm, 0.0, 0.0)
     previous = None
@@ -118,41 +119,81 @@ def run_http(client: Any, task: Task, arm: str, tokens: int) -> TaskResult:
     return out
 
 
-def run_ws(client: Any, task: Task, arm: str, tokens: int) -> TaskResult:
+def run_ws(client: Any, task: Task, arm: str, tokens: int, store: bool = False,
+           connect: dict[str, Any] | None = None, turn_deadline_s: float | None = None) -> TaskResult:
+    """One task over ``client.responses.connect(**connect)``. Raises when a turn ends without a
+    terminal event (the socket went away and the client gave nothing back): the task is lost.
+    ``turn_deadline_s``: a hang guard (the official client, reconnected after a cut, waits
+    forever for the lost response's events): past it the connection is closed, the turn ends
+    without its terminal event and the task is lost."""
     cpu0, t0 = time.process_time(), time.perf_counter()
     out = TaskResult(arm, 0.0, 0.0)
     previous = None
-    with client.responses.connect() as conn:
+    with client.responses.connect(**(connect or {})) as conn:
         for turn in range(task.turns):
+            guard = None
+            if turn_deadline_s is not None:
+                guard = threading.Timer(turn_deadline_s, _close_quietly, (conn,))
+                guard.daemon = True
+                guard.start()
             sent = time.perf_counter()
             conn.response.create(
                 model=MODEL, instructions=task.system, input=_inputs(task, turn), max_output_tokens=tokens,
-                store=False, **({"previous_response_id": previous} if previous else {}))
-            first = None
+                store=store, **({"previous_response_id": previous} if previous else {}))
+            first, done = None, False
             for ev in conn:
                 if first is None and ev.type == "response.output_text.delta":
                     first = time.perf_counter()
                 if ev.type in TERMINAL or ev.type == "error":
                     if ev.type == "error":
                         raise RuntimeError(f"{arm}: {ev}")
-                    previous = ev.response.id
+                    previous, done = ev.response.id, True
                     out.reload_ms += _reload(getattr(ev, "server_timing", None))
                     break
+            if guard is not None:
+                guard.cancel()
+            if not done:
+                raise RuntimeError(f"{arm}: turn {turn + 1}: the socket's events ended without "
+                                   "a terminal event")
             out.ttft_ms.append(((first or time.perf_counter()) - sent) * 1000.0)
             _tools(task, turn)
     out.task_s, out.cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
     return out
 
 
-def make_client(arm: str, base_url: str) -> Any:
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception:  # already closed, or closing from the guard's thread failed: the turn ends anyway
+        pass
+
+
+def make_client(arm: str, base_url: str, verify: str | bool = True, api_key: str = "bench-key") -> Any:
+    """The arm's client; ``verify``: a CA bundle for the reference server's TLS."""
     lib = arm.split("-")[0]
     if lib == "official":
         import openai
 
-        return openai.OpenAI(base_url=base_url, api_key="bench-key", max_retries=0)
+        extra: dict[str, Any] = {}
+        if verify is not True:
+            extra["http_client"] = openai.DefaultHttpxClient(verify=verify)
+        return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, **extra)
     import llmclient
 
-    return llmclient.OpenAI(base_url=base_url, api_key="bench-key", max_retries=0)
+    if verify is True:
+        return llmclient.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    return llmclient.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, verify=verify)
+
+
+def ws_options(arm: str, verify: str | bool) -> dict[str, Any]:
+    """``connect()`` keywords an arm needs for the reference server's TLS: the official client
+    takes an ``ssl`` context in ``websocket_connection_options`` (passed on to ``websockets``);
+    llmclient's socket uses the client's own ``verify``."""
+    if arm.startswith("official") and isinstance(verify, str):
+        import ssl
+
+        return {"websocket_connection_options": {"ssl": ssl.create_default_context(cafile=verify)}}
+    return {}
 
 
 def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:

@@ -17,7 +17,11 @@ turns over ``--rounds`` rounds (medians reported); CPU is the worker's ``time.pr
 * ``llmclient-raw`` / ``llmclient-async-raw``: llmclient's transport, ``recv()`` bytes;
 * ``llmclient-json`` / ``llmclient-async-json``: the same plus ``orjson.loads`` per event;
 * ``llmclient-deflate`` / ``llmclient-async-deflate``: ``-raw`` with permessage-deflate
-  negotiated (hypercorn offers it; granian does not), with the bytes received per event.
+  negotiated (hypercorn offers it; granian does not), with the bytes received per event;
+* ``llmclient-connect`` / ``llmclient-async-connect``: llmclient's ``client.responses.connect()``,
+  ``conn.recv()`` (each event parsed into the official types, with llmclient's demux, timings
+  and recovery bookkeeping), what an app iterates: the drop-in's figure against ``official``;
+* ``llmclient-connect-raw`` / ``llmclient-async-connect-raw``: the same face's ``recv_bytes()``.
 
 Ratios: llmclient's transport over the official socket (``-raw`` over ``official-raw``), and
 the transport with a JSON parse over the official client's parsed events. Deflate's verdict
@@ -40,7 +44,8 @@ from typing import Any
 
 KINDS = ("official-raw", "official", "official-async-raw", "official-async",
          "llmclient-raw", "llmclient-json", "llmclient-async-raw", "llmclient-async-json",
-         "llmclient-deflate", "llmclient-async-deflate")
+         "llmclient-deflate", "llmclient-async-deflate",
+         "llmclient-connect", "llmclient-async-connect", "llmclient-connect-raw", "llmclient-async-connect-raw")
 ROOT = Path(__file__).resolve().parents[1]
 TERMINAL = (b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
 
@@ -55,10 +60,12 @@ def _done(data: bytes) -> bool:
     return any(t in head for t in TERMINAL) or b'"error"' in head
 
 
-def _official_sync(base_url: str, raw: bool, responses: int, tokens: int) -> dict[str, Any]:
+def _official_sync(base_url: str, raw: bool, responses: int, tokens: int, lib: str = "official") -> dict[str, Any]:
     import openai
 
-    client = openai.OpenAI(base_url=base_url, api_key="k")
+    import llmclient
+
+    client: Any = (openai.OpenAI if lib == "official" else llmclient.OpenAI)(base_url=base_url, api_key="k")
     with client.responses.connect() as conn:
         def one() -> int:
             conn.response.create(**_create(tokens))
@@ -74,13 +81,17 @@ def _official_sync(base_url: str, raw: bool, responses: int, tokens: int) -> dic
         cpu0 = time.process_time()
         events = sum(one() for _ in range(responses))
         cpu = time.process_time() - cpu0
+    client.close()
     return {"events": events, "cpu_s": cpu}
 
 
-async def _official_async(base_url: str, raw: bool, responses: int, tokens: int) -> dict[str, Any]:
+async def _official_async(base_url: str, raw: bool, responses: int, tokens: int,
+                          lib: str = "official") -> dict[str, Any]:
     import openai
 
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="k")
+    import llmclient
+
+    client: Any = (openai.AsyncOpenAI if lib == "official" else llmclient.AsyncOpenAI)(base_url=base_url, api_key="k")
     async with client.responses.connect() as conn:
         async def one() -> int:
             await conn.response.create(**_create(tokens))
@@ -170,12 +181,13 @@ async def _ours_async(ws_url: str, parse: bool, deflate: bool, responses: int, t
 
 def worker(kind: str, base_url: str, responses: int, tokens: int) -> dict[str, Any]:
     ws_url = base_url.replace("http", "ws", 1) + "/responses"
-    if kind.startswith("official"):
-        raw = kind.endswith("-raw")
+    if kind.startswith("official") or "-connect" in kind:
+        # the same app code through either client's connect(): only the client differs
+        raw, lib = kind.endswith("-raw"), kind.split("-")[0]
         if "async" in kind:
-            out = asyncio.run(_official_async(base_url, raw, responses, tokens))
+            out = asyncio.run(_official_async(base_url, raw, responses, tokens, lib))
         else:
-            out = _official_sync(base_url, raw, responses, tokens)
+            out = _official_sync(base_url, raw, responses, tokens, lib)
     else:
         parse, deflate = kind.endswith("-json"), kind.endswith("-deflate")
         if "async" in kind:
@@ -208,7 +220,12 @@ def summarize(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
     pairs = {"transport_sync": ("llmclient-raw", "official-raw"),
              "transport_async": ("llmclient-async-raw", "official-async-raw"),
              "parsed_sync": ("llmclient-json", "official"),
-             "parsed_async": ("llmclient-async-json", "official-async")}
+             "parsed_async": ("llmclient-async-json", "official-async"),
+             # the drop-in face, event for event: llmclient's connect() over the official one's
+             "connect_sync": ("llmclient-connect", "official"),
+             "connect_async": ("llmclient-async-connect", "official-async"),
+             "connect_raw_sync": ("llmclient-connect-raw", "official-raw"),
+             "connect_raw_async": ("llmclient-async-connect-raw", "official-async-raw")}
     for name, (ours, theirs) in pairs.items():
         if ours in med and theirs in med:
             ratios[name] = med[ours]["us_per_event"] / med[theirs]["us_per_event"]

@@ -88,7 +88,8 @@ EFFORTS: Mapping[str, str] = {
 }
 # Options that are not a setting but work the app must do: name its likely follow-ups on each
 # call (``prefetch=[...]``), call ``client.warm(messages=...)`` before the next turn.
-APP_CHANGES = frozenset({"prefetch", "warm()"})
+# "responses.connect()": the app's loop moved from HTTP calls to the WebSocket mode
+APP_CHANGES = frozenset({"prefetch", "warm()", "responses.connect()"})
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ def test_the_quick_pass_leaves_out_what_it_cannot_decide_and_runs_what_is_named(
     scenarios, errors = discover()
     assert not errors
     run, left = quick_plan(scenarios, [], quick=True)
-    assert {s.name for s in left} == {"adaptive", "faults", "steady", "sweep"}
+    assert {s.name for s in left} == {"adaptive", "agents", "faults", "steady", "sweep"}
     assert all(getattr(s, "full_adds", None) for s in left)       # the headline names them
     assert all(getattr(s, "quick_s", None) for s in run)          # each with its measured cost
     assert sum(s.quick_s for s in run) <= 300                     # five minutes on 2 cores

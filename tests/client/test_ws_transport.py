@@ -159,6 +159,19 @@ def test_a_stalled_response_is_found_by_recv_timeout_and_aborted(server, drive) 
             ws.recv()
 
 
+def test_a_short_recv_limit_after_long_ones_still_expires_at_its_own_deadline(server, drive) -> None:
+    # The async driver keeps one timer for a stream's waits, armed at the first wait's deadline:
+    # a later, shorter limit must re-arm it earlier (the test's own timeout is the hang guard).
+    with drive.connect(_url(server), headers=(*AUTH, ("x-fault", "stall_after=3"))) as ws:
+        ws.send_json(CREATE)
+        for _ in range(3):
+            ws.recv(timeout=600)
+        started = time.monotonic()
+        with pytest.raises(WebSocketTimeout, match=r"for 0\.3 s"):
+            ws.recv(timeout=0.3)
+        assert time.monotonic() - started < 300  # not the 600 s limit of the waits before
+
+
 def test_abort_from_another_thread_wakes_a_blocked_sync_recv(server) -> None:
     # [sync] only: another thread is how a sync watchdog reaches a reader (the async driver's
     # abort runs on its loop, covered above).

@@ -449,9 +449,6 @@ class ResponsesConnection:
                 return
 
     def _next(self) -> tuple[bytes, dict[str, Any]]:
-        # the ws extra (websockets): loaded with the first socket
-        from ...transport.websocket import WebSocketClosed, WebSocketError, WebSocketTimeout
-
         while True:
             if self._ready:
                 item = self._ready.popleft()
@@ -465,25 +462,36 @@ class ResponsesConnection:
                 raise self._closed_error(self._last_close)
             try:
                 data = ws.recv(self._idle_timeout())
-            except WebSocketTimeout:
-                # recv's own limit leaves the socket open (a stall); a ping never answered has
-                # failed it (a dead peer or path: lost, as a 1006)
-                self._lost(ws, 1006 if ws.closed else None, stalled=not ws.closed)
-                continue
-            except WebSocketClosed as exc:
-                if self._closed:
-                    raise self._ended() from None
-                self._lost(ws, exc.code, stalled=False)
-                continue
-            except WebSocketError:
-                self._lost(ws, 1002, stalled=False)
+            except Exception as exc:  # the transport's errors are told apart off the hot path
+                self._recv_failed(ws, exc)
                 continue
             return data, self._note(data)
 
+    def _recv_failed(self, ws: SyncWebSocket, exc: Exception) -> None:
+        """What a failed ``recv`` means for the responses in flight; re-raises anything that is
+        not the transport's."""
+        # the ws extra (websockets): loaded with the first socket. Imported here, not in _next:
+        # an import statement there cost about 1 us on every event (measured with cProfile).
+        from ...transport.websocket import WebSocketClosed, WebSocketError, WebSocketTimeout
+
+        if isinstance(exc, WebSocketTimeout):
+            # recv's own limit leaves the socket open (a stall); a ping never answered has
+            # failed it (a dead peer or path: lost, as a 1006)
+            self._lost(ws, 1006 if ws.closed else None, stalled=not ws.closed)
+        elif isinstance(exc, WebSocketClosed):
+            if self._closed:
+                raise self._ended() from None
+            self._lost(ws, exc.code, stalled=False)
+        elif isinstance(exc, WebSocketError):
+            self._lost(ws, 1002, stalled=False)
+        else:
+            raise exc
+
     def _idle_timeout(self) -> float | None:
         """The stall watchdog's limit while a response is in flight (none between responses:
-        the socket's pings keep it open then)."""
-        if not len(self._demux):
+        the socket's pings keep it open then). The demux drops a lane once it is empty, so a
+        lane left means a response in flight (cheaper than counting them on every event)."""
+        if not self._demux.lanes:
             return None
         return self._manager._client._options.stream_idle_timeout
 

@@ -75,6 +75,11 @@ class AsyncWebSocket:
         self._error: BaseException | None = None
         self.heartbeat = Heartbeat(options.ping_interval, options.ping_timeout)
         self._timer: asyncio.TimerHandle | None = None
+        # recv's limit: the waiting recv's deadline (loop time) and one timer for all the waits
+        # of a stream, re-armed lazily (see _recv_check) instead of a timer per wait
+        self._recv_deadline: float | None = None
+        self._recv_limit = 0.0
+        self._recv_timer: asyncio.TimerHandle | None = None
         self.response_headers: tuple[tuple[str, str], ...] = ()
         self.extensions: tuple[str, ...] = ()
         self.last_message_at = 0.0  # monotonic time of the last message (not pings)
@@ -115,6 +120,9 @@ class AsyncWebSocket:
             self.session.closed_event = Closed(1006, f"connection lost: {exc}" if exc else "", False)
         if self._timer is not None:
             self._timer.cancel()
+        if self._recv_timer is not None:
+            self._recv_timer.cancel()
+            self._recv_timer = None
         if not self._opened.done():
             self._opened.set_exception(self._error or WebSocketClosed(
                 self.url, 1006, "the server closed the connection during the handshake", False))
@@ -270,19 +278,34 @@ class AsyncWebSocket:
             if timeout is not None and deadline is None:
                 deadline = self._loop.time() + timeout
             self._waiter = fut = self._loop.create_future()
-            handle = None
             if deadline is not None:
-                left = deadline - self._loop.time()
-                if left <= 0:
+                if deadline - self._loop.time() <= 0:
                     raise WebSocketTimeout(f"no message from {self.url} for {timeout:g} s", self.url)
-                handle = self._loop.call_later(left, _expire, fut, WebSocketTimeout(
-                    f"no message from {self.url} for {timeout:g} s", self.url))
+                # One timer serves every wait of a stream: a timer armed, cancelled and its
+                # error made (redacted) on each wait cost ~3 us an event while a response streams.
+                self._recv_deadline, self._recv_limit = deadline, float(timeout or 0.0)
+                timer = self._recv_timer
+                if timer is None or deadline < timer.when():  # a shorter limit than the armed one
+                    if timer is not None:
+                        timer.cancel()
+                    self._recv_timer = self._loop.call_at(deadline, self._recv_check)
             try:
                 await fut
             finally:
                 self._waiter = None
-                if handle is not None:
-                    handle.cancel()
+                self._recv_deadline = None
+
+    def _recv_check(self) -> None:
+        """The recv timer fired: fail the waiting recv if its deadline passed, else re-arm for
+        the deadline of the recv waiting now (none waiting: the next recv with a limit arms it)."""
+        self._recv_timer = None
+        deadline, waiter = self._recv_deadline, self._waiter
+        if deadline is None or waiter is None or waiter.done():
+            return
+        if self._loop.time() >= deadline:
+            _expire(waiter, WebSocketTimeout(f"no message from {self.url} for {self._recv_limit:g} s", self.url))
+        else:
+            self._recv_timer = self._loop.call_at(deadline, self._recv_check)
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._iter()

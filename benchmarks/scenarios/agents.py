@@ -1,0 +1,300 @@
+"""Agent tasks on the emulated network: the tool loop of ``benchmarks/agents.py`` (a Responses
+tool loop of several turns, 1-4 tools of 50-800 ms per turn run in parallel, a shared system
+prompt of a few thousand tokens every turn, tool results as the next input) through the suite's
+server and network (``--network wan``/``lan``), for the four arms: the official client over
+HTTP (``responses.create(stream=True)``, ``previous_response_id``, ``store=True``) and over its
+WebSocket mode (``responses.connect()``, ``store=False``), llmclient the same two ways.
+
+Two parts:
+
+* ``time``: each task runs through every arm in turn (the order flipped per task), so the arms'
+  lists are paired by task and the harness's bootstrap resamples the pairs. One record per task:
+  ``latency_ms`` is the task time (tools included: they are the same sleeps on every arm),
+  ``ttft_ms`` the median time to first token of its turns, ``extra`` the client CPU of the task
+  and the server's modelled reload (Server-Timing ``reload``: the continuation cost figure of
+  ``benchmarks/server/continuation.py``, from OpenAI's guide, not measured work).
+* ``cut``: shorter tasks over the WebSocket mode, official against llmclient, ``store=True`` (so
+  a response can be fetched by its id after a lost socket), exactly ``CUT_SHARE`` of the tasks'
+  sockets cut mid-response: the reference server's ``x-fault: cut_after=N;once=TOKEN`` on the
+  handshake closes the socket (1011) before event N of its first response (N drawn from 1 to
+  the first text deltas: mid-answer, after ``response.created``); a reconnection carrying the same header runs clean. The official client
+  gets ``on_reconnecting`` (without it, it does not reconnect at all; both count their
+  reconnections there, the proof a cut fired). The part runs on a server of its own started
+  with ``--allow-fault-headers`` (the suite's does not honour ``x-fault``), behind the same network. A task is lost when the
+  client raised or a turn's events ended without a terminal event (a turn still waiting after
+  ``TURN_DEADLINE_S``, a hang guard, has its connection closed: the official client, reconnected
+  after a cut, waits forever for the lost response's events).
+
+Full pass only: one task takes 6-15 s on wan, so four arms cannot give the five pairs a p50
+needs within the quick pass's share. ``BENCH_AGENTS_TASKS``, ``BENCH_AGENTS_TURNS`` ("6,8"),
+``BENCH_AGENTS_CUT_TASKS`` and ``BENCH_AGENTS_PARTS`` ("time", "cut") size a run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import agents
+from ..harness._scenario import Arm, Context, NotAvailable, Rate, RequestRecord, Row, ScenarioResult
+
+ORDER = 95
+
+TASKS = 12                 # paired tasks per arm (full pass): a p50 from 12 pairs
+TURNS = (6, 12)
+TOKENS = 64
+SYSTEM_WORDS = 2000
+RESULT_WORDS = 150
+CUT_TASKS = 40             # per side; CUT_SHARE of their sockets cut
+CUT_SHARE = 0.05
+CUT_TURNS = (2, 4)
+# Events of a Responses stream before its first text delta (created, in_progress,
+# output_item.added, content_part.added); the reference server writes about 0.85 text deltas per
+# output token (53-56 for 64 tokens, counted 2026-12-07), so a cut is drawn over the head and the
+# first 3/4 of the tokens' worth of events: always inside the first response, mid-answer.
+HEAD_EVENTS = 4
+PARTS = ("time", "cut")
+# Hang guard of a cut-part turn (a clean one takes 1-3 s on wan): the official client, reconnected
+# after a cut, waits forever for the lost response; past this its task counts as lost.
+TURN_DEADLINE_S = 30.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    tasks: int
+    turns: tuple[int, int]
+    cut_tasks: int
+    parts: tuple[str, ...]
+
+
+def settings(env: dict[str, str] | None = None) -> Settings:
+    """The run's size from the environment (pure); ValueError naming a bad variable."""
+    env = dict(os.environ) if env is None else env
+
+    def number(name: str, default: int) -> int:
+        raw = env.get(name)
+        if raw is None:
+            return default
+        if not raw.strip().isdigit() or int(raw) < 1:
+            raise ValueError(f"{name}={raw!r}: a positive whole number")
+        return int(raw)
+
+    turns = TURNS
+    if env.get("BENCH_AGENTS_TURNS"):
+        lo, _, hi = env["BENCH_AGENTS_TURNS"].partition(",")
+        if not (lo.strip().isdigit() and hi.strip().isdigit()) or not 2 <= int(lo) <= int(hi):
+            raise ValueError(f"BENCH_AGENTS_TURNS={env['BENCH_AGENTS_TURNS']!r}: 'MIN,MAX' turns, 2 <= MIN <= MAX")
+        turns = (int(lo), int(hi))
+    parts: tuple[str, ...] = PARTS
+    if env.get("BENCH_AGENTS_PARTS"):
+        parts = tuple(p.strip() for p in env["BENCH_AGENTS_PARTS"].split(",") if p.strip())
+        unknown = sorted(set(parts) - set(PARTS))
+        if unknown or not parts:
+            raise ValueError(f"BENCH_AGENTS_PARTS: unknown part(s) {unknown}; known: {', '.join(PARTS)}")
+    return Settings(number("BENCH_AGENTS_TASKS", TASKS), turns,
+                    number("BENCH_AGENTS_CUT_TASKS", CUT_TASKS), parts)
+
+
+def plan_cuts(n: int, share: float, tokens: int, rng: random.Random) -> dict[int, int]:
+    """Pure: which of ``n`` tasks get their socket cut, and before which event of the first
+    response: exactly ``round(share * n)`` tasks (at least one when ``share`` > 0), in a seeded
+    order, each before an event drawn uniformly from the head and the first text deltas (event 1
+    on: ``response.created`` has arrived, so the response provably started)."""
+    k = max(1, round(share * n)) if share > 0 else 0
+    chosen = rng.sample(range(n), k)
+    return {i: rng.randint(1, HEAD_EVENTS + tokens * 3 // 4) for i in sorted(chosen)}
+
+
+def _record(ctx: Context, variant: str, started: float, result: agents.TaskResult | None,
+            exc: BaseException | None, extra: dict[str, Any]) -> RequestRecord:
+    if result is None:
+        return RequestRecord(variant=variant, trace_id="", start_s=started - ctx.epoch,
+                             latency_ms=(time.perf_counter() - started) * 1000.0,
+                             error_kind=type(exc).__name__ if exc else "lost",
+                             extra={"error": str(exc)[:300], **extra})
+    return RequestRecord(variant=variant, trace_id="", start_s=started - ctx.epoch,
+                         latency_ms=result.task_s * 1000.0, status=200,
+                         ttft_ms=statistics.median(result.ttft_ms) if result.ttft_ms else None,
+                         extra={"cpu_ms": result.cpu_s * 1000.0, "reload_ms": result.reload_ms,
+                                "turns": len(result.ttft_ms), **extra})
+
+
+def _one(ctx: Context, client: Any, arm: str, task: agents.Task, variant: str, **kw: Any) -> RequestRecord:
+    run = agents.run_ws if arm.endswith("-ws") else agents.run_http
+    started = time.perf_counter()
+    try:
+        result = run(client, task, arm, TOKENS, **kw)
+    except Exception as exc:  # a lost task is counted, not fatal
+        return _record(ctx, variant, started, None, exc, {"task_turns": task.turns})
+    return _record(ctx, variant, started, result, None, {"task_turns": task.turns})
+
+
+def _time(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[RequestRecord]]:
+    arms = list(agents.ARMS)
+    records: dict[str, list[RequestRecord]] = {arm: [] for arm in arms}
+    for arm in arms:  # a warm-up task each (connections, imports), not counted
+        warm = agents.draw_task(ctx.seed, -1, (2, 2), 50, 10)
+        _one(ctx, clients[arm], arm, warm, arm, connect=agents.ws_options(arm, ctx.verify))
+    for i in range(s.tasks):
+        task = agents.draw_task(ctx.seed + 44, i, s.turns, SYSTEM_WORDS, RESULT_WORDS)
+        for arm in (arms if i % 2 == 0 else arms[::-1]):  # neither always goes first
+            ctx.progress(f"  agents/time: task {i + 1}/{s.tasks} ({task.turns} turns): {arm}")
+            records[arm].append(_one(ctx, clients[arm], arm, task, arm,
+                                     connect=agents.ws_options(arm, ctx.verify)))
+    return records
+
+
+def _spawn(ctx: Context) -> Any:
+    """A reference server of the suite's profile that honours ``x-fault`` (the suite's own does
+    not), for the cut part."""
+    from ..harness.serverproc import ServerError
+
+    if ctx.spawn_server is None:
+        raise NotAvailable("the cut part starts a reference server with fault headers (not with --base-url)")
+    profile = ctx.server.profile if ctx.server else "zero"
+    try:
+        server = ctx.spawn_server(profile=profile, extra_args=("--allow-fault-headers",))
+        server.wait_healthy()
+    except (ServerError, OSError) as exc:
+        raise NotAvailable(f"could not start a reference server with fault headers: {exc}") from exc
+    return server
+
+
+def _cut(ctx: Context, s: Settings) -> dict[str, list[RequestRecord]]:
+    server = _spawn(ctx)
+    try:
+        with ctx.routed(server) as url:
+            verify = server.ca_path or ctx.verify
+            clients = {arm: agents.make_client(arm, url, verify, ctx.api_key)
+                       for arm in ("official-ws", "llmclient-ws")}
+            try:
+                return _cut_tasks(ctx, s, clients, verify)
+            finally:
+                for client in clients.values():
+                    client.close()
+    finally:
+        server.stop()
+
+
+def _cut_tasks(ctx: Context, s: Settings, clients: dict[str, Any], verify: str | bool) -> dict[str, list[RequestRecord]]:
+    cuts = plan_cuts(s.cut_tasks, CUT_SHARE, TOKENS, random.Random(ctx.seed + 95))
+    records: dict[str, list[RequestRecord]] = {"official-ws/cut": [], "llmclient-ws/cut": []}
+    for i in range(s.cut_tasks):
+        task = agents.draw_task(ctx.seed + 95, i, CUT_TURNS, SYSTEM_WORDS // 4, RESULT_WORDS // 3)
+        for arm in (("official-ws", "llmclient-ws") if i % 2 == 0 else ("llmclient-ws", "official-ws")):
+            ctx.progress(f"  agents/cut: task {i + 1}/{s.cut_tasks}: {arm}")
+            connect = dict(agents.ws_options(arm, verify))
+            if i in cuts:  # a token of its own per copy: each side's socket is cut once
+                connect["extra_headers"] = {"x-fault": f"cut_after={cuts[i]};once={secrets.token_hex(8)}"}
+            reconnects: list[int] = []
+            # both clients call it before each new socket: the proof that a cut fired (and the
+            # official client reconnects only when it is set)
+            connect["on_reconnecting"] = lambda event, seen=reconnects: seen.append(event.close_code)
+            if arm.startswith("llmclient"):
+                connect["initial_delay"] = 0.05
+            rec = _one(ctx, clients[arm], arm, task, f"{arm}/cut", store=True, connect=connect,
+                       turn_deadline_s=TURN_DEADLINE_S)
+            rec.extra.update(cut_after=cuts.get(i), reconnects=len(reconnects))
+            records[f"{arm}/cut"].append(rec)
+    fired = sum(r.extra["reconnects"] > 0 or not r.ok for r in records["official-ws/cut"] if r.extra["cut_after"])
+    if cuts and not fired:
+        raise NotAvailable("no planned socket cut fired (the server did not honour x-fault)")
+    return records
+
+
+def lost_tasks(records: list[RequestRecord]) -> tuple[int, int, int]:
+    """(tasks lost, tasks, sockets cut) of one side of the cut part (pure)."""
+    return (sum(not r.ok for r in records), len(records),
+            sum(r.extra.get("cut_after") is not None for r in records))
+
+
+def reconnected(records: list[RequestRecord]) -> int:
+    """Tasks whose client opened a new socket (a cut that fired, seen by the client; pure)."""
+    return sum(bool(r.extra.get("reconnects")) for r in records)
+
+
+class Agents:
+    name = "agents"
+    description = ("Responses tool loops (6-12 turns, 1-4 tools of 50-800 ms a turn): task time, official "
+                   "client vs llmclient over HTTP and the WebSocket mode; tasks lost with 5% of sockets cut")
+    requires = ("llmclient", "openai", "reference_server", "faults")
+    quick = False
+    full_adds = ("agent tasks: task time p50 of 4 arms (12 paired tasks each), and tasks lost with "
+                 "5% of WebSocket sockets cut mid-response")
+
+    def run(self, ctx: Context) -> ScenarioResult:
+        try:
+            import websockets  # noqa: F401
+        except ImportError as exc:
+            raise NotAvailable("the websockets package is not installed (pip install 'llmclient[ws]')") from exc
+        s = settings()
+        api_key = ctx.api_key
+        clients = {arm: agents.make_client(arm, ctx.base_url, ctx.verify, api_key) for arm in agents.ARMS}
+        variants: dict[str, list[RequestRecord]] = {}
+        try:
+            if "time" in s.parts:
+                variants.update(_time(ctx, s, clients))
+            if "cut" in s.parts:
+                variants.update(_cut(ctx, s))
+        finally:
+            for client in clients.values():
+                client.close()
+        rows: list[Row | Rate] = []
+        notes = [f"network {ctx.network}; max_output_tokens {TOKENS}; system prompt {SYSTEM_WORDS} words "
+                 f"every turn; tool results {RESULT_WORDS} words each"]
+        series: dict[str, Any] = {}
+        if "time" in s.parts:
+            reload = {arm: statistics.median(r.extra["reload_ms"] for r in recs if r.ok)
+                      for arm, recs in variants.items() if arm in agents.ARMS and any(r.ok for r in recs)}
+            cpu = {arm: statistics.median(r.extra["cpu_ms"] for r in recs if r.ok)
+                   for arm, recs in variants.items() if arm in agents.ARMS and any(r.ok for r in recs)}
+            series.update({"reload_per_task_ms": reload, "cpu_per_task_ms": cpu})
+            context = ("the server's modelled reload per task (a documented figure, not measured work): "
+                       + ", ".join(f"{a} {v:.0f} ms" for a, v in reload.items()))
+            for stat in ("p50", "p95"):
+                rows += [
+                    Row(f"agents: task time {stat}, official HTTP -> llmclient WebSocket mode",
+                        "official-http", "llmclient-ws/app", statistic=stat, context=context,
+                        technique=f"agents: WebSocket mode vs official HTTP, task {stat}"),
+                    Row(f"agents: task time {stat}, official WebSocket mode -> llmclient's",
+                        "official-ws", "llmclient-ws", statistic=stat, context=context,
+                        technique=f"agents: WebSocket mode vs official WebSocket mode, task {stat}"),
+                    Row(f"agents: task time {stat}, official HTTP -> llmclient HTTP",
+                        "official-http", "llmclient-http", statistic=stat,
+                        technique=f"agents: llmclient HTTP vs official HTTP, task {stat}"),
+                ]
+            notes.append(f"{s.tasks} tasks of {s.turns[0]}-{s.turns[1]} turns, each through every arm in turn; "
+                         "client CPU per task (median): " + ", ".join(f"{a} {v:.0f} ms" for a, v in cpu.items()))
+        if "cut" in s.parts:
+            theirs, ours = variants["official-ws/cut"], variants["llmclient-ws/cut"]
+            lb, nb, cb = lost_tasks(theirs)
+            lc, nc, cc = lost_tasks(ours)
+            series["cut"] = {"official-ws": {"lost": lb, "tasks": nb, "cut": cb, "reconnected": reconnected(theirs)},
+                             "llmclient-ws": {"lost": lc, "tasks": nc, "cut": cc, "reconnected": reconnected(ours)}}
+            rows.append(Rate(f"agents: tasks finished with {CUT_SHARE:.0%} of sockets cut mid-response, "
+                             "official WebSocket mode -> llmclient's",
+                             "official-ws/cut", "llmclient-ws/cut", event="task finished",
+                             count=lambda r: r.ok, technique="agents: tasks finished with sockets cut",
+                             context=f"lost: official {lb} of {nb} ({cb} cut, {reconnected(theirs)} reconnected), "
+                                     f"llmclient {lc} of {nc} ({cc} cut, {reconnected(ours)} reconnected)"))
+            notes.append(f"cut part: {s.cut_tasks} tasks of {CUT_TURNS[0]}-{CUT_TURNS[1]} turns a side, store=True, "
+                         f"{cb} sockets cut before a drawn event of their first response (x-fault cut_after, "
+                         "close 1011) on a server of its own that honours x-fault; both clients with "
+                         "on_reconnecting set (the official client reconnects only then)")
+        if "llmclient-ws" in variants:
+            # the same tasks, as an app change: moving the loop from HTTP calls to the WebSocket
+            # mode (against the official HTTP arm); against the official WebSocket arm a drop-in
+            variants["llmclient-ws/app"] = variants["llmclient-ws"]
+        arms = {"official-http": Arm("openai"), "official-ws": Arm("openai"),
+                "llmclient-http": Arm("llmclient"), "llmclient-ws": Arm("llmclient"),
+                "llmclient-ws/app": Arm("llmclient", {"responses.connect()": "the tool loop on the WebSocket mode"}),
+                "official-ws/cut": Arm("openai"), "llmclient-ws/cut": Arm("llmclient")}
+        return ScenarioResult.of(self, variants, rows=rows, notes=notes, series=series, arms=arms)
+
+
+SCENARIOS = (Agents(),)
