@@ -7,7 +7,6 @@ model's Server-Timing. Each test runs twice, ``[sync]`` on ``openai.OpenAI`` and
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,11 +22,11 @@ from websockets.sync.client import connect as ws_connect
 from benchmarks.server import continuation
 from benchmarks.server.responses import StoredResponse
 from benchmarks.server.ws_responses import _Memory, _Refused, error_event, parse_create
+from tests._ws import TERMINAL, Conn
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
 KEY = "sk-ws-test"
 MODEL = "gpt-4o-mini"
-TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 SERVER_EVENTS = pydantic.TypeAdapter(ResponsesServerEvent)
 HTTP_EVENTS = pydantic.TypeAdapter(ResponseStreamEvent)
 
@@ -39,61 +38,9 @@ def server() -> Iterator[RefServer]:
     stop_ref_server(s)
 
 
-class Official:
-    """The official client's socket, sync or async, behind one synchronous face (the async
-    one runs each call to its end on a loop of its own)."""
-
-    def __init__(self, kind: str, server: RefServer, api_key: str = KEY, **connect: Any) -> None:
-        self.kind = kind
-        self.loop = asyncio.new_event_loop() if kind == "async" else None
-        cls = openai.OpenAI if kind == "sync" else openai.AsyncOpenAI
-        self.client = cls(base_url=server.base_url, api_key=api_key, max_retries=0)
-        self.connect = connect
-
-    def run(self, value: Any) -> Any:
-        return value if self.loop is None else self.loop.run_until_complete(value)
-
-    def __enter__(self) -> Official:
-        self.manager = self.client.responses.connect(**self.connect)
-        try:
-            self.conn = (self.manager.__enter__() if self.loop is None
-                         else self.run(self.manager.__aenter__()))
-        except BaseException:
-            self._close_client()
-            raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            if self.loop is None:
-                self.manager.__exit__(*exc)
-            else:
-                self.run(self.manager.__aexit__(*exc))
-        finally:
-            self._close_client()
-
-    def _close_client(self) -> None:
-        self.run(self.client.close())
-        if self.loop is not None:
-            self.loop.close()
-
-    def create(self, **kw: Any) -> None:
-        self.run(self.conn.response.create(**kw))
-
-    def send_raw(self, data: str) -> None:
-        self.run(self.conn.send_raw(data))
-
-    def recv(self) -> Any:
-        return self.run(self.conn.recv())
-
-    def until_done(self, n: int = 1) -> list[Any]:
-        """Events until ``n`` responses ended (terminal or error events)."""
-        events, ended = [], 0
-        while ended < n:
-            ev = self.recv()
-            events.append(ev)
-            ended += ev.type in TERMINAL or ev.type == "error"
-        return events
+def Official(kind: str, server: RefServer, api_key: str = KEY, **connect: Any) -> Conn:
+    """The official client's socket, sync or async, behind one synchronous face."""
+    return Conn("official", kind, server, api_key, **connect)
 
 
 @pytest.fixture(params=["sync", "async"])
