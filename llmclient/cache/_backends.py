@@ -284,10 +284,26 @@ class SQLiteBackend(BaseBackend):
         # ResponseCache turns into a counted miss), never the client's construction or call.
 
     def _open(self) -> sqlite3.Connection:
-        if not self._ready:
-            with self._conn_lock:
-                _create_private(self.path)  # 0600 before SQLite makes it
-                _keep_private(self.path)
+        if self._ready:
+            return self._connect()
+        # The first connection of this backend sets the file up while this process's other
+        # threads wait: setting it up concurrently is what SQLite answers "locked" to.
+        with self._conn_lock:
+            if self._ready:
+                return self._connect()
+            _create_private(self.path)  # 0600 before SQLite makes it
+            _keep_private(self.path)
+            conn = self._connect()
+            try:
+                self._set_up(conn)
+                _keep_private(self.path)  # the -wal/-shm SQLite just made or found
+            except BaseException:
+                conn.close()
+                raise
+            self._ready = True
+            return conn
+
+    def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000,
                                isolation_level=None, check_same_thread=False)
         try:
@@ -295,15 +311,6 @@ class SQLiteBackend(BaseBackend):
             # NORMAL is durable across application crashes in WAL mode; a cache can lose the
             # last writes on power loss (https://sqlite.org/pragma.html#pragma_synchronous).
             conn.execute("PRAGMA synchronous = NORMAL")
-            if self._ready:
-                return conn
-            # The first connection of this backend sets the file up while this process's other
-            # threads wait: setting it up concurrently is what SQLite answers "locked" to.
-            with self._conn_lock:
-                if not self._ready:
-                    self._set_up(conn)
-                    _keep_private(self.path)  # the -wal/-shm SQLite just made or found
-                    self._ready = True
         except BaseException:
             conn.close()
             raise
