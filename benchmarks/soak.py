@@ -109,15 +109,17 @@ class Window:
     calls: int = 0
     streams: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    outage_errors: int = 0  # of those, calls that overlapped a moment with no server listening
     pool_waits: int = 0  # calls whose last attempt waited for a connection
     pool_wait_ms_sum: float = 0.0
     pool_wait_ms_max: float = 0.0
 
-    def add(self, stream: bool, error: str | None, pool_wait_ms: float) -> None:
+    def add(self, stream: bool, error: str | None, pool_wait_ms: float, in_outage: bool = False) -> None:
         self.calls += 1
         self.streams += stream
         if error is not None:
             self.errors[error] += 1
+            self.outage_errors += in_outage
         if pool_wait_ms > 0:
             self.pool_waits += 1
             self.pool_wait_ms_sum += pool_wait_ms
@@ -141,6 +143,7 @@ def windows_of(windows: Sequence[Window], samples: Sequence[dict[str, float]], w
         out.append({
             "index": w.index, "start_min": lo / 60.0, "end_min": min(hi, last["t_s"] if last else hi) / 60.0,
             "calls": w.calls, "streams": w.streams, "errors": dict(w.errors), "error_total": sum(w.errors.values()),
+            "outage_errors": w.outage_errors,
             "pool_waits": w.pool_waits,
             "pool_wait_ms_mean": w.pool_wait_ms_sum / w.pool_waits if w.pool_waits else None,
             "pool_wait_ms_max": w.pool_wait_ms_max if w.pool_waits else None,
@@ -273,6 +276,12 @@ def open_fds() -> int:
 # -- the run ------------------------------------------------------------------------------------
 
 
+def overlaps(start: float, end: float, outages: Sequence[tuple[float, float | None]]) -> bool:
+    """Whether a call from ``start`` to ``end`` overlapped one of ``outages`` (from, to; to None:
+    still down). Pure."""
+    return any(a <= end and (b is None or start <= b) for a, b in outages)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -282,11 +291,14 @@ def _free_port() -> int:
 class _Server:
     """The reference server on one fixed port, restarted in place."""
 
-    def __init__(self, log_dir: str) -> None:
+    def __init__(self, log_dir: str, clock: Any = time.monotonic) -> None:
         self.port = _free_port()
         self.log_dir = log_dir
         self.restarts = 0
         self.restart_gaps_s: list[float] = []
+        self.clock = clock
+        # (from, to) on ``clock`` while nothing listened (hard restarts); bounded by the restarts
+        self.outages: list[tuple[float, float | None]] = []
         self.proc: ServerProcess = self._start()
 
     def _start(self) -> ServerProcess:
@@ -294,8 +306,21 @@ class _Server:
         server.wait_healthy()
         return server
 
-    def restart(self) -> None:
+    def restart(self, rolling: bool) -> None:
+        """``rolling``: the new server first, on the same port (granian binds with SO_REUSEPORT),
+        then the old one stopped, as a deploy behind a shared socket does: no moment with
+        nothing listening, so what the clients see is the old server's graceful close (GOAWAY,
+        connections closed) alone. Otherwise the old one is stopped first: an outage of about
+        the new process's start-up, whose refused connects fail (a refused loopback connect is
+        not retried: nothing listens)."""
         t0 = time.monotonic()
+        if rolling:
+            old, self.proc = self.proc, self._start()
+            old.stop()
+            self.restarts += 1
+            self.restart_gaps_s.append(0.0)
+            return
+        self.outages.append((self.clock(), None))
         self.proc.stop()
         for attempt in range(50):  # the port can take a moment to be free again
             try:
@@ -305,6 +330,7 @@ class _Server:
                 if attempt == 49:
                     raise
                 time.sleep(0.1)
+        self.outages[-1] = (self.outages[-1][0], self.clock())
         self.restarts += 1
         self.restart_gaps_s.append(time.monotonic() - t0)
 
@@ -314,6 +340,7 @@ class _Server:
 
 class _Run:
     def __init__(self, window_s: float) -> None:
+        self.outages: Sequence[tuple[float, float | None]] = ()  # the server's, on this run's clock
         self.t0 = time.monotonic()
         self.window_s = window_s
         self.windows: list[Window] = [Window(0, 0.0)]
@@ -322,15 +349,20 @@ class _Run:
         self.stop = threading.Event()
         self.first_errors: dict[str, str] = {}  # each kind's first message (bounded by the kinds)
 
-    def note(self, stream: bool, error: str | None, pool_wait_ms: float, message: str = "") -> None:
-        t = time.monotonic() - self.t0
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def note(self, stream: bool, error: str | None, pool_wait_ms: float, message: str = "",
+             started: float | None = None) -> None:
+        t = self.now()
         with self.lock:
             if error is not None and error not in self.first_errors:
                 self.first_errors[error] = message[:500]
             while t >= self.windows[-1].start_s + self.window_s:
                 w = self.windows[-1]
                 self.windows.append(Window(w.index + 1, w.start_s + self.window_s))
-            self.windows[-1].add(stream, error, pool_wait_ms)
+            in_outage = error is not None and overlaps(t if started is None else started, t, self.outages)
+            self.windows[-1].add(stream, error, pool_wait_ms, in_outage)
             self.calls += 1
 
 
@@ -353,7 +385,7 @@ def _sync_worker(run: _Run, clients: Sequence[Any], model: str, seed: int) -> No
     while not run.stop.is_set():
         client = rng.choice(clients)
         stream = rng.random() < STREAM_SHARE
-        error, waited, message = None, 0.0, ""
+        error, waited, message, started = None, 0.0, "", run.now()
         try:
             if stream:
                 with client.chat.completions.create(model=model, messages=_messages(rng), max_tokens=8,
@@ -366,7 +398,7 @@ def _sync_worker(run: _Run, clients: Sequence[Any], model: str, seed: int) -> No
                                                                    max_tokens=rng.randint(1, 16)))
         except Exception as exc:
             error, message = _kind(exc), str(exc)
-        run.note(stream, error, waited, message)
+        run.note(stream, error, waited, message, started)
 
 
 async def _async_worker(run: _Run, clients: Sequence[Any], model: str, seed: int) -> None:
@@ -374,7 +406,7 @@ async def _async_worker(run: _Run, clients: Sequence[Any], model: str, seed: int
     while not run.stop.is_set():
         client = rng.choice(clients)
         stream = rng.random() < STREAM_SHARE
-        error, waited, message = None, 0.0, ""
+        error, waited, message, started = None, 0.0, "", run.now()
         try:
             if stream:
                 s = await client.chat.completions.create(model=model, messages=_messages(rng), max_tokens=8,
@@ -388,7 +420,7 @@ async def _async_worker(run: _Run, clients: Sequence[Any], model: str, seed: int
                                                                          max_tokens=rng.randint(1, 16)))
         except Exception as exc:
             error, message = _kind(exc), str(exc)
-        run.note(stream, error, waited, message)
+        run.note(stream, error, waited, message, started)
 
 
 def _async_side(run: _Run, urls: Sequence[str], model: str, n: int, max_retries: int) -> None:
@@ -421,7 +453,7 @@ def _goaway_proxy(upstream_port: int, every: int) -> Iterator[Any]:
 
 def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: float, threads: int, tasks: int,
          restart_every_s: float, goaway_every: int, trace: bool, max_retries: int, log_dir: str,
-         progress: Any = print) -> dict[str, Any]:
+         progress: Any = print, restart_mode: str = "rolling") -> dict[str, Any]:
     """Run the soak; the result document's ``soak`` part (see the module docstring)."""
     import llmclient
 
@@ -439,6 +471,7 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
         if trace:
             tracemalloc.start(TRACE_FRAMES)
         run = _Run(window_s)
+        server.clock, run.outages = run.now, server.outages
         sync_clients = [llmclient.OpenAI(base_url=u, api_key="bench-key", max_retries=max_retries) for u in urls]
         workers = [threading.Thread(target=_sync_worker, args=(run, sync_clients, model, i), daemon=True,
                                     name=f"soak-sync-{i}") for i in range(threads)]
@@ -473,7 +506,7 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
                 if trace and "warm" not in snapshots and now + sample_s >= warmup_s:
                     snapshots["warm"] = (now, tracemalloc.take_snapshot())
                 if now >= next_restart and now < duration_s - 1.0:
-                    server.restart()
+                    server.restart(rolling=restart_mode == "rolling")
                     next_restart += restart_every_s
                 if now >= next_report:
                     last = samples[-1]
@@ -508,13 +541,14 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
     return {
         "minutes": minutes, "window_min": window_min, "sample_s": sample_s,
         "threads": threads, "tasks": tasks, "targets": urls, "model": model,
-        "restart_every_s": restart_every_s, "restarts": server.restarts,
+        "restart_every_s": restart_every_s, "restart_mode": restart_mode, "restarts": server.restarts,
         "restart_gap_s_max": max(server.restart_gaps_s) if server.restart_gaps_s else None,
         "goaway_every": goaway_every if proxy is not None else None,
         "goaway_note": None if proxy is not None or goaway_every <= 0 else "nginx not installed: no GOAWAY proxy",
         "max_retries": max_retries, "tracemalloc": trace,
         "calls": run.calls, "streams": sum(w.streams for w in run.windows),
         "errors": dict(sum((w.errors for w in run.windows), Counter())), "first_errors": run.first_errors,
+        "outage_errors": sum(w.outage_errors for w in run.windows),
         "windows": windows, "samples": samples,
         "slopes": summarize_samples(samples, warmup_s),
         # by line (every traceback through a line summed), then the tracebacks themselves
@@ -543,8 +577,10 @@ def render_text(s: dict[str, Any]) -> str:
                              if key in sl))
     for kind, message in s["first_errors"].items():
         lines.append(f"  first {kind}: {message}")
-    lines.append(f"{s['calls']} calls ({s['streams']} streams), errors {s['errors'] or 0}, "
-                 f"server restarts {s['restarts']}, GOAWAY every {s['goaway_every'] or '-'} requests via nginx")
+    outage = s.get("outage_errors") or 0
+    lines.append(f"{s['calls']} calls ({s['streams']} streams), errors {s['errors'] or 0}"
+                 + (f" ({outage} of them in calls that overlapped an outage)" if outage else "")
+                 + f", server restarts {s['restarts']} ({s.get('restart_mode', 'hard')}), GOAWAY every {s['goaway_every'] or '-'} requests via nginx")
     if s["growth"]:
         lines.append(f"traced heap {s['traced_net_growth_kb']:+.1f} KiB net in the {s['snapshots_minutes_apart']:.1f} min "
                      "after the warm-up; the sites that grew most:")
@@ -573,6 +609,10 @@ def parser(prog: str = "python -m benchmarks soak") -> argparse.ArgumentParser:
     p.add_argument("--tasks", type=int, default=8, help="async callers, tasks on one event loop (8; 0: none)")
     p.add_argument("--restart-every-s", type=float, default=120.0,
                    help="restart the reference server this often (120; 0: never)")
+    p.add_argument("--restart-mode", default="rolling", choices=("rolling", "hard"),
+                   help="rolling: the new server starts on the same port before the old one stops (a "
+                        "deploy: never nothing listening); hard: the old one stops first (an outage of "
+                        "about a start-up; its errors are counted apart)")
     p.add_argument("--goaway-every", type=int, default=1000,
                    help="nginx in front sends GOAWAY after this many requests per connection (1000; 0: no nginx)")
     p.add_argument("--max-retries", type=int, default=4, help="the clients' max_retries (4)")
@@ -611,12 +651,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m benchmarks soak")
     out_dir = Path(args.out) / stamp
     out_dir.mkdir(parents=True, exist_ok=True)
     print(f"soak: {args.minutes:g} min, windows of {args.window_min:g} min, {args.threads} threads + "
-          f"{args.tasks} tasks, server restarted every {args.restart_every_s:g} s"
+          f"{args.tasks} tasks, server restarted ({args.restart_mode}) every {args.restart_every_s:g} s"
           + (", tracemalloc on" if args.tracemalloc else ""), flush=True)
     load_before = os.getloadavg()
     result = soak(args.minutes, args.window_min, args.warmup_min, args.sample_s, args.threads, args.tasks,
                   args.restart_every_s, args.goaway_every, args.tracemalloc, args.max_retries, str(out_dir),
-                  progress=lambda m: print(m, flush=True))
+                  progress=lambda m: print(m, flush=True), restart_mode=args.restart_mode)
     doc = {"schema": SCHEMA, "kind": "soak",
            "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(sys.argv), "network": {"profile": "loopback (no emulation)"},

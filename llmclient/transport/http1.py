@@ -56,6 +56,7 @@ from .http1_parser import (
     make_response,
     request_bytes,
 )
+from .reads import BufferedReads, buffered, receiver
 
 if TYPE_CHECKING:
     import asyncio
@@ -73,7 +74,6 @@ __all__ = [
     "request_bytes",
 ]
 
-_READ_SIZE: Final = 256 * 1024
 # Async: body bytes buffered for a reader that does not keep up before the socket stops
 # being read (TCP flow control then slows the server down).
 _HIGH_WATER: Final = 1024 * 1024
@@ -96,6 +96,7 @@ class SyncConnection:
 
     def __init__(self, sock: socket.socket, pool: SyncPool) -> None:
         self._sock = sock
+        self._recv = receiver(sock)  # reads.py: no 256 KiB block shrunk per read
         self._pool = pool
         self.last_used = now = time.monotonic()
         self.retire_at = retire_at(now, pool.max_age_s, _rng.random())  # aging: past it, not reused
@@ -195,7 +196,7 @@ class SyncConnection:
         try:
             if timeout != self._sock_timeout:
                 self._set_timeout(timeout)
-            data = self._sock.recv(_READ_SIZE)
+            data = self._recv()
         except (TimeoutError, BlockingIOError):
             self.close()
             raise httpx.ReadTimeout("read timed out") from None
@@ -405,8 +406,9 @@ class SyncPool:
 # -- async ----------------------------------------------------------------------------------
 
 
-class AsyncConnection:
-    """One HTTP/1.1 connection on the running event loop (an asyncio Protocol)."""
+class AsyncConnection(BufferedReads):
+    """One HTTP/1.1 connection on the running event loop (an asyncio Protocol; its reads go
+    through this thread's buffer, reads.py)."""
 
     def __init__(self, pool: AsyncPool | None = None) -> None:
         import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`
@@ -732,7 +734,7 @@ class AsyncPool:
         try:
             if t0 is not None:
                 await _areport_wait(request, t0)
-            _transport, protocol = await self._open_transport(request, lambda: AsyncConnection(self))
+            _transport, protocol = await self._open_transport(request, lambda: buffered(AsyncConnection)(self))
         except BaseException:
             self._count -= 1
             self._wake_one()

@@ -22,9 +22,10 @@ import ssl
 import threading
 import time
 
+from .reads import READ_SIZE, buffer, recv
+
 __all__ = ["MemoryTLS"]
 
-_READ_SIZE = 256 * 1024
 
 
 class MemoryTLS:
@@ -63,7 +64,7 @@ class MemoryTLS:
                 raw.settimeout(_left(deadline))
                 raw.sendall(out)
             raw.settimeout(_left(deadline))
-            data = raw.recv(_READ_SIZE)
+            data = recv(raw)
             if not data:
                 raise ConnectionResetError("the server closed the connection during the TLS handshake")
             self._incoming.write(data)
@@ -82,16 +83,19 @@ class MemoryTLS:
 
     # -- I/O -----------------------------------------------------------------------------------
 
-    def recv(self, size: int = _READ_SIZE) -> bytes:
+    def recv(self, size: int = READ_SIZE) -> bytes:
         """Plaintext, waiting (the raw socket's timeout) until a whole record has come; b"" at
         the end of the connection."""
         while True:
             if self._eof:
                 return b""
-            data = self.raw.recv(size)
+            # Into this thread's buffer (reads.py: no 256 KiB block shrunk per read), and from
+            # there into the BIO, which copies it.
+            view = buffer()
+            data = self.raw.recv_into(view, min(size, READ_SIZE))
             with self._lock:
                 if data:
-                    self._incoming.write(data)
+                    self._incoming.write(view[:data])
                 else:
                     self._incoming.write_eof()
                 plain = self._decrypt()
@@ -108,11 +112,15 @@ class MemoryTLS:
                 return plain
 
     def _decrypt(self) -> bytes:
-        """Every whole record in the incoming BIO, decrypted (the lock held)."""
+        """Every whole record in the incoming BIO, decrypted (the lock held), through this
+        thread's buffer (the raw bytes in it are in the BIO by now)."""
         parts: list[bytes] = []
+        view = buffer()
         while True:
             try:
-                part = self._tls.read(_READ_SIZE)
+                # With a buffer, read() fills it and returns the count (ssl docs, SSLSocket.read);
+                # typeshed types only the bytes-returning form.
+                n: int = self._tls.read(READ_SIZE, view)  # type: ignore[assignment]
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:  # the peer's close_notify
@@ -121,10 +129,10 @@ class MemoryTLS:
             except ssl.SSLEOFError:  # cut without close_notify: an end, as SSLSocket.recv says
                 self._eof = True
                 break
-            if not part:
+            if not n:
                 self._eof = True
                 break
-            parts.append(part)
+            parts.append(bytes(view[:n]))
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def sendall(self, data: bytes) -> None:

@@ -61,6 +61,19 @@ def test_windows_count_their_calls_and_take_cpu_per_call_from_the_samples() -> N
     assert rows[0]["rss_mb"] == 52 and rows[0]["fds_max"] == 12 and rows[1]["rss_mb"] == 53
 
 
+def test_errors_of_calls_that_overlapped_an_outage_are_counted_apart() -> None:
+    outages = [(10.0, 14.0), (50.0, None)]  # the second: still down
+    assert soak.overlaps(9.0, 10.0, outages) and soak.overlaps(12.0, 13.0, outages)
+    assert soak.overlaps(13.0, 20.0, outages) and soak.overlaps(60.0, 61.0, outages)
+    assert not soak.overlaps(14.5, 49.0, outages) and not soak.overlaps(1.0, 9.9, [])
+    w = soak.Window(0, 0.0)
+    w.add(False, "APIConnectionError", 0.0, in_outage=True)
+    w.add(False, "InternalServerError 502", 0.0, in_outage=False)
+    w.add(False, None, 0.0, in_outage=True)  # a success during an outage is no error
+    [row] = soak.windows_of([w], [_sample(0, 50, 10, 0.0, 0), _sample(30, 50, 10, 0.01, 3)], 60.0)
+    assert row["error_total"] == 2 and row["outage_errors"] == 1
+
+
 def test_slopes_leave_the_warm_up_out() -> None:
     # RSS climbs 10 MB/min during a 2-minute warm-up, then 0.01 MB/min; CPU per call flat
     samples = []
@@ -119,11 +132,12 @@ def test_bad_arguments_are_named() -> None:
 
 
 @pytest.mark.slow
-def test_a_short_soak_through_the_command_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["rolling", "hard"])
+def test_a_short_soak_through_the_command_line(tmp_path: Path, mode: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "soak", "--minutes", "0.3", "--window-min", "0.1", "--sample-s", "1",
          "--restart-every-s", "7", "--goaway-every", "20", "--threads", "2", "--tasks", "2", "--tracemalloc",
-         "--out", str(tmp_path)],
+         "--restart-mode", mode, "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     [run_dir] = list(tmp_path.iterdir())
@@ -133,6 +147,11 @@ def test_a_short_soak_through_the_command_line(tmp_path: Path) -> None:
     if s["calls"] >= 50:  # one call in four is a stream: none in 50 is a 1-in-a-million draw
         assert s["streams"] > 0
     assert s["restarts"] >= 1  # the server was restarted under the callers
+    assert s["restart_mode"] == mode
+    if mode == "rolling":  # the new server listened before the old one stopped: no outage
+        assert s["restart_gap_s_max"] == 0.0 and s["outage_errors"] == 0
+    else:  # nothing listened for a while; what failed then is counted apart, never more than failed
+        assert s["restart_gap_s_max"] > 0 and 0 <= s["outage_errors"] <= sum(s["errors"].values())
     assert len(s["windows"]) >= 2 and sum(w["calls"] for w in s["windows"]) == s["calls"]
     last = [w for w in s["windows"] if w["calls"]][-1]
     assert last["calls"] > last["error_total"]  # calls are still answered after the restarts

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import httpx
 
 from ..connect import open_async, peer_of, request_timeout
+from ..reads import BufferedReads, buffered
 from . import liveness
 from .common import (
     ConnectionFacts,
@@ -64,12 +65,14 @@ async def connect_async(url: httpx.URL, ssl_context: ssl.SSLContext, request: ht
 
 def _new_protocol() -> asyncio.Protocol:
     # AsyncConnection has the asyncio.Protocol methods without subclassing it: this module is
-    # imported by every client, and most never import asyncio.
-    return cast("asyncio.Protocol", AsyncConnection())
+    # imported by every client, and most never import asyncio. buffered() adds the base, so
+    # the loop reads into this thread's buffer (reads.py).
+    return cast("asyncio.Protocol", buffered(AsyncConnection)())
 
 
-class AsyncConnection(ConnectionFacts):
-    """One HTTP/2 connection on the running event loop (an asyncio Protocol)."""
+class AsyncConnection(BufferedReads, ConnectionFacts):
+    """One HTTP/2 connection on the running event loop (an asyncio Protocol; its reads go
+    through this thread's buffer, reads.py)."""
 
     def __init__(self) -> None:
         import asyncio  # asyncio is heavy: the async client's first use loads it, not `import llmclient`

@@ -20,6 +20,7 @@ import httpx
 
 from ..._logging import logger
 from ..connect import kernel_timeouts, open_sync_shared, peer_of, request_timeout, set_timeout
+from ..reads import receiver
 from ..tls import MemoryTLS
 from . import liveness
 from .common import (
@@ -36,7 +37,6 @@ from .state import H2State, Stream
 
 __all__ = ["SyncConnection", "connect_sync"]
 
-_READ_SIZE = 256 * 1024
 
 
 def connect_sync(url: httpx.URL, ssl_context: ssl.SSLContext, request: httpx.Request,
@@ -66,6 +66,7 @@ class SyncConnection(ConnectionFacts):
     def __init__(self, sock: socket.socket | MemoryTLS) -> None:
         self.state = H2State()
         self._sock = sock
+        self._recv = receiver(sock)  # reads.py: no 256 KiB block shrunk per read
         self._raw = sock.raw if isinstance(sock, MemoryTLS) else sock  # timeouts, select
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -99,7 +100,7 @@ class SyncConnection(ConnectionFacts):
                 return
             self._set_timeout(0.05, write=False)
             try:
-                data = self._sock.recv(_READ_SIZE)
+                data = self._recv()
             except (TimeoutError, BlockingIOError):
                 return
             except OSError:
@@ -289,7 +290,7 @@ class SyncConnection(ConnectionFacts):
             # httpx's read timeout bounds each wait for bytes, not the whole response.
             if timeout != self._read_timeout:
                 self._set_timeout(timeout, write=False)
-            data = self._sock.recv(_READ_SIZE)
+            data = self._recv()
         except (TimeoutError, BlockingIOError):
             error = httpx.ReadTimeout("read timed out")
         except OSError as exc:

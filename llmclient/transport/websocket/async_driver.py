@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..._logging import logger
 from ..connect import open_async
 from ..proxy import tunnel_async
+from ..reads import BufferedReads, buffered
 from .errors import WebSocketClosed, WebSocketError, WebSocketTimeout
 from .heartbeat import Heartbeat
 from .session import Closed, Message, Opened, Pong, Session
@@ -39,7 +40,7 @@ async def connect(url: str, options: WebSocketOptions | None = None) -> AsyncWeb
     ctx = tls_context(route, options)
     open_tcp = tunnel_async(route.proxy) if route.proxy is not None else None
     _, ws = await open_async(route.host, route.port, ctx, connect_request(session, options),
-                             lambda: AsyncWebSocket(session, options), open_tcp)
+                             lambda: buffered(AsyncWebSocket)(session, options), open_tcp)
     try:
         await ws._handshake()
     except BaseException:
@@ -53,8 +54,9 @@ def _expire(fut: Any, exc: BaseException) -> None:
         fut.set_exception(exc)
 
 
-class AsyncWebSocket:
-    """An open client WebSocket on one event loop (an asyncio Protocol)."""
+class AsyncWebSocket(BufferedReads):
+    """An open client WebSocket on one event loop (an asyncio Protocol; its reads go through
+    this thread's buffer, reads.py)."""
 
     def __init__(self, session: Session, options: WebSocketOptions) -> None:
         import asyncio  # asyncio is heavy: the async client's first use loads it

@@ -26,6 +26,7 @@ from typing import Any
 from ..._logging import logger
 from ..connect import kernel_timeouts, open_sync_shared, set_timeout
 from ..proxy import tunnel_sync
+from ..reads import receiver
 from ..tls import MemoryTLS
 from .errors import WebSocketClosed, WebSocketError, WebSocketTimeout
 from .heartbeat import Heartbeat
@@ -34,7 +35,6 @@ from .setup import WebSocketOptions, connect_request, new_session, plan_route, t
 
 __all__ = ["SyncWebSocket", "connect"]
 
-_READ_SIZE = 64 * 1024  # websockets reads 64 KiB at a time too
 
 
 def connect(url: str, options: WebSocketOptions | None = None) -> SyncWebSocket:
@@ -63,6 +63,7 @@ class SyncWebSocket:
     def __init__(self, sock: socket.socket | MemoryTLS, session: Session,
                  options: WebSocketOptions) -> None:
         self._sock = sock
+        self._recv = receiver(sock)  # reads.py: no block shrunk per read
         self._raw: socket.socket = sock.raw if isinstance(sock, MemoryTLS) else sock
         self.session = session
         self.url = session.url
@@ -122,7 +123,7 @@ class SyncWebSocket:
             if timeout != self._read_timeout:
                 set_timeout(self._raw, timeout, self._kernel, "read")
                 self._read_timeout = timeout
-            data = self._sock.recv(_READ_SIZE)
+            data = self._recv()
             self.bytes_received += len(data)
             return data
         except (BlockingIOError, TimeoutError):
