@@ -100,6 +100,37 @@ def fit_slope(points: Sequence[tuple[float, float]]) -> Slope | None:
     return Slope(slope, stderr, n, intercept + slope * min(xs), intercept + slope * max(xs))
 
 
+def fit_slope_given_load(points: Sequence[tuple[float, float, float]]) -> Slope | None:
+    """Least squares of value on minute and the machine's load together (points: minute, load,
+    value): the slope per minute with the load held fixed, so that a shared machine getting
+    busier is not read as the process getting slower. ``start``/``end`` are the fitted values
+    at the first and last minute at the mean load. None below 4 points, or when minute and load
+    leave no spread to tell apart. Pure."""
+    pts = [(float(t), float(x), float(y)) for t, x, y in points
+           if math.isfinite(t) and math.isfinite(x) and math.isfinite(y)]
+    n = len(pts)
+    if n < 4:
+        return None
+    mt = sum(p[0] for p in pts) / n
+    mx = sum(p[1] for p in pts) / n
+    my = sum(p[2] for p in pts) / n
+    stt = sum((t - mt) ** 2 for t, _, _ in pts)
+    sxx = sum((x - mx) ** 2 for _, x, _ in pts)
+    stx = sum((t - mt) * (x - mx) for t, x, _ in pts)
+    sty = sum((t - mt) * (y - my) for t, _, y in pts)
+    sxy = sum((x - mx) * (y - my) for _, x, y in pts)
+    det = stt * sxx - stx * stx
+    if stt <= 0 or det <= 1e-12 * max(stt * sxx, 1e-300):
+        return None
+    b_t = (sxx * sty - stx * sxy) / det
+    b_x = (stt * sxy - stx * sty) / det
+    a = my - b_t * mt - b_x * mx
+    residual = sum((y - (a + b_t * t + b_x * x)) ** 2 for t, x, y in pts)
+    stderr = math.sqrt(residual / (n - 3) * sxx / det)
+    ts = [t for t, _, _ in pts]
+    return Slope(b_t, stderr, n, a + b_x * mx + b_t * min(ts), a + b_x * mx + b_t * max(ts))
+
+
 @dataclass
 class Window:
     """One window's counters (the harness adds to the current one; no per-call records)."""
@@ -152,6 +183,8 @@ def windows_of(windows: Sequence[Window], samples: Sequence[dict[str, float]], w
             "rss_mb_max": max(s["rss_mb"] for s in inside) if inside else None,
             "fds": last["fds"] if last else None,
             "fds_max": max(s["fds"] for s in inside) if inside else None,
+            "load1_mean": (sum(s["load1"] for s in inside) / len(inside)
+                           if inside and all("load1" in s for s in inside) else None),
         })
     return out
 
@@ -163,10 +196,15 @@ def summarize_samples(samples: Sequence[dict[str, float]], warmup_s: float) -> d
     rss = fit_slope([(s["t_s"] / 60.0, s["rss_mb"]) for s in after])
     fds = fit_slope([(s["t_s"] / 60.0, s["fds"]) for s in after])
     cpu_points = []
+    cpu_load_points = []
     for a, b in itertools.pairwise(after):
         if b["calls"] > a["calls"]:
-            cpu_points.append((b["t_s"] / 60.0, (b["cpu_s"] - a["cpu_s"]) / (b["calls"] - a["calls"]) * 1e6))
+            per_call = (b["cpu_s"] - a["cpu_s"]) / (b["calls"] - a["calls"]) * 1e6
+            cpu_points.append((b["t_s"] / 60.0, per_call))
+            if "load1" in a and "load1" in b:
+                cpu_load_points.append((b["t_s"] / 60.0, (a["load1"] + b["load1"]) / 2, per_call))
     cpu = fit_slope(cpu_points)
+    cpu_given_load = fit_slope_given_load(cpu_load_points)
     traced = fit_slope([(s["t_s"] / 60.0, s["traced_mb"]) for s in after if "traced_mb" in s])
     malloc_used = fit_slope([(s["t_s"] / 60.0, s["malloc_used_mb"]) for s in after if "malloc_used_mb" in s])
     malloc_free = fit_slope([(s["t_s"] / 60.0, s["malloc_free_mb"]) for s in after if "malloc_free_mb" in s])
@@ -177,6 +215,8 @@ def summarize_samples(samples: Sequence[dict[str, float]], warmup_s: float) -> d
         "fds_per_min": fds.as_json() if fds else None,
         "cpu_per_call_us_per_min": cpu.as_json() if cpu else None,
     }
+    if cpu_given_load is not None:
+        out["cpu_per_call_us_per_min_given_load"] = cpu_given_load.as_json()
     if traced is not None:
         out["traced_mb_per_min"] = traced.as_json()
     if malloc_used is not None and malloc_free is not None:
@@ -482,7 +522,9 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
 
         def sample() -> dict[str, float]:
             row = {"t_s": time.monotonic() - run.t0, "rss_mb": rss_mb(), "fds": float(open_fds()),
-                   "cpu_s": time.process_time() - cpu0, "calls": float(run.calls)}
+                   "cpu_s": time.process_time() - cpu0, "calls": float(run.calls),
+                   # the machine's 1-minute load: CPU per call rises with it on a shared machine
+                   "load1": os.getloadavg()[0]}
             row.update(malloc_mb())
             if trace:
                 row["traced_mb"] = tracemalloc.get_traced_memory()[0] / 2**20
@@ -559,19 +601,22 @@ def soak(minutes: float, window_min: float, warmup_min: float | None, sample_s: 
 
 def render_text(s: dict[str, Any]) -> str:
     lines = [f"{'window':>6} {'minutes':>11} {'calls':>8} {'errors':>6} {'pool waits':>10} {'cpu/call µs':>11} "
-             f"{'RSS MB':>7} {'fds':>4}"]
+             f"{'RSS MB':>7} {'fds':>4} {'load':>5}"]
     for w in s["windows"]:
-        cpu, rss, fds = w["cpu_per_call_us"], w["rss_mb"], w["fds"]
+        cpu, rss, fds, load = w["cpu_per_call_us"], w["rss_mb"], w["fds"], w.get("load1_mean")
         lines.append(f"{w['index']:6d} {w['start_min']:5.1f}-{w['end_min']:<5.1f} {w['calls']:8d} {w['error_total']:6d} "
                      f"{w['pool_waits']:10d} {'-' if cpu is None else f'{cpu:.0f}':>11} "
                      f"{'-' if rss is None else f'{rss:.1f}':>7} "
-                     f"{'-' if fds is None else f'{fds:.0f}':>4}"
+                     f"{'-' if fds is None else f'{fds:.0f}':>4} "
+                     f"{'-' if load is None else f'{load:.1f}':>5}"
                      + (f"  {w['errors']}" if w["errors"] else ""))
     sl = s["slopes"]
     lines.append(f"after {sl['warmup_min']:.1f} min of warm-up ({sl['samples_after_warmup']} samples): "
                  + "; ".join(f"{name} {_slope_text(sl.get(key))}" for name, key in
                              (("RSS MB/min", "rss_mb_per_min"), ("fds/min", "fds_per_min"),
-                              ("CPU per call µs/min", "cpu_per_call_us_per_min"), ("traced MB/min", "traced_mb_per_min"),
+                              ("CPU per call µs/min", "cpu_per_call_us_per_min"),
+                              ("the same with the load held fixed", "cpu_per_call_us_per_min_given_load"),
+                              ("traced MB/min", "traced_mb_per_min"),
                               ("malloc in use MB/min", "malloc_used_mb_per_min"),
                               ("malloc free MB/min", "malloc_free_mb_per_min"))
                              if key in sl))

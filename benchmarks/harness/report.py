@@ -1088,6 +1088,9 @@ def _soak_section(doc: Mapping[str, Any]) -> str:
     slopes = [["RSS", _slope_cell(sl.get("rss_mb_per_min"), "MB")],
               ["open fds", _slope_cell(sl.get("fds_per_min"), "fds")],
               ["CPU per call", _slope_cell(sl.get("cpu_per_call_us_per_min"), "µs")]]
+    if sl.get("cpu_per_call_us_per_min_given_load"):
+        slopes.append(["CPU per call, the machine's load held fixed",
+                       _slope_cell(sl.get("cpu_per_call_us_per_min_given_load"), "µs")])
     if sl.get("traced_mb_per_min"):
         slopes.append(["traced (tracemalloc)", _slope_cell(sl.get("traced_mb_per_min"), "MB")])
     if sl.get("malloc_used_mb_per_min"):

@@ -171,3 +171,18 @@ def test_malloc_figures_see_a_large_allocation() -> None:
     assert during["malloc_used_mb"] - before["malloc_used_mb"] >= 60
     assert during["malloc_free_mb"] >= 0
     del block
+
+
+def test_cpu_per_call_slope_with_the_load_held_fixed_tells_a_busier_machine_from_a_trend() -> None:
+    # CPU per call = 300 µs + 20 µs per unit of load, no trend in time; the load rises over the run
+    pts = [(m, 1.0 + m / 10 + (0.7 if m % 3 == 0 else 0.0), 300.0 + 20.0 * (1.0 + m / 10 + (0.7 if m % 3 == 0 else 0.0)))
+           for m in range(40)]
+    plain = soak.fit_slope([(t, y) for t, _, y in pts])
+    held = soak.fit_slope_given_load(pts)
+    assert plain is not None and plain.per_min == pytest.approx(2.0, rel=0.05)  # the load's, read as a trend
+    assert held is not None and held.per_min == pytest.approx(0.0, abs=1e-6)
+    # a real trend (+1 µs/min) is kept when the load is held fixed
+    trend = soak.fit_slope_given_load([(t, x, y + 1.0 * t) for t, x, y in pts])
+    assert trend is not None and trend.per_min == pytest.approx(1.0, abs=1e-6)
+    assert soak.fit_slope_given_load(pts[:3]) is None
+    assert soak.fit_slope_given_load([(t, 2.0 * t, y) for t, _, y in pts]) is None  # load and time alike
