@@ -5,7 +5,7 @@ shares between calls is their *leading* text: the tools and system prompt, then 
 conversation's earlier turns. The key is therefore
 
 * the app's own ``prompt_cache_key`` when it set one (OpenAI's routing hint), else its
-  ``user``: the app said which calls belong together;
+  ``user`` (Anthropic's ``metadata.user_id``): the app said which calls belong together;
 * else a chain of block hashes over the leading characters of the rendered prompt
   (``BLOCK_CHARS`` each, at most ``MAX_BLOCKS``): ``h_i = H(h_(i-1) || block_i)``, as a
   server names its KV blocks. The chain lets the router find the replica that already holds
@@ -70,7 +70,9 @@ def _content_text(content: Any) -> str:
 def prompt_text(body: dict[str, Any], limit: int = BLOCK_CHARS * MAX_BLOCKS) -> str:
     """The leading ``limit`` characters of the prompt as a server renders it, roughly: model,
     tools, then each message's role and content (or ``instructions`` + ``input``, or
-    ``prompt``). Only the order and the text matter: the same prefix gives the same text."""
+    ``prompt``); on Anthropic's Messages API the top-level ``system`` (text or text blocks)
+    comes before the messages, as Anthropic's prompt cache orders them (tools, system,
+    messages). Only the order and the text matter: the same prefix gives the same text."""
     out: list[str] = [str(body.get("model", "")), "\x00"]
     size = 0
     tools = body.get("tools")
@@ -78,7 +80,10 @@ def prompt_text(body: dict[str, Any], limit: int = BLOCK_CHARS * MAX_BLOCKS) -> 
         out.append(orjson.dumps(tools, option=orjson.OPT_SORT_KEYS).decode())
     items: list[Any] = []
     if "messages" in body:
-        items = list(body.get("messages") or ())
+        system = body.get("system")
+        if system:
+            items.append({"role": "system", "content": system})
+        items.extend(body.get("messages") or ())
     else:
         if body.get("instructions"):
             items.append({"role": "system", "content": body["instructions"]})
@@ -108,6 +113,9 @@ def route_key(path: str, body: dict[str, Any] | None) -> RouteKey:
     if not body or path.startswith("/embeddings"):
         return _NO_KEY
     app_key = body.get("prompt_cache_key") or body.get("user")
+    if not app_key:
+        metadata = body.get("metadata")
+        app_key = metadata.get("user_id") if isinstance(metadata, dict) else None
     if isinstance(app_key, str) and app_key:
         return RouteKey(_h(b"app\x00" + app_key.encode()))
     text = prompt_text(body).encode("utf-8", "surrogatepass")
