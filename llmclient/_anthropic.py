@@ -26,10 +26,13 @@ from .api._sync.anthropic import Messages, Models
 from .api.anthropic import (
     ANTHROPIC_ERRORS,
     DEFAULT_BASE_URL,
+    MESSAGES_PATH,
+    PREFETCH_UNSUPPORTED,
     anthropic_headers,
     credentials_from_env,
 )
 from .api.anthropic import finish as anthropic_finish
+from .api.anthropic import message as anthropic_message
 from .api.passthrough import passed
 from .pipeline.call import is_given
 from .transport.lanes import SyncTransport, shared_sync_transport
@@ -86,6 +89,8 @@ def anthropic_config(options: Mapping[str, Any], where: str) -> tuple[Config, st
                                 default_query=options.get("default_query") or {}),
         base_url=base_url,
     )
+    if config.calls.prefetch:
+        raise ValueError(PREFETCH_UNSUPPORTED)
     return config, auth_token
 
 
@@ -94,6 +99,8 @@ class AnthropicBase(BaseClient):
 
     _errors = ANTHROPIC_ERRORS
     _finish = staticmethod(anthropic_finish)
+    _chat_path = MESSAGES_PATH  # client.warm(...) sends a Messages call
+    _chat_answer = anthropic_message
     auth_token: str | None = None
 
     def __init__(self, **options: Unpack[AnthropicOptions]) -> None:

@@ -64,6 +64,10 @@ class BaseClient:
     # The face's errors and how an answer gets the call's facts (the Anthropic face has its own).
     _errors: Any = OPENAI_ERRORS
     _finish: Any = staticmethod(finish)
+    # The face's chat call, for what features send on the app's behalf (client.warm(...)):
+    # its path and the type of its answer.
+    _chat_path: str = "/chat/completions"
+    _chat_answer: Any = ChatCompletion
     if TYPE_CHECKING:  # the I/O mixed in (ClientIO / AsyncClientIO)
         def _request(self, call: Call, make: Any, raw: bool = False, stream_make: Any = None) -> Any: ...
         def _make_chain(self, ctx: Context) -> Any: ...
@@ -122,7 +126,8 @@ class BaseClient:
             lookup=self._cache_lookup(ctx),
             cache_for=lambda call: cache_for(ctx, call), defaults=config.calls,
             has_cache=config.features.cache is not None, is_async=is_async, options=CallOptions,
-            split=lambda params: split_options(params, config.calls), chat_completion=ChatCompletion,
+            split=lambda params: split_options(params, config.calls), chat_completion=self._chat_answer,
+            chat_path=self._chat_path,
         )
         start_features(ctx, config.features, config.calls.prefetch)
         self._ctx = ctx

@@ -43,6 +43,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "DEFAULT_BASE_URL",
     "MESSAGES_PATH",
+    "PREFETCH_UNSUPPORTED",
     "anthropic_headers",
     "check_create",
     "finish",
@@ -53,6 +54,10 @@ __all__ = [
 ANTHROPIC_VERSION: Final = "2023-06-01"
 DEFAULT_BASE_URL: Final = "https://api.anthropic.com"  # the official client's (anthropic 2.17)
 MESSAGES_PATH: Final = "/v1/messages"
+# Follow-up prediction reads chat completions' answers; this face offers client.warm(...) alone.
+PREFETCH_UNSUPPORTED: Final = (
+    "prefetch= is not supported on the Anthropic face (its follow-up prediction reads chat completions "
+    "answers); client.warm(model=..., system=..., messages=..., keep_warm=True) warms a prompt's prefix here")
 
 # ``messages.create``'s keywords (the Messages API reference, read 2026-12-07), for a clear error
 # on a misspelt one when ``anthropic`` is not installed to give its own signature.
@@ -311,6 +316,8 @@ class AnthropicResource(_Resource):
         options = None
         if params is not None:
             body, options = split_options(jsonable(params), client._options)
+            if options.prefetch and "prefetch" in params:
+                raise ValueError(PREFETCH_UNSUPPORTED)
             if stream:
                 body["stream"] = True
         if is_given(betas) and betas:  # the beta features asked for, as the official client sends them

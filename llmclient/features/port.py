@@ -22,7 +22,8 @@ class Port:
     the async client) and ``cache_for`` the client's response cache for a call, or None.
     ``options(**fields)`` makes call options and ``split(params)`` takes a call's options out of
     ``create(**params)`` (``(body, options)``), as the client's resources do; ``chat_completion``
-    is the face's type of a chat answer."""
+    is the face's type of a chat answer and ``chat_path`` the path of its chat call
+    (``/chat/completions``; the Anthropic face's ``/v1/messages``)."""
 
     build: Callable[..., Call]
     request: Callable[..., Any]
@@ -34,3 +35,4 @@ class Port:
     options: Callable[..., Any]
     split: Callable[[dict[str, Any]], tuple[dict[str, Any], Any]]
     chat_completion: Any
+    chat_path: str = "/chat/completions"

@@ -486,7 +486,7 @@ def _warm_call(port: Port, state: SpeculationState, args: dict[str, Any]) -> Cal
                PREFETCH_HEADER: "warm"}
     if state.config.priority:
         headers[PRIORITY_HEADER] = state.config.priority
-    call = port.build("POST", CHAT_PATH, body, options=options, extra_headers=headers,
+    call = port.build("POST", port.chat_path, body, options=options, extra_headers=headers,
                               extra_query=args.get("extra_query"), extra_body=args.get("extra_body"),
                               timeout=args.get("timeout", NOT_GIVEN))
     return call
