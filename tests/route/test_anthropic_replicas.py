@@ -18,7 +18,7 @@ import llmclient
 from llmclient.features.route.key import BLOCK_CHARS, route_key
 from tests._both import Drive
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
-from tests.route._common import free_port
+from tests.route._common import dead_port
 
 MODEL = "claude-haiku-4-5"
 PROFILE = "h200-1b"  # prefix caching on, millisecond steps
@@ -102,12 +102,12 @@ def test_a_stream_is_routed_with_its_conversation(drive: Drive, fleet: list[RefS
 
 def test_a_dead_replica_fails_over_and_all_dead_is_anthropics_connection_error(
         drive: Drive, fleet: list[RefServer]) -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{dead_port()}"
     client = _face(drive, [dead, fleet[0].url])
     for n in range(3):  # wherever the ring puts a conversation, it is answered
         answer = drive(client.messages.create(**_body(SYSTEM, [f"conversation {n} " * 20])))
         assert answer.timings.replica == fleet[0].url
-    nobody = _face(drive, [dead, f"http://127.0.0.1:{free_port()}"])
+    nobody = _face(drive, [dead, f"http://127.0.0.1:{dead_port()}"])
     with pytest.raises(anthropic.APIConnectionError) as caught:
         drive(nobody.messages.create(**_body(SYSTEM, ["hello"])))
     assert dead.split("//")[1] in str(caught.value)

@@ -24,7 +24,7 @@ from llmclient import HedgeConfig, Replica, Replicas
 from llmclient.features.route.key import route_key
 from tests._both import Drive
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
-from tests.route._common import MODEL, chat, free_port
+from tests.route._common import MODEL, chat, dead_port
 
 PROFILE = "h200-1b"
 
@@ -78,7 +78,7 @@ def test_round_robin_spreads_and_least_loaded_works(drive: Drive, fleet: list[Re
 
 
 def test_an_unreachable_replica_fails_over_at_once(drive: Drive, fleet: list[RefServer]) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    dead = f"http://127.0.0.1:{dead_port()}/v1"  # nothing listens there
     client = drive.client(api_key="k", base_url=[dead, fleet[0].base_url], max_retries=0)
     router = client._router
     # keys whose first choice is the dead replica (stable hashes): they go on, nothing was sent
@@ -93,7 +93,7 @@ def test_an_unreachable_replica_fails_over_at_once(drive: Drive, fleet: list[Ref
 
 
 def test_all_replicas_down_names_each_one(drive: Drive) -> None:
-    urls = [f"http://127.0.0.1:{free_port()}/v1" for _ in range(2)]
+    urls = [f"http://127.0.0.1:{dead_port()}/v1" for _ in range(2)]
     client = drive.client(api_key="k", base_url=urls, max_retries=0)
     with pytest.raises(llmclient.APIConnectionError) as info:
         drive(client.chat.completions.create(model=MODEL, messages=chat("d", ["hi"]), max_tokens=2))
@@ -111,7 +111,7 @@ def test_a_replica_with_its_own_key(drive: Drive, fleet: list[RefServer]) -> Non
         with pytest.raises(llmclient.AuthenticationError):
             drive(wrong.chat.completions.create(model=MODEL, messages=chat("k", ["hi"]), max_tokens=2))
         # a call that fails over from a replica with a key of its own goes on with the client's
-        dead = f"http://127.0.0.1:{free_port()}/v1"
+        dead = f"http://127.0.0.1:{dead_port()}/v1"
         mixed = drive.client(api_key="replica-secret", max_retries=0, base_url=Replicas(
             [Replica(dead, api_key="another-key"), locked.base_url], policy="round_robin"))
         for _ in range(2):  # one of the two starts on the dead replica
@@ -241,13 +241,13 @@ def test_doctor_checks_that_replicas_serve_the_same_models(fleet: list[RefServer
         assert main([fleet[0].base_url, other.base_url, "--api-key", "k"]) == 1
     finally:
         stop_ref_server(other)
-    dead = f"http://127.0.0.1:{free_port()}/v1"
+    dead = f"http://127.0.0.1:{dead_port()}/v1"
     down = fleet_check([diagnose(fleet[0].base_url, api_key="k"), diagnose(dead, api_key="k")])
     assert down.status == "warn" and dead in down.summary
 
 
 def test_warmup_opens_every_replica_and_skips_a_dead_one(drive: Drive, fleet: list[RefServer]) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/v1"
+    dead = f"http://127.0.0.1:{dead_port()}/v1"
     client = drive.client(api_key="k", base_url=[fleet[0].base_url, dead, fleet[1].base_url])
     drive(client.warmup())  # one GET /models pinned to each replica; the dead one is ejected
     stats = {r["url"]: r for r in client.replica_stats()}

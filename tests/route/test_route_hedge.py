@@ -12,7 +12,7 @@ from llmclient import HedgeConfig, Replica, Replicas
 from llmclient.features.route.key import route_key
 from tests._both import Drive
 from tests.conftest import FAULT_HEADERS, start_ref_server, stop_ref_server
-from tests.route._common import MODEL, chat, free_port
+from tests.route._common import MODEL, chat, dead_port
 
 STALL_MS = 300
 
@@ -23,7 +23,7 @@ def _key_on(router: object, index: int, prefix: str = "tenant") -> str:
 
 
 def test_first_choice_is_the_plans_first_and_takes_nothing() -> None:
-    urls = [f"http://127.0.0.1:{free_port()}/v1" for _ in range(3)]
+    urls = [f"http://127.0.0.1:{dead_port()}/v1" for _ in range(3)]
     router = Replicas(urls).router()
     for n in range(20):
         body = {"model": MODEL, "messages": chat(f"s{n}", ["hi"])}

@@ -17,7 +17,7 @@ from llmclient.features.route.key import route_key
 from llmclient.features.route.shared import merge
 from tests._both import Drive
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
-from tests.route._common import MODEL, chat, free_port
+from tests.route._common import MODEL, chat, dead_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 20.0  # an upper bound for the other process's refresh (1 s), never a timing assert
@@ -59,7 +59,7 @@ def _key_on(router: object, index: int) -> str:
 
 
 def test_a_replica_ejected_in_one_process_is_out_in_another(drive: Drive, live: RefServer, redis_url: str) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/v1"
+    dead = f"http://127.0.0.1:{dead_port()}/v1"
     client = drive.client(api_key="k", max_retries=0,
                           base_url=Replicas([dead, live.base_url], redis=redis_url))
     router = client._router
@@ -80,7 +80,7 @@ def test_a_replica_ejected_in_one_process_is_out_in_another(drive: Drive, live: 
 
 
 def test_redis_down_changes_nothing_for_the_calls(drive: Drive, live: RefServer) -> None:
-    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    nowhere = f"redis://127.0.0.1:{dead_port()}/0"
     client = drive.client(api_key="k", max_retries=0, base_url=Replicas([live.base_url], redis=nowhere))
     for _ in range(3):
         answer = drive(client.chat.completions.create(model=MODEL, messages=chat("d", ["hi"]), max_tokens=2))

@@ -19,7 +19,7 @@ from llmclient.features.route.key import route_key
 from llmclient.features.route.shared import LOAD_STALE_S, others_load
 from tests._both import Drive
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
-from tests.route._common import MODEL, chat, free_port
+from tests.route._common import MODEL, chat, dead_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 20.0  # an upper bound for the refreshes (0.25 s), never a timing assert
@@ -111,7 +111,7 @@ def test_another_processes_calls_count_against_a_replicas_bound(drive: Drive, pa
 
 
 def test_redis_down_no_shared_counts_and_calls_unaffected(drive: Drive, pair: list[RefServer]) -> None:
-    nowhere = f"redis://127.0.0.1:{free_port()}/0"
+    nowhere = f"redis://127.0.0.1:{dead_port()}/0"
     a, b = (s.base_url for s in pair)
     client = drive.client(api_key="k", max_retries=0, base_url=Replicas([a, b], redis=nowhere))
     key = _key_on(client._router, 0)
