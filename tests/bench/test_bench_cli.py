@@ -131,6 +131,8 @@ def test_keys_are_removed_and_servers_stopped_when_the_run_is_interrupted(
         assert secrets.is_dir() and any(secrets.rglob("*.key"))  # the server's key, mid-run
         origin = re.search(r"ready in \S+ at (https://127\.0\.0\.1:(\d+))", "".join(seen))
         assert origin
+        if os.path.isdir("/proc"):  # the check below sees the server while it runs
+            assert _processes_mentioning(str(secrets))
         proc.send_signal(signum)                                  # to the suite alone
         rest, _ = proc.communicate(timeout=60)
     finally:
@@ -141,8 +143,29 @@ def test_keys_are_removed_and_servers_stopped_when_the_run_is_interrupted(
     assert "interrupted: servers stopped, certificates and keys removed" in rest
     assert not secrets.exists()
     assert not [p for p in tmp_path.rglob("*") if p.suffix in (".pem", ".key")]
-    import socket
+    # Its server is gone too: no process runs with the secrets folder in its command line (the
+    # server's --cert-dir is inside it). Not a probe of its port, which a parallel test's server
+    # may have bound since.
+    if os.path.isdir("/proc"):
+        assert not _processes_mentioning(str(secrets)), "the suite's server outlived the interrupt"
+    else:
+        import socket
 
-    with socket.socket() as probe:                                # its server is gone too
-        probe.settimeout(2)
-        assert probe.connect_ex(("127.0.0.1", int(origin.group(2)))) != 0
+        with socket.socket() as probe:
+            probe.settimeout(2)
+            assert probe.connect_ex(("127.0.0.1", int(origin.group(2)))) != 0
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text`` (a zombie's is empty)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+            except OSError:
+                continue
+            if text.encode() in cmdline:
+                found.append(int(entry))
+    return found
