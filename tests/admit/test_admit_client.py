@@ -63,8 +63,11 @@ def test_the_budgets_are_learned_from_the_first_answer(drive: Drive, limited: Re
 
 def test_auto_paces_once_the_server_refused_and_then_earns_no_more_429s(drive: Drive, limited: RefServer) -> None:
     client = _client(drive, limited, max_retries=5)
-    for _ in range(4):  # 4 x 60 tokens: the fourth is past the budget of 200 -> one 429, retried
-        _chat(drive, client, max_tokens=50)
+    # 4 x 200 tokens, each the whole budget of 200 a second: a call is refused unless a full
+    # second passed since the last one (calls of 60 tokens were not, once: on a busy machine
+    # four of them took longer than the 0.2 s of refill their excess needed).
+    for _ in range(4):
+        _chat(drive, client, max_tokens=190)
     seen = _only(client.rate_limits)
     assert seen["refused_429"] >= 1 and seen["pacing"] is True
     refused = seen["refused_429"]

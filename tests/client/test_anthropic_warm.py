@@ -56,7 +56,7 @@ def test_keep_warm_holds_a_keeper_until_close(drive: Drive, cached: RefServer) -
 
 
 def test_prefetch_is_refused_on_this_face_before_anything_is_sent(drive: Drive, cached: RefServer) -> None:
-    with pytest.raises(ValueError, match="prefetch= is not supported on the Anthropic face.*client.warm"):
+    with pytest.raises(ValueError, match=r"prefetch= is not supported on the Anthropic face.*client\.warm"):
         drive.client(llmclient, face="Anthropic", base_url=cached.url, api_key="sk-ant-test", prefetch=True)
     client = drive.client(llmclient, face="Anthropic", base_url="http://127.0.0.1:9", api_key="sk-ant-test")
     # nothing listens on port 9: a request sent would be a connection error, not this

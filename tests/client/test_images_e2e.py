@@ -180,7 +180,10 @@ def test_each_source_kind_reaches_the_server_resized_and_stripped(
     # The server decoded it and counted what its own resize of the full photo would cost.
     assert r.usage.prompt_tokens - text_tokens == image_tokens(*PREPARED, "high")
     assert image_tokens(*PREPARED, "high") == image_tokens(*SHOWN, "high")
-    assert r.timings.bytes_sent == wire.sizes[-1] < len(photo) / 5
+    # Under a third of the photo whatever the quality search found: on a busy machine it runs
+    # out of its time budget and keeps the target's quality (about 560 KB of this 2.5 MB photo,
+    # against about 400 KB when it measures), by design (preprocess/_quality.py).
+    assert r.timings.bytes_sent == wire.sizes[-1] < len(photo) / 3
     assert r.timings.image_prep_ms is not None
     assert r.timings.image_bytes_saved == (0 if kind == "pil" else len(photo) - len(
         parse_data_url(orjson.loads(wire.bodies[-1])["messages"][0]["content"][1]
