@@ -324,7 +324,7 @@ def delta_builder(event_cls: Any) -> Callable[[dict[str, Any]], Any] | None:
         set_private(event, None)
         return event
 
-    for tag, (cls, name, _keys) in list(kinds.items()):  # the check, once: the validator's result or nothing
+    for tag, (_cls, name, _keys) in list(kinds.items()):  # the check, once: the validator's result or nothing
         sample = {"type": "content_block_delta", "index": 3, "delta": {"type": tag, name: "x\u00e9"}}
         ours, theirs = build(sample), validate(sample)
         if ours is None or not _same(ours, theirs):

@@ -13,7 +13,14 @@ from websockets.server import ServerProtocol
 
 from llmclient.transport.websocket import HandshakeError, Heartbeat, Session
 from llmclient.transport.websocket.errors import close_meaning, handshake_advice
-from llmclient.transport.websocket.session import Closed, Message, Opened, Pong, _at_frame_start, http_equivalent
+from llmclient.transport.websocket.session import (
+    Closed,
+    Message,
+    Opened,
+    Pong,
+    _at_frame_start,
+    http_equivalent,
+)
 
 URL = "ws://example.test/v1/responses"
 
