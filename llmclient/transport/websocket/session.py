@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidURI
-from websockets.extensions.permessage_deflate import enable_client_permessage_deflate
-from websockets.frames import Frame, Opcode
+from websockets.exceptions import InvalidURI, PayloadTooBig, ProtocolError
+from websockets.extensions.permessage_deflate import PerMessageDeflate, enable_client_permessage_deflate
+from websockets.frames import CloseCode, Frame, Opcode
 from websockets.http11 import Response
 from websockets.protocol import Protocol, State
 from websockets.streams import StreamReader
@@ -177,8 +177,8 @@ class Session:
         (:meth:`outgoing` has its close frame), and the driver raises ``failure`` once those
         events are read."""
         p = self._p
-        if self._plain and p.state is State.OPEN and not p.extensions and p.current_size is None \
-                and self.failure is None and _at_frame_start(p):
+        if self._plain and p.state is State.OPEN and p.current_size is None and self.failure is None \
+                and _at_frame_start(p):
             out, data = self._whole_frames(data)
             if not data:
                 return out
@@ -193,8 +193,9 @@ class Session:
         protocol (from the first frame that is not whole or not plain: a control frame, a
         fragment, reserved bits, a mask, over the size limit). Called only where the protocol's
         parser waits for a new frame with nothing buffered (:func:`_at_frame_start`), so that it
-        goes on from a frame boundary; a plain frame is unmasked, final, text or binary, no
-        extension negotiated: the protocol would hand it on unchanged (websockets
+        goes on from a frame boundary; a plain frame is unmasked, final, text or binary, with
+        RSV1 only where permessage-deflate was negotiated (inflated by that extension, as the
+        parser would, :meth:`_inflate`): the protocol would hand it on unchanged (websockets
         ``Protocol.recv_frame``), and :meth:`_message` checks its text as :meth:`_frame` does.
         A message that comes in one frame is most of a stream's; reading it here costs about a
         third of the protocol's generator-based parse (benchmarks/ws_overhead)."""
@@ -203,11 +204,18 @@ class Session:
         limit = p.max_message_size
         if p.max_fragment_size is not None:
             limit = p.max_fragment_size if limit is None else min(limit, p.max_fragment_size)
+        extensions = p.extensions
+        if extensions and (len(extensions) != 1 or type(extensions[0]) is not PerMessageDeflate):
+            return out, data  # an extension of another kind: its frames are the protocol's
         i, n = 0, len(data)
         while n - i >= 2:
             b0, b1 = data[i], data[i + 1]
-            if (b0 != 0x81 and b0 != 0x82) or b1 & 0x80:
+            if b1 & 0x80:
                 break
+            if b0 != 0x81 and b0 != 0x82:
+                # a compressed message in one frame (RFC 7692: RSV1 set): inflated here too
+                if (b0 != 0xC1 and b0 != 0xC2) or not extensions:
+                    break
             length, start = b1, i + 2
             if length == 126:
                 if n - i < 4:
@@ -220,11 +228,40 @@ class Session:
             end = start + length
             if end > n or (limit is not None and length > limit):
                 break
-            self._message(bytes(data[start:end]), b0 == 0x81, out)
+            payload = bytes(data[start:end])
             i = end
+            if b0 & 0x40:
+                payload = self._inflate(payload, _TEXT if b0 & 0x0F == 1 else _BINARY, limit)
+                if payload is None:  # the protocol failed the connection; the rest is its to discard
+                    break
+            self._message(payload, b0 & 0x0F == 1, out)
             if self.failure is not None:  # not UTF-8: the protocol fails the connection (1007)
                 break
         return out, (data[i:] if i else data)
+
+    def _inflate(self, payload: bytes, opcode: Any, limit: int | None) -> bytes | None:
+        """A compressed frame's message, through the negotiated extension as websockets'
+        ``Frame.parse`` runs it, or None when that fails: then the protocol is failed as its
+        ``parse`` fails it (the same close codes, ``parser_exc`` for :meth:`_events`)."""
+        p = self._p
+        try:
+            frame = Frame(opcode, payload, True, True, False, False)
+            for extension in reversed(p.extensions):
+                frame = extension.decode(frame, max_size=limit)
+            frame.check()
+        except ProtocolError as exc:
+            p.fail(CloseCode.PROTOCOL_ERROR, str(exc))
+            p.parser_exc = exc
+        except PayloadTooBig as exc:
+            exc.set_current_size(p.current_size)
+            p.fail(CloseCode.MESSAGE_TOO_BIG, str(exc))
+            p.parser_exc = exc
+        except Exception as exc:
+            p.fail(CloseCode.INTERNAL_ERROR)
+            p.parser_exc = exc
+        else:
+            return bytes(frame.data)
+        return None
 
     def receive_eof(self) -> list[Event]:
         """The server closed the TCP connection."""
