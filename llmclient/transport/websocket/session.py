@@ -18,7 +18,10 @@ from typing import Any, Final
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidURI, PayloadTooBig, ProtocolError
-from websockets.extensions.permessage_deflate import PerMessageDeflate, enable_client_permessage_deflate
+from websockets.extensions.permessage_deflate import (
+    PerMessageDeflate,
+    enable_client_permessage_deflate,
+)
 from websockets.frames import CloseCode, Frame, Opcode
 from websockets.http11 import Response
 from websockets.protocol import Protocol, State
