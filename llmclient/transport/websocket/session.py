@@ -215,10 +215,9 @@ class Session:
             b0, b1 = data[i], data[i + 1]
             if b1 & 0x80:
                 break
-            if b0 != 0x81 and b0 != 0x82:
-                # a compressed message in one frame (RFC 7692: RSV1 set): inflated here too
-                if (b0 != 0xC1 and b0 != 0xC2) or not extensions:
-                    break
+            # a compressed message in one frame (RFC 7692: RSV1 set) is inflated here too
+            if b0 != 0x81 and b0 != 0x82 and ((b0 != 0xC1 and b0 != 0xC2) or not extensions):
+                break
             length, start = b1, i + 2
             if length == 126:
                 if n - i < 4:
@@ -234,9 +233,10 @@ class Session:
             payload = bytes(data[start:end])
             i = end
             if b0 & 0x40:
-                payload = self._inflate(payload, _TEXT if b0 & 0x0F == 1 else _BINARY, limit)
-                if payload is None:  # the protocol failed the connection; the rest is its to discard
+                inflated = self._inflate(payload, _TEXT if b0 & 0x0F == 1 else _BINARY, limit)
+                if inflated is None:  # the protocol failed the connection; the rest is its to discard
                     break
+                payload = inflated
             self._message(payload, b0 & 0x0F == 1, out)
             if self.failure is not None:  # not UTF-8: the protocol fails the connection (1007)
                 break
