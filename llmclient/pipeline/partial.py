@@ -143,6 +143,22 @@ class PartialTracker:
             if isinstance(rid, str):
                 self.response_id = rid
 
+    def content_delta(self, obj: dict[str, Any]) -> None:
+        """An Anthropic ``content_block_delta`` event: what :meth:`event` does for one, with
+        fewer lookups (it runs once per token)."""
+        self.events += 1
+        seq = obj.get("sequence_number")
+        if seq is not None and isinstance(seq, int):
+            self.last_sequence_number = seq
+        delta = obj.get("delta")
+        if isinstance(delta, dict):
+            text = delta.get("text")
+            if isinstance(text, str):
+                state = self._choices.get(0)
+                if state is None:
+                    state = self._choices[0] = _Choice()
+                state.parts.append(text)
+
     def answer(self) -> PartialAnswer:
         choices = {i: PartialChoice(i, "".join(s.parts), [s.tools[k] for k in sorted(s.tools)], s.finish)
                    for i, s in sorted(self._choices.items())}

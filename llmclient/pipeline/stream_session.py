@@ -128,6 +128,8 @@ class StreamSession:
         """The stream's bookkeeping for decoded events (the watchdog, completion, the partial
         answer), and the events as the app gets them; raises the stream's error for an error
         event or a stall."""
+        if self._messages and not self.early and self._expect_seq is None:
+            return self._handle_messages(objs)
         self._progress(objs)
         if self._events:
             return self._handle_events(objs)
@@ -182,12 +184,58 @@ class StreamSession:
             return [make(obj) for obj in objs if obj.get("type") != PING_EVENT]
         return [make(obj) for obj in objs]
 
+    def _handle_messages(self, objs: list[dict[str, Any]]) -> list[Any]:
+        """Anthropic's Messages events: what :meth:`_progress` and :meth:`_handle_events` do for
+        them, in one pass, as a streamed answer is nearly all ``content_block_delta`` events (one
+        per token) and this runs for each. ``ping`` is a keep-alive: not progress, no part of the
+        answer, not handed on (the official client's ``_streaming.py`` drops it too)."""
+        out: list[Any] = []
+        make = self._make
+        chunks = self._chunks
+        partial = self._partial
+        record = self.call.record
+        for obj in objs:
+            kind = obj.get("type")
+            if kind == "content_block_delta":
+                if record.first_token_ms is None:
+                    record.mark_first_token()
+                partial.content_delta(obj)
+            elif kind == PING_EVENT:
+                partial.events += 1  # counted as it came (the stall message's count), nothing more
+                continue
+            else:
+                if kind == "error":
+                    # a status error of the 200 answer, with the event as its body, as the official
+                    # client's stream raises it (anthropic ``_streaming.py``)
+                    self._tick(True)
+                    raise self.annotate(APIStatusError(_error_message(obj), response=self._response, body=obj))
+                if kind is None and obj.get("error"):
+                    self._tick(True)
+                    raise self.annotate(APIError(_error_message(obj), body=obj))
+                if kind == MESSAGE_END_EVENT or kind in RESPONSE_END_EVENTS:
+                    self._end = kind
+                if record.first_token_ms is None and has_token(obj):
+                    record.mark_first_token()
+                partial.event(obj)
+            if chunks is not None:
+                chunks.append(obj)
+            out.append(make(obj))
+        self._tick(bool(out))
+        return out
+
     def _progress(self, objs: list[dict[str, Any]]) -> None:
         """The watchdog's view of one read: events are progress; bytes without one are not."""
         now = time.monotonic()
         if objs and self._messages:  # Anthropic's pings: bytes that are no progress
             objs = [obj for obj in objs if obj.get("type") != PING_EVENT]
-        if objs:
+        self._tick(bool(objs), now)
+
+    def _tick(self, progressed: bool, now: float | None = None) -> None:
+        """The watchdog's clock after one read: an event came (``progressed``), or only bytes;
+        raises the stall once bytes without an event outlast the idle limit."""
+        if now is None:
+            now = time.monotonic()
+        if progressed:
             if self.early and self.call.record.first_token_ms is not None:
                 # the rhythm of the answer's tokens: not the wait for the first (the prefill)
                 if self._had_event:

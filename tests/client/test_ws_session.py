@@ -13,7 +13,14 @@ from websockets.server import ServerProtocol
 
 from llmclient.transport.websocket import HandshakeError, Heartbeat, Session
 from llmclient.transport.websocket.errors import close_meaning, handshake_advice
-from llmclient.transport.websocket.session import Closed, Message, Opened, Pong, http_equivalent
+from llmclient.transport.websocket.session import (
+    Closed,
+    Message,
+    Opened,
+    Pong,
+    _at_frame_start,
+    http_equivalent,
+)
 
 URL = "ws://example.test/v1/responses"
 
@@ -212,3 +219,105 @@ def test_a_poller_looks_again_within_an_interval_while_a_ping_is_in_flight() -> 
     assert hb.poll_in(0.5) == pytest.approx(0.5)
     hb.ping(1.0)
     assert hb.next_check(1.0) == pytest.approx(20.0) and hb.poll_in(1.0) == pytest.approx(1.0)
+
+
+# -- plain frames read by the Session itself (Session._whole_frames) against websockets' parser --
+def _hello(client: Session, deflate: bool = False) -> bytes:
+    """The handshake's answer to ``client``, from websockets' server protocol."""
+    server = ServerProtocol(extensions=enable_server_permessage_deflate(None) if deflate else None)
+    server.receive_data(client.start())
+    (request,) = server.events_received()
+    server.send_response(server.accept(request))
+    return b"".join(server.data_to_send())
+
+
+def _server_bytes(script: list[tuple[str, object]], deflate: bool = False) -> list[bytes]:
+    """What websockets' server protocol writes for ``script`` once open: each step's frames
+    (a server's frames are not masked: the same bytes for any client; compressed ones depend
+    only on the server's compressor)."""
+    server = ServerProtocol(extensions=enable_server_permessage_deflate(None) if deflate else None)
+    server.receive_data(Session(URL, compression="deflate" if deflate else None).start())
+    (request,) = server.events_received()
+    server.send_response(server.accept(request))
+    server.data_to_send()
+    steps = []
+    for op, arg in script:
+        if op == "text":
+            server.send_text(arg)  # type: ignore[arg-type]
+        elif op == "part":  # a fragment, then its continuation
+            server.send_text(arg[:3], fin=False)  # type: ignore[index]
+            server.send_continuation(arg[3:], fin=True)  # type: ignore[index]
+        elif op == "binary":
+            server.send_binary(arg)  # type: ignore[arg-type]
+        elif op == "ping":
+            server.send_ping(arg)  # type: ignore[arg-type]
+        elif op == "raw":  # a frame as given (reserved bits, a mask ...)
+            server.writes.append(arg)  # type: ignore[attr-defined]
+        elif op == "close":
+            server.send_close(1000, "done")
+        steps.append(b"".join(server.data_to_send()))
+    return steps
+
+
+def _run(stream: bytes, cuts: list[int], plain: bool, deflate: bool = False, **kw) -> tuple[list, bytes, object, bool]:
+    client = Session(URL, compression="deflate" if deflate else None, **kw)
+    client._plain = plain and client._plain
+    (opened,) = client.receive(_hello(client, deflate))
+    assert bool(client._p.extensions) == deflate
+    events: list = [type(opened)]
+    out = b""
+    at = 0
+    for cut in [*cuts, len(stream)]:
+        if cut > at:
+            events += client.receive(stream[at:cut])
+            out += client.outgoing()
+            at = cut
+    failure = client.failure
+    return events, out, None if failure is None else (type(failure), str(failure)), client.open
+
+
+SCRIPTS = {
+    "text": [("text", b'{"type":"response.output_text.delta","delta":"a"}')] * 5,
+    "utf8": [("text", "caf\u00e9 \u2603".encode()), ("text", b"ascii")],
+    "sizes": [("text", b"x" * 125), ("text", b"y" * 126), ("binary", b"\x00" * 70000), ("text", b"z")],
+    "mixed": [("text", b"a"), ("ping", b"p1"), ("part", b"fragmented message"), ("binary", b"\x01\x02"),
+              ("text", b"b"), ("close", None)],
+    "bad utf8": [("text", b"ok"), ("raw", b"\x81\x02\xff\xfe"), ("text", b"after")],
+    "reserved bit": [("text", b"ok"), ("raw", b"\xc1\x01a"), ("text", b"after")],
+    "masked": [("text", b"ok"), ("raw", b"\x81\x81\x00\x00\x00\x00a"), ("text", b"after")],
+    "too big": [("text", b"ok"), ("text", b"x" * 300), ("text", b"after")],
+    # with permessage-deflate: compressed frames that do not inflate, one set RSV1 on a ping
+    "bad deflate": [("text", b"ok " * 20), ("raw", b"\xc1\x04\xff\xff\xff\xff"), ("text", b"after")],
+    "rsv1 ping": [("text", b"ok"), ("raw", b"\xc9\x00"), ("text", b"after")],
+}
+
+
+@pytest.mark.parametrize("deflate", [False, True], ids=["plain", "deflate"])
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_plain_frames_read_here_give_what_the_protocol_gives(name: str, deflate: bool,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every way of cutting the server's bytes into reads (each cut point, and every byte on its
+    own) gives the same events, answers (pongs, close frames), failure and state with the
+    Session's own reading of plain frames as with websockets' parser alone."""
+    import random
+    import types
+
+    import websockets.frames
+
+    # the client's frames are masked with random keys: one fixed key, so that the answers compare
+    monkeypatch.setattr(websockets.frames, "secrets", types.SimpleNamespace(token_bytes=lambda n: b"\x01" * n))
+
+    stream = b"".join(_server_bytes(SCRIPTS[name], deflate))
+    kw = {"max_size": 200} if name == "too big" else {}
+    rnd = random.Random(name)
+    splits = [[], list(range(1, len(stream))), *[[at] for at in range(0, len(stream), 7)],
+              *[sorted(rnd.sample(range(1, len(stream)), 5)) for _ in range(20)]]
+    for cuts in splits:
+        assert _run(stream, cuts, True, deflate, **kw) == _run(stream, cuts, False, deflate, **kw), cuts
+    if name == "text":  # and the frames were read here
+        client = Session(URL, compression="deflate" if deflate else None)
+        client.receive(_hello(client, deflate))
+        assert _at_frame_start(client._p)
+        client._p.receive_data = lambda data: pytest.fail("a plain frame went to the protocol")
+        assert len(client.receive(stream)) == 5
+        assert _at_frame_start(client._p) and not client._p.reader.buffer
