@@ -1,5 +1,5 @@
 """``python -m benchmarks``: see :mod:`benchmarks.harness.cli`; ``python -m benchmarks soak``:
-:mod:`benchmarks.soak` (a tool: the harness imports no tool, so the choice is made here)."""
+:mod:`benchmarks.soak`, ``python -m benchmarks reliability``: :mod:`benchmarks.reliability` (a tool: the harness imports no tool, so the choice is made here)."""
 
 import sys
 
@@ -8,6 +8,10 @@ if __name__ == "__main__":
         from .soak import main as soak_main
 
         sys.exit(soak_main(sys.argv[2:], prog="python -m benchmarks soak"))
+    if sys.argv[1:2] == ["reliability"]:
+        from .reliability import main as reliability_main
+
+        sys.exit(reliability_main(sys.argv[2:]))
     from .harness.cli import main
 
     sys.exit(main())
