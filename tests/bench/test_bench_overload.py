@@ -29,6 +29,7 @@ def test_the_tally_counts_attempts_where_the_server_saw_them() -> None:
     assert s["attempts"] == 8 and s["attempts_source"] == "server" and s["attempts_per_call"] == 2.0
     assert s["answers"] == {200: 2, 503: 2, 529: 4} and s["overload_share"] == 6 / 8
     assert s["client_attempts"] == 8 and s["counts_agree"] is True and s["never_reached"] == 0
+    assert s["calls_by_attempts"] == {1: 1, 2: 2, 3: 1}
     assert s["p50_ms"] == 510.0 and s["n_latency"] == 2  # over the completed calls only
     # a call the client counted twice but the server saw once: the counts disagree, the server's stand
     lost = overload.summarize("x", [_out("a", True, 1.0, attempts=2)], {"a": [200]})
