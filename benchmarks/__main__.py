@@ -11,7 +11,8 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["reliability"]:
         from .reliability import main as reliability_main
 
-        sys.exit(reliability_main(sys.argv[2:]))
+        reliability_main(sys.argv[2:])
+        sys.exit(0)
     from .harness.cli import main
 
     sys.exit(main())

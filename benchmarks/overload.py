@@ -485,5 +485,6 @@ def main_rows(found: dict[str, Any]) -> list[str]:
             f"{_iv(c['p99_interval'])} (official / llmclient, goal >= 1.5x; "
             f"{c['p99_samples'][0]}/{c['p99_samples'][1]} calls); every call completes: "
             f"{'yes' if g['every_call_completes'] else 'no (its p99 leaves the failed calls out)'}; "
-            f"goal {'met' if g['met'] else 'not met'}")
+            + (f"goal {'met' if g['met'] else 'not met'}" if found["base_url"] is None else
+               "the goal is judged against the embedded server's 529 bursts only"))
     return lines
