@@ -119,3 +119,23 @@ def test_a_short_run_against_the_reference_server_counts_every_attempt(tmp_path:
     lines = overload.main_rows(found)
     assert any(line.startswith("llmclient vs anthropic:") for line in lines)
     json.dumps(found, default=str)  # what --json writes
+
+
+def test_against_a_given_server_the_clients_count_their_attempts() -> None:
+    # --base-url: a server of the user's (here a reference server started without faults, as a
+    # user's would be): nothing injected, no log to read; the clients' own counts, no verdict.
+    from benchmarks.harness.serverproc import start_server
+
+    server = start_server("zero")
+    try:
+        server.wait_healthy()
+        found = overload.run("anthropic", ["llmclient", "anthropic"], calls=8, callers=2, rounds=2,
+                             base_url=server.origin)
+    finally:
+        server.stop()
+    assert found["faults"] is None and found["base_url"] == server.origin
+    for s in found["clients"]:
+        assert s["attempts_source"] == "client" and s["calls"] == s["completed"] == 8
+        assert s["attempts"] == 8 and s["overload_share"] is None and s["counts_agree"] is None
+    assert any("not judged" in line or "judged against the embedded server" in line
+               for line in overload.main_rows(found))
