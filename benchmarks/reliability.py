@@ -18,7 +18,11 @@ Three goals of issue 46, each run side by side with the official ``openai`` clie
   costs at most RTT + 300 ms (RFC 8305's 250 ms attempt delay, plus the IPv4 handshake), where
   a client that tries addresses in turn waits out its connect timeout.
 
-``--base-url URL`` runs ``churn`` against your own server or gateway (errors only: the upstream's
+And issue 45's overload goal, ``overload`` (``benchmarks/overload.py``; not part of ``all``):
+529 bursts under 20% of the answers, llmclient's Anthropic face against the official
+``anthropic`` client (``--api openai``: the OpenAI face), attempts from the server's access log.
+
+``--base-url URL`` runs ``churn`` (and ``overload``) against your own server or gateway (errors only: the upstream's
 log is not ours to read). Run under the bench lock on a shared machine:
 ``flock /tmp/llmclient-bench.lock python -m benchmarks.reliability all``.
 """
