@@ -1,4 +1,6 @@
-"""Overload that never storms, measured (issue 45): ``python -m benchmarks.reliability overload``.
+"""Overload that never storms, measured (issue 45): ``python -m benchmarks reliability overload``
+(``python -m benchmarks.overload``; a part of the reliability benchmarks, in a module of its own:
+a tool imports no other tool).
 
 The goal: under bursts of overload answers (Anthropic's 529 ``overloaded_error``) that make
 under 20% of the answers, every llmclient call completes, with total attempts no more than the
@@ -29,10 +31,13 @@ the servers are the thin I/O around them.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import os
 import random
 import re
+import sys
 import threading
 import time
 import uuid
@@ -46,7 +51,7 @@ from typing import Any
 from .harness.serverproc import ServerProcess, start_server
 from .harness.stats import bootstrap_ratio, percentile
 
-__all__ = ["APIS", "DEFAULT_FAULTS", "GOAL_P99_RATIO", "Outcome", "compare", "error_label", "expected_share",
+__all__ = ["APIS", "DEFAULT_FAULTS", "GOAL_P99_RATIO", "Outcome", "compare", "error_label", "expected_share", "main",
            "main_rows", "official_of", "run", "summarize"]
 
 # The fault: a 529 burst of 8 requests fires on 2.5% of the others: 0.2 / 1.175 = 17% of the
@@ -488,3 +493,39 @@ def main_rows(found: dict[str, Any]) -> list[str]:
             + (f"goal {'met' if g['met'] else 'not met'}" if found["base_url"] is None else
                "the goal is judged against the embedded server's 529 bursts only"))
     return lines
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m benchmarks reliability overload") -> None:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    p.add_argument("--api", choices=tuple(APIS), default="anthropic", help="the face and its official client (anthropic)")
+    p.add_argument("--clients", help=f"comma-separated, of {', '.join(APIS['anthropic'])} (llmclient, llmclient-async "
+                                     "and the official one), or the openai ones with --api openai")
+    p.add_argument("--calls", type=int, default=1000, help="calls per client (1,000)")
+    p.add_argument("--callers", type=int, default=32, help="concurrent callers (32)")
+    p.add_argument("--rounds", type=int, default=4, help="interleaved rounds (4)")
+    p.add_argument("--faults", default=DEFAULT_FAULTS,
+                   help=f"the reference server's fault spec ({DEFAULT_FAULTS}: about 17-19%% of the answers 529, in "
+                        "bursts of 8, Retry-After: 1; add ;retry_after=none for none)")
+    p.add_argument("--pause-ms", type=float, default=20.0, help="each caller's pause between calls (20 ms, +-50%%)")
+    p.add_argument("--max-tokens", type=int, default=8, help="max_tokens of each call (8)")
+    p.add_argument("--base-url", help="your own Anthropic- (or OpenAI-) compatible server: it cannot be told to "
+                                      "inject faults (the overload is what it gives), attempts are the clients' "
+                                      "own counts, the goal is not judged")
+    p.add_argument("--model", help="the model (the reference server's claude-haiku-4-5 / sim-zero)")
+    p.add_argument("--api-key", help="the key (ANTHROPIC_API_KEY / OPENAI_API_KEY, else a placeholder)")
+    p.add_argument("--json", type=Path, help="write every figure here")
+    args = p.parse_args(argv)
+    chosen = tuple(c.strip() for c in args.clients.split(",") if c.strip()) if args.clients else None
+    try:
+        found = run(args.api, chosen, args.calls, args.callers, args.rounds, args.faults, args.pause_ms / 1000.0,
+                    args.max_tokens, args.base_url, args.api_key, args.model,
+                    progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    except ValueError as exc:
+        p.error(str(exc))
+    print("\n".join(main_rows(found)))
+    if args.json is not None:
+        args.json.write_text(json.dumps({"overload": found}, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -18,11 +18,11 @@ Three goals of issue 46, each run side by side with the official ``openai`` clie
   costs at most RTT + 300 ms (RFC 8305's 250 ms attempt delay, plus the IPv4 handshake), where
   a client that tries addresses in turn waits out its connect timeout.
 
-And issue 45's overload goal, ``overload`` (``benchmarks/overload.py``; not part of ``all``):
-529 bursts under 20% of the answers, llmclient's Anthropic face against the official
-``anthropic`` client (``--api openai``: the OpenAI face), attempts from the server's access log.
+Issue 45's overload goal (529 bursts, llmclient's Anthropic face against the official
+``anthropic`` client) is a tool of its own, ``benchmarks/overload.py``:
+``python -m benchmarks reliability overload`` (or ``python -m benchmarks.overload``).
 
-``--base-url URL`` runs ``churn`` (and ``overload``) against your own server or gateway (errors only: the upstream's
+``--base-url URL`` runs ``churn`` against your own server or gateway (errors only: the upstream's
 log is not ours to read). Run under the bench lock on a shared machine:
 ``flock /tmp/llmclient-bench.lock python -m benchmarks.reliability all``.
 """
@@ -47,7 +47,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import overload
 from .fixtures.nginx import NginxGoaway
 from .harness.serverproc import ServerProcess, start_server
 from .harness.stats import percentile
@@ -523,32 +522,16 @@ def _print_eyeballs(found: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.reliability", description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("churn", "outage", "eyeballs", "overload", "all", "probe-eyeballs"),
-                   help="overload: 529 bursts, llmclient's face against the official client (benchmarks/overload.py; "
-                        "not in all)")
+    p.add_argument("what", choices=("churn", "outage", "eyeballs", "all", "probe-eyeballs"))
     p.add_argument("url", nargs="?", help=argparse.SUPPRESS)  # probe-eyeballs only
-    p.add_argument("--calls", type=int, help="churn: calls per client and server (10,000); overload: calls per "
-                                             "client (1,000)")
+    p.add_argument("--calls", type=int, default=10_000, help="churn: calls per client and server (10,000)")
     p.add_argument("--concurrency", type=int, default=16, help="churn: callers (16)")
-    p.add_argument("--callers", type=int, default=32, help="outage, overload: callers (32)")
+    p.add_argument("--callers", type=int, default=32, help="outage: callers (32)")
     p.add_argument("--outage-s", type=float, default=10.0, help="outage: how long every answer is 503 (10)")
     p.add_argument("--connections", type=int, default=5, help="eyeballs: new connections per client (5)")
     p.add_argument("--connect-timeout", type=float, default=5.0, help="eyeballs: the clients' connect timeout (5 s)")
-    p.add_argument("--clients", help=f"comma-separated, of {', '.join(CLIENTS)} (all of them); overload: of "
-                                     f"{', '.join(overload.APIS['anthropic'])} (llmclient, llmclient-async and the "
-                                     "official one), or the openai ones with --api openai")
-    p.add_argument("--base-url", help="churn, overload: against your own server or gateway (churn: errors only; "
-                                      "overload: no faults injected, attempts as the clients count them)")
-    g = p.add_argument_group("overload (needs the embedded reference server for its faults, unless --base-url)")
-    g.add_argument("--api", choices=tuple(overload.APIS), default="anthropic", help="the face and its official client")
-    g.add_argument("--faults", default=overload.DEFAULT_FAULTS,
-                   help=f"the server's fault spec ({overload.DEFAULT_FAULTS}: about 17%% of answers 529, in bursts "
-                        "of 8, Retry-After: 1)")
-    g.add_argument("--rounds", type=int, default=4, help="interleaved rounds (4)")
-    g.add_argument("--pause-ms", type=float, default=20.0, help="each caller's pause between calls (20 ms, +-50%%)")
-    g.add_argument("--max-tokens", type=int, default=8, help="max_tokens of each call (8)")
-    g.add_argument("--model", help="the model (the reference server's claude-haiku-4-5 / sim-zero)")
-    g.add_argument("--api-key", help="the key (ANTHROPIC_API_KEY / OPENAI_API_KEY, else a placeholder)")
+    p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma-separated, of {', '.join(CLIENTS)}")
+    p.add_argument("--base-url", help="churn against your own server or gateway (errors only)")
     p.add_argument("--json", type=Path, help="write every figure here")
     p.add_argument("--client", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, default=1, help=argparse.SUPPRESS)
@@ -556,25 +539,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.what == "probe-eyeballs":
         print(json.dumps(probe_eyeballs(args.url, args.client, args.n, args.connect_timeout)))
         return
-    if args.what == "overload":
-        chosen = tuple(c.strip() for c in args.clients.split(",") if c.strip()) if args.clients else None
-        try:
-            found = overload.run(args.api, chosen, args.calls or 1000, args.callers, args.rounds, args.faults,
-                                 args.pause_ms / 1000.0, args.max_tokens, args.base_url, args.api_key, args.model,
-                                 progress=lambda msg: print(msg, file=sys.stderr, flush=True))
-        except ValueError as exc:
-            p.error(str(exc))
-        print("\n".join(overload.main_rows(found)))
-        if args.json is not None:
-            args.json.write_text(json.dumps({"overload": found}, indent=2, default=str))
-        return
-    clients = tuple(c.strip() for c in (args.clients or ",".join(CLIENTS)).split(",") if c.strip())
+    clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
     unknown = sorted(set(clients) - set(CLIENTS))
     if unknown:
         p.error(f"unknown --clients {unknown}: choose from {', '.join(CLIENTS)}")
     report: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "load": os.getloadavg()}}
     if args.what in ("churn", "all"):
-        rows = churn(args.calls or 10_000, args.concurrency, clients, args.base_url)
+        rows = churn(args.calls, args.concurrency, clients, args.base_url)
         _print_churn(rows)
         report["churn"] = [t.row() for t in rows]
     if args.what in ("outage", "all"):

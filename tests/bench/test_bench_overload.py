@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from benchmarks import overload, reliability
+from benchmarks import overload
 
 # -- the pure parts --------------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ def test_bad_settings_are_named() -> None:
     with pytest.raises(ValueError, match="--api"):
         overload.run("gemini")
     with pytest.raises(SystemExit):
-        reliability.main(["overload", "--clients", "llmclient,nope"])
+        overload.main(["--clients", "llmclient,nope"])
 
 
 # -- against the reference server ------------------------------------------------------------------
