@@ -18,6 +18,10 @@ Three goals of issue 46, each run side by side with the official ``openai`` clie
   costs at most RTT + 300 ms (RFC 8305's 250 ms attempt delay, plus the IPv4 handshake), where
   a client that tries addresses in turn waits out its connect timeout.
 
+Issue 45's overload goal (529 bursts, llmclient's Anthropic face against the official
+``anthropic`` client) is a tool of its own, ``benchmarks/overload.py``:
+``python -m benchmarks reliability overload`` (or ``python -m benchmarks.overload``).
+
 ``--base-url URL`` runs ``churn`` against your own server or gateway (errors only: the upstream's
 log is not ours to read). Run under the bench lock on a shared machine:
 ``flock /tmp/llmclient-bench.lock python -m benchmarks.reliability all``.

@@ -420,7 +420,7 @@ class App:
             await asyncio.sleep(fault.stall_ms / 1000)
         if fault.status is not None:
             headers = []
-            if fault.status in (429, 529):
+            if fault.status in (429, 529) and fault.retry_after_s is not None:
                 headers.append((b"retry-after", _retry_after(fault.retry_after_s)))
             msg = f"injected fault: status {fault.status}"
             await self._error(send, req, fault.status, msg, code="injected_fault", headers=headers)

@@ -21,7 +21,8 @@ Meaning:
                               answer with that status in the route's error shape (OpenAI's,
                               or Anthropic's on /v1/messages: 403 permission_error, 529
                               overloaded_error); 429 and 529 carry ``Retry-After: retry_after``,
-                              default 1 s
+                              default 1 s; ``retry_after=none``: no Retry-After at all (the API
+                              answers some 529s without one)
   oom                         the engine's out-of-memory failure (503, type server_error)
   stall_ms=N                  wait N ms before the first byte (a stored response's GET too)
   cut_after=N                 streams: end the body after N chunks, without finish_reason or
@@ -87,7 +88,7 @@ class FaultSpecError(ValueError):
 @dataclass(frozen=True)
 class FaultSpec:
     status: int | None = None
-    retry_after_s: float = 1.0
+    retry_after_s: float | None = 1.0  # None: no Retry-After header
     oom: bool = False
     stall_ms: int = 0
     cut_after: int | None = None
@@ -141,7 +142,7 @@ def _parse_item(item: str, fields: dict[str, object]) -> None:
             raise FaultSpecError(f"fault status {status} not one of {sorted(FAULT_STATUSES)}")
         fields["status"] = status
     elif key == "retry_after":
-        fields["retry_after_s"] = _number(key, raw, integer=False)
+        fields["retry_after_s"] = None if raw == "none" else _number(key, raw, integer=False)
     elif key == "once":
         if not raw:
             raise FaultSpecError("fault item once=: needs a token")

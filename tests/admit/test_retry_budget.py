@@ -102,6 +102,49 @@ def test_a_full_outage_costs_about_one_attempt_per_call() -> None:
     assert attempts <= 1000 + budget.threshold * 2  # not 3,000
 
 
+def _burst_refusals(cost: float, prob: float, burst: int, runs: int = 20, attempts: int = 20_000) -> tuple[float, float]:
+    """(share of attempts failed, retries refused per run) under the reference server's burst
+    fault (``prob=P;burst=N``: once it fires, the next N - 1 attempts fail too), each failure
+    taking ``cost`` tokens of a default budget, seeded."""
+    failed = refused = 0
+    for run in range(runs):
+        rng, left, bucket = random.Random(run), 0, rb.Bucket(rb.RetryBudget())
+        for _ in range(attempts):
+            if left or rng.random() < prob:
+                left = left - 1 if left else burst - 1
+                failed += 1
+                refused += not bucket.failed(cost)
+            else:
+                bucket.succeeded()
+    return failed / (runs * attempts), refused / runs
+
+
+def test_bursts_of_shed_answers_under_a_fifth_of_the_answers_keep_their_retries() -> None:
+    """Anthropic's 529 comes in bursts (every call in flight at once): at a full token a burst
+    of 8 takes 8 of 20, and two close together spend the bucket though four answers in five
+    succeed; a 529 takes a quarter (the figures in retry_budget's docstring)."""
+    assert rb.failure_cost(529) == rb.SHED_COST == 0.25
+    assert rb.failure_cost(503) == rb.failure_cost(500) == rb.failure_cost(None) == 1.0
+    for prob, burst, share in ((0.025, 8, 0.172), (0.03, 8, 0.200), (0.0215, 10, 0.182)):
+        got_share, refused_shed = _burst_refusals(rb.failure_cost(529), prob, burst)
+        assert abs(got_share - share) < 0.005
+        _, refused_full = _burst_refusals(1.0, prob, burst)
+        assert refused_shed < 5 and refused_full > 1000  # per 20,000 attempts
+
+
+def test_a_full_shed_outage_still_stops_retrying() -> None:
+    budget = rb.RetryBudget()
+    bucket = rb.Bucket(budget)
+    attempts = 0
+    for _ in range(1000):  # every attempt a 529; each call may retry twice
+        for _try in range(3):
+            attempts += 1
+            if not bucket.failed(rb.failure_cost(529)):
+                break
+    assert attempts <= 1000 + budget.threshold / rb.SHED_COST * 2  # 40 retries, not 2,000
+    assert rb.apply(20.0, budget, 4 * rb.SHED_COST, 0) == 19.0  # what the shared script applies
+
+
 def test_the_budget_option_is_checked_and_named() -> None:
     assert isinstance(rb.check_retry_budget(None), rb.RetryBudget)
     assert rb.check_retry_budget(False) is None

@@ -145,6 +145,20 @@ def test_overload_is_retried_honouring_retry_after(drive: Drive, server: RefServ
     assert len(seen) == 3
 
 
+def test_a_burst_of_overload_answers_keeps_the_retry_budget(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    # 16 calls, each refused once by a 529 and then answered: at a token a failure they would
+    # take the default bucket (20, back 0.2 a success) to 10 and the 13th retry would be refused; a
+    # 529 (a shed answer) takes a quarter (features/admit/retry_budget.py), so all are retried.
+    c = _face(drive, server, max_retries=2)
+    for i in range(16):
+        token = f"face-529-burst-{time.monotonic_ns()}-{drive.kind}-{i}"
+        m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK,
+                                    **api._fault(f"status=529;retry_after=0;once={token}")))
+        assert m.content[0].text and m.timings.retries == 1
+    [state] = c.retry_budgets.values()
+    assert not state["spent"] and state["refused"] == 0 and state["tokens"] >= 20 - 16 * 0.25
+
+
 def test_the_cache_keys_over_the_whole_request(drive: Drive, server: RefServer, tmp_path: Any) -> None:  # noqa: F811
     c = _face(drive, server, cache=True)
     base = {"model": MODEL, "max_tokens": 8, "messages": ASK, "extra_body": api.GREEDY}

@@ -129,6 +129,14 @@ def test_status_faults(ref_server, status):
     assert (r.headers.get("retry-after") == "3") == (status == 429)
 
 
+def test_a_refusal_without_retry_after(ref_server):
+    assert parse_fault("status=529;retry_after=none") == FaultSpec(status=529, retry_after_s=None)
+    r = _post(ref_server, "status=429;retry_after=none")
+    assert r.status_code == 429 and "retry-after" not in r.headers
+    with pytest.raises(FaultSpecError, match="retry_after"):
+        parse_fault("retry_after=never")
+
+
 def test_oom_fault_is_a_503_server_error(ref_server):
     r = _post(ref_server, "oom")
     assert r.status_code == 503

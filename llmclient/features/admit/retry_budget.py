@@ -14,6 +14,18 @@ grpc-core's ``ServerRetryThrottleData``), the policy Envoy calls a retry budget:
 * every other outcome (an answer, or an error the policy does not retry: the origin is
   answering) puts :attr:`RetryBudget.token_ratio` back, up to the top.
 
+One kind of failure costs less: Anthropic's 529 ``overloaded_error`` (:data:`SHED_STATUSES`)
+takes :data:`SHED_COST` (a quarter) of a token. Only a live API sends it, shedding load for a
+moment, and it comes in bursts: every call in flight refused at once. At a full token each, a
+burst of 8 from 32 callers takes 8 of the 20 tokens, two close together spend the bucket, and
+the calls they hit fail although the origin answers four calls in five: the overload benchmark
+(``python -m benchmarks reliability overload``, 529 bursts of 8 making 17-19% of the answers,
+2026-12-07) failed 19 of 200 llmclient calls on the budget where the official client failed
+none. At a quarter, a seeded simulation of that fault (20 runs of 20,000 attempts,
+tests/admit) refuses 0.1 retries a run at 17% and 0.3 at 20% (a full token: 2,285 and 3,092),
+and a full 529 outage still stops retrying, after ``max_tokens / 2 / SHED_COST`` = 40 of them
+(503, which a gateway whose upstream is down sends too, keeps the full token).
+
 So retries stop within ``max_tokens / 2`` failures of an outage (a full outage costs about
 1.0x the calls plus a handful, not 3x), and while an origin is sick they add at most
 ``token_ratio`` retries per success: 20 % with the defaults (20 tokens, 0.2).
@@ -46,8 +58,9 @@ import threading
 import weakref
 from typing import Any, Final
 
-__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TOKEN_RATIO", "NOT_COUNTED_STATUSES", "Bucket", "OriginBudget", "RetryBudget", "apply",
-           "check_retry_budget", "check_setting", "mark_refused", "origin_of", "outcome", "refusal"]
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_TOKEN_RATIO", "NOT_COUNTED_STATUSES", "SHED_COST", "SHED_STATUSES", "Bucket",
+           "OriginBudget", "RetryBudget", "apply", "check_retry_budget", "check_setting", "failure_cost", "mark_refused",
+           "origin_of", "outcome", "refusal"]
 
 log = logging.getLogger("llmclient.admit")
 
@@ -57,6 +70,12 @@ log = logging.getLogger("llmclient.admit")
 # ratelimits benchmark without pacing, 0.5 s windows: 636 of 2,712 calls failed). A refused
 # connect is left out by the retry layer for the same reason as a never-sent request.
 NOT_COUNTED_STATUSES: Final = frozenset({429})
+
+# Answers that take only SHED_COST of a token: Anthropic's 529 overloaded_error ("Anthropic's API
+# is temporarily overloaded", docs.claude.com/en/api/errors, read 2026-12): the API is up and
+# sheds load in bursts (the module's docstring has the figures).
+SHED_STATUSES: Final = frozenset({529})
+SHED_COST: Final = 0.25
 
 DEFAULT_MAX_TOKENS: Final = 20.0  # gRFC A6's policy shape; the sizes: the module's docstring
 DEFAULT_TOKEN_RATIO: Final = 0.2
@@ -168,9 +187,10 @@ class Bucket:
         self.policy = policy
         self.tokens = policy.max_tokens if tokens is None else tokens
 
-    def failed(self) -> bool:
-        """A retryable failure: one token less; whether a retry may follow."""
-        self.tokens = max(0.0, self.tokens - 1.0)
+    def failed(self, cost: float = 1.0) -> bool:
+        """A retryable failure: ``cost`` tokens less (one, or :data:`SHED_COST` for a shed
+        answer); whether a retry may follow."""
+        self.tokens = max(0.0, self.tokens - cost)
         return self.tokens > self.policy.threshold
 
     def succeeded(self) -> None:
@@ -181,9 +201,10 @@ class Bucket:
         return self.tokens <= self.policy.threshold
 
 
-def apply(tokens: float, policy: RetryBudget, failures: int, successes: int) -> float:
-    """``tokens`` after ``successes`` then ``failures`` (the order the shared script uses:
-    the pessimistic one, since a success at the top of the bucket is lost). Pure."""
+def apply(tokens: float, policy: RetryBudget, failures: float, successes: int) -> float:
+    """``tokens`` after ``successes`` then ``failures`` (the tokens failures took: a shed answer
+    takes less than one; the order the shared script uses: the pessimistic one, since a success
+    at the top of the bucket is lost). Pure."""
     tokens = min(policy.max_tokens, tokens + successes * policy.token_ratio)
     return max(0.0, tokens - failures)
 
@@ -200,7 +221,7 @@ class OriginBudget:
         self.bucket = Bucket(policy)
         self.lock = threading.Lock()
         self.shared = shared
-        self.pending_failures = 0
+        self.pending_failures = 0.0  # tokens taken (a shed answer takes SHED_COST)
         self.pending_successes = 0
         self.refused = 0  # retries this budget refused (stats)
         self.used_at = 0.0  # when the shared thread last saw it touched (its clock)
@@ -219,22 +240,23 @@ class OriginBudget:
         if self.shared is not None:
             self.shared.touched(self)
 
-    def failed(self) -> bool:
-        """A retryable failure; whether the retry it asks for may go."""
+    def failed(self, cost: float = 1.0) -> bool:
+        """A retryable failure costing ``cost`` tokens; whether the retry it asks for may go."""
         with self.lock:
-            allowed = self.bucket.failed()
-            self.pending_failures += 1
+            allowed = self.bucket.failed(cost)
+            self.pending_failures += cost
             if not allowed:
                 self.refused += 1
         if self.shared is not None:
             self.shared.touched(self)
         return allowed
 
-    def take_pending(self) -> tuple[int, int]:
-        """(failures, successes) not yet sent to Redis, now handed to the shared thread."""
+    def take_pending(self) -> tuple[float, int]:
+        """(tokens failures took, successes) not yet sent to Redis, now handed to the shared
+        thread."""
         with self.lock:
             out = self.pending_failures, self.pending_successes
-            self.pending_failures = self.pending_successes = 0
+            self.pending_failures, self.pending_successes = 0.0, 0
         return out
 
     def merge(self, shared_tokens: float) -> None:
@@ -275,12 +297,19 @@ def mark_refused(err: Any, budget: OriginBudget) -> Any:
     return err
 
 
-def outcome(budget: OriginBudget, retryable_failure: bool, wants_retry: bool) -> bool:
-    """Record one attempt's outcome; True when the retry it wants is refused."""
+def failure_cost(status: int | None) -> float:
+    """The tokens a retryable failure takes: :data:`SHED_COST` for a shed answer
+    (:data:`SHED_STATUSES`), one for anything else (another status; None: a connection error)."""
+    return SHED_COST if status in SHED_STATUSES else 1.0
+
+
+def outcome(budget: OriginBudget, retryable_failure: bool, wants_retry: bool, cost: float = 1.0) -> bool:
+    """Record one attempt's outcome (a retryable failure takes ``cost`` tokens:
+    :func:`failure_cost`); True when the retry it wants is refused."""
     if not retryable_failure:
         budget.succeeded()
         return False
-    return not budget.failed() and wants_retry
+    return not budget.failed(cost) and wants_retry
 
 
 _live: weakref.WeakSet[RetryBudget] = weakref.WeakSet()

@@ -126,7 +126,7 @@ class SharedRetryBudgets:
             return None
         keys: list[str] = []
         args: list[Any] = []
-        taken: list[tuple[OriginBudget, int, int]] = []
+        taken: list[tuple[OriginBudget, float, int]] = []  # (tokens failures took, successes)
         for key, budget in live:
             failures, successes = budget.take_pending()
             keys.append(key)

@@ -8,7 +8,7 @@ face's error, with the call's trace id, timings and, with several replicas, each
 
 Each attempt's outcome also goes into its origin's retry budget (``features/admit/
 retry_budget.py``, gRPC's retry throttling; on unless ``retry_budget=False``): a retryable
-failure takes a token, anything else (an answer, a status not retried) puts a share back, and a
+failure takes a token (Anthropic's 529, a shed answer, a quarter of one), anything else (an answer, a status not retried) puts a share back, and a
 retry the policy wants is refused while the bucket is at or below half, so an outage costs about
 one attempt per call. A refused retry raises the call's own error at once, its message saying
 so and ``retry_budget`` naming the origin. A send the transport proved never reached the server
@@ -24,7 +24,7 @@ import httpx
 
 from ..._logging import logger
 from ..._synchronization import asleep
-from ...features.admit.retry_budget import NOT_COUNTED_STATUSES, mark_refused, outcome
+from ...features.admit.retry_budget import NOT_COUNTED_STATUSES, failure_cost, mark_refused, outcome
 from ...pipeline.retry import error_retry, is_retryable_status, refused, status_retry
 from .read import aread_error_body
 
@@ -86,7 +86,8 @@ class Retry:
                 spent = None
                 if budget is not None and status not in NOT_COUNTED_STATUSES:
                     origin = budget.for_url(call.base_url, self._redis)
-                    if outcome(origin, is_retryable_status(status, response.headers), delay is not None):
+                    if outcome(origin, is_retryable_status(status, response.headers), delay is not None,
+                               failure_cost(status)):
                         spent = origin
                 if delay is None or spent is not None:
                     record.finish()
