@@ -28,7 +28,9 @@ and a full 529 outage still stops retrying, after ``max_tokens / 2 / SHED_COST``
 
 So retries stop within ``max_tokens / 2`` failures of an outage (a full outage costs about
 1.0x the calls plus a handful, not 3x), and while an origin is sick they add at most
-``token_ratio`` retries per success: 20 % with the defaults (20 tokens, 0.2).
+``token_ratio`` retries per success: 20 % with the defaults (20 tokens, 0.2); for 529s alone,
+``token_ratio / SHED_COST`` (80 %): an origin shedding under about 44 % of its answers keeps
+its retries, one shedding more has them throttled.
 A healthy origin (failures under ``token_ratio / (1 + token_ratio)`` of attempts, 16.7 %) keeps
 its bucket full, and its transient failures are retried as before. Why not gRFC A6's example
 (10 tokens, 0.1): its healthy line is 9 % of attempts, and the ``faults`` benchmark's mix (12 %
