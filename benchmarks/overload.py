@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .harness.serverproc import ServerProcess, start_server
+from .harness.serverproc import ServerProcess, start_server, stop_all
 from .harness.stats import bootstrap_ratio, percentile
 
 __all__ = ["APIS", "DEFAULT_FAULTS", "GOAL_P99_RATIO", "Outcome", "compare", "error_label", "expected_share", "main",
@@ -426,6 +426,9 @@ def run(api: str = "anthropic", clients: Sequence[str] | None = None, calls: int
             for arm in order:
                 say(f"round {r + 1}/{rounds}: {arm.client}, {n} calls")
                 arm.round(n, callers, pause_s)
+        # The servers stopped first: an access log read while its server runs can miss the
+        # last lines (written after the answer; under load the tally once came up short).
+        stop_all(servers)
         seen = {arm.client: arm.server_statuses() for arm in arms}
         summaries = [summarize(arm.client, arm.outcomes, seen[arm.client]) for arm in arms]
         by = {arm.client: arm for arm in arms}

@@ -14,6 +14,7 @@ import importlib
 import inspect
 import os
 import sys
+import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -264,7 +265,7 @@ class _EventFactory(_AnthropicFactory):
 # goes to the validator too.
 
 def _pydantic_slots() -> tuple[Callable[[Any, Any], None], ...]:
-    import pydantic
+    import pydantic  # the anthropic types' own dependency: loaded with them, not at `import llmclient`
 
     slots = pydantic.BaseModel.__dict__
     return tuple(slots[name].__set__ for name in
@@ -286,8 +287,6 @@ def delta_builder(event_cls: Any) -> Callable[[dict[str, Any]], Any] | None:
     """A builder for ``content_block_delta`` events of the plain shape (see above): the event as
     ``event_cls`` (the official ``RawContentBlockDeltaEvent``) validated would be, or None for a
     shape it does not build (the caller validates). None when no delta type passes the check."""
-    import typing
-
     if list(event_cls.model_fields) != ["delta", "index", "type"]:
         return None
     event_cls.model_rebuild()
