@@ -463,31 +463,41 @@ class _UnionFactory(_Factory):
         return _tagged_builder(union, lambda data: OfficialBase.construct(**data))
 
 
-class _ResponseFactory(_Factory):
-    """The official ``Response``: its ``output`` items are built by their tag first (see
-    :func:`_members_by_tag`), then the response around them, which accepts them as they are."""
+class TaggedListFactory(_Factory):
+    """An official class with a list of tagged items (a ``Response``'s ``output``, an Anthropic
+    ``Message``'s ``content``): the items are built by their tag first (see
+    :func:`_members_by_tag`), then the object around them, which accepts them as they are. An
+    item of a type the union does not know goes to the object's validator as sent. ``field``
+    names the list, ``union`` (``module:Name``) its items' union; both are imported with the
+    official class, on the first answer."""
 
-    __slots__ = ()
+    __slots__ = ("field", "union")
+
+    def __init__(self, target: str, light: Callable[[dict[str, Any]], Any], field: str, union: str) -> None:
+        super().__init__(target, light)
+        self.field = field
+        self.union = union
 
     def _resolve(self) -> Callable[[dict[str, Any]], Any]:
         whole = super()._resolve()
         if whole is self.light:
             return whole
-        # openai (~0.7 s to import): only a Responses output item loads it
-        from openai.types.responses import ResponseOutputItem
-
-        item = _tagged_builder(ResponseOutputItem, lambda data: data)  # unknown: the union decides
+        module, _, name = self.union.partition(":")
+        item = _tagged_builder(getattr(importlib.import_module(module), name), lambda data: data)
+        field = self.field
 
         def build(data: dict[str, Any]) -> Any:
-            output = data.get("output")
-            if type(output) is list and output:
-                data = {**data, "output": [item(o) if type(o) is dict else o for o in output]}
+            items = data.get(field)
+            if type(items) is list and items:
+                data = {**data, field: [item(o) if type(o) is dict else o for o in items]}
             return whole(data)
 
         return build
 
 
-response = _ResponseFactory("openai.types.responses:Response", Response)
+# openai (~0.7 s to import): only a Responses answer loads it
+response = TaggedListFactory("openai.types.responses:Response", Response, "output",
+                             "openai.types.responses:ResponseOutputItem")
 response_stream_event = _UnionFactory("openai.types.responses:ResponseStreamEvent", ResponseStreamEvent)
 
 
