@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,6 +156,11 @@ def start_nginx(upstream_port: int) -> Nginx:
 
 def stop_nginx(nginx: Nginx) -> None:
     proc = nginx.process
+    if proc is not None and proc.poll() is not None:
+        # It ended before its tests did (twice in 100 loop runs under -n 4 a worker's nginx
+        # stopped listening mid-module, cause not found): say how, before its logs are removed.
+        warnings.warn(f"nginx (pid {proc.pid}) exited by itself with code {proc.returncode}; its error log ends:\n"
+                      f"{nginx.error_log()[-3000:]}", stacklevel=2)
     if proc is not None:
         stop_process(proc, timeout=10)  # SIGTERM: nginx's fast shutdown
     if proc is not None and proc.stderr is not None:
