@@ -103,6 +103,16 @@ class WsDriver:
 # -- client.responses.connect(), llmclient's or the official one ---------------------------------
 
 
+def text_of(events: list[Any]) -> str:
+    """The text the typed events' ``response.output_text.delta`` carried."""
+    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
+
+
+def final_of(events: list[Any]) -> Any:
+    """The first terminal event (completed, incomplete, failed)."""
+    return next(e for e in events if e.type in TERMINAL)
+
+
 class Conn:
     """A connection of ``lib`` ("official" or "llmclient"), ``kind`` "sync" or "async", behind
     one synchronous face (the async one runs each call to its end on a loop of its own)."""

@@ -18,7 +18,7 @@ import openai
 import pytest
 
 import llmclient
-from tests._ws import CONNECT_KEY, TERMINAL, Conn
+from tests._ws import CONNECT_KEY, TERMINAL, Conn, final_of, text_of
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
 pytest.importorskip("websockets")
@@ -41,14 +41,6 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _text(events: list[Any]) -> str:
-    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
-
-
-def _final(events: list[Any]) -> Any:
-    return next(e for e in events if e.type in TERMINAL)
-
-
 def _shape(events: list[Any]) -> list[tuple[str, int]]:
     return [(e.type, e.sequence_number) for e in events]
 
@@ -62,9 +54,9 @@ def test_create_gives_the_official_clients_events(server, kind) -> None:
             got[lib] = ws.iterate()
     ours, theirs = got["llmclient"], got["official"]
     assert _shape(ours) == _shape(theirs) and len(ours) > 5
-    assert _text(ours) == _text(theirs) and _text(ours)
+    assert text_of(ours) == text_of(theirs) and text_of(ours)
     assert [type(e).__name__ for e in ours] == [type(e).__name__ for e in theirs]
-    assert _final(ours).response.output_text == _final(theirs).response.output_text
+    assert final_of(ours).response.output_text == final_of(theirs).response.output_text
 
 
 def test_previous_response_id_chains_on_the_socket_with_store_false(server, kind) -> None:
@@ -75,7 +67,7 @@ def test_previous_response_id_chains_on_the_socket_with_store_false(server, kind
             for turn in ("First question.", "A second one.", "And a third."):
                 ws.create(model=MODEL, input=turn, max_output_tokens=16, temperature=0, store=False,
                           **({"previous_response_id": previous} if previous else {}))
-                final = _final(ws.until_done())
+                final = final_of(ws.until_done())
                 assert final.response.store is False
                 previous = final.response.id
                 out.append(final.response.output_text)
@@ -112,7 +104,7 @@ def test_error_events_come_as_the_official_clients_and_the_socket_stays_open(ser
             (err,) = ws.until_done()
             assert err.error.code == "unsupported_event_type"
             ws.create(model=MODEL, input="Hi", max_output_tokens=16)
-            assert _final(ws.until_done()).type in TERMINAL
+            assert final_of(ws.until_done()).type in TERMINAL
 
 
 def test_the_manager_queues_events_before_the_socket_opens_and_handlers_run(server, kind) -> None:
@@ -159,7 +151,7 @@ def test_websocket_base_url_and_options_are_taken_or_refused_by_name(server, kin
     try:
         with client.responses.connect(websocket_connection_options={"compression": None}) as conn:
             conn.response.create(**BODY)
-            assert _final(list(_until(conn))).type in TERMINAL
+            assert final_of(list(_until(conn))).type in TERMINAL
         with pytest.raises(ValueError, match="subprotocols"):
             client.responses.connect(websocket_connection_options={"subprotocols": ["x"]})
         with pytest.raises(ValueError, match="unknown websocket_connection_options key 'nope'"):
@@ -181,7 +173,7 @@ def test_background_is_refused_before_anything_is_sent(server, kind) -> None:
             ws.create(**BODY, background=True)
         assert ws.conn.in_flight == 0
         ws.create(**BODY)
-        assert _final(ws.until_done()).type in TERMINAL
+        assert final_of(ws.until_done()).type in TERMINAL
 
 
 def test_a_send_after_close_names_the_url(server, kind) -> None:
@@ -205,7 +197,7 @@ def test_warm_opens_the_socket_when_connect_is_called(server, kind) -> None:
         assert ws.mgr.ready
         ws.conn = ws.mgr.__enter__() if ws.loop is None else ws.run(ws.mgr.__aenter__())
         ws.create(**BODY)
-        assert _final(ws.until_done()).type in TERMINAL
+        assert final_of(ws.until_done()).type in TERMINAL
     finally:
         ws.__exit__(None, None, None)
 
@@ -217,11 +209,11 @@ def test_a_create_cut_before_response_created_is_sent_again_once(server, kind) -
               extra_headers={"x-fault": f"cut_after=0;once={token}"}) as ws:
         ws.create(**BODY)
         events = ws.until_done()
-        final = _final(events)
+        final = final_of(events)
         t = ws.conn.timings[final.response.id]
     assert events[0].type == "response.created"
     assert t.sent == 2 and t.recovered == "resent"
-    assert _text(events) == final.response.output_text
+    assert text_of(events) == final.response.output_text
 
 
 def test_a_response_cut_after_it_started_raises_with_the_partial(server, kind) -> None:
@@ -236,11 +228,11 @@ def test_a_response_cut_after_it_started_raises_with_the_partial(server, kind) -
         err = info.value
         assert [e.type for e in got][:2] == ["response.created", "response.in_progress"]
         assert err.partial is not None and err.partial.response_id == got[0].response.id
-        assert err.partial.text == _text(got) and err.partial.events == len(got)
+        assert err.partial.text == text_of(got) and err.partial.events == len(got)
         assert "1011" in str(err) and "/v1/responses" in str(err) and "store=False" in str(err)
         # never run twice: the same socket's next response runs on a new socket, clean
         ws.create(**BODY)
-        assert _final(ws.until_done()).type in TERMINAL
+        assert final_of(ws.until_done()).type in TERMINAL
 
 
 def test_a_stall_raises_a_timeout_with_the_partial(server, kind) -> None:
@@ -294,11 +286,11 @@ def test_a_stored_response_cut_after_it_was_stored_is_fetched_by_id_and_finished
               extra_headers={"x-fault": f"cut_after={text_events};once={token}"}) as ws:
         ws.create(**BODY)
         events = ws.until_done()
-        final = _final(events)
+        final = final_of(events)
         t = ws.conn.timings[final.response.id]
     assert len(events) == text_events + 1  # what arrived, then the terminal event fetched
-    assert final.type == _final(clean).type and final.response.output_text == _text(events)
-    assert _text(events) == _text(clean) and t.recovered == "fetched" and t.sent == 1
+    assert final.type == final_of(clean).type and final.response.output_text == text_of(events)
+    assert text_of(events) == text_of(clean) and t.recovered == "fetched" and t.sent == 1
 
 
 def test_a_stored_response_cut_before_it_was_stored_raises_naming_the_fetch(server, kind) -> None:
@@ -383,12 +375,12 @@ def test_the_age_limit_s_close_between_responses_costs_no_response(aging_server,
     extra = {"on_reconnecting": lambda e: told.append(e)} if handler else {}
     with Conn("llmclient", kind, aging_server, api_key="sk-any", initial_delay=0.01, **extra) as ws:
         ws.create(**BODY)
-        assert _final(ws.until_done()).type in TERMINAL
+        assert final_of(ws.until_done()).type in TERMINAL
         err = ws.recv()
         assert err.type == "error" and err.error.code == "websocket_connection_limit_reached"
         ws.run(asyncio.sleep(0.3)) if ws.loop is not None else time.sleep(0.3)  # the 1001 comes
         ws.create(**BODY)
-        final = _final(ws.until_done())
+        final = final_of(ws.until_done())
         assert final.type in TERMINAL and final.response.output_text
         assert ws.conn.timings[final.response.id].sent >= 1
     if handler:

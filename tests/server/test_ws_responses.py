@@ -22,7 +22,7 @@ from websockets.sync.client import connect as ws_connect
 from benchmarks.server import continuation
 from benchmarks.server.responses import StoredResponse
 from benchmarks.server.ws_responses import _Memory, _Refused, error_event, parse_create
-from tests._ws import TERMINAL, Conn
+from tests._ws import TERMINAL, Conn, final_of, text_of
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
 KEY = "sk-ws-test"
@@ -46,14 +46,6 @@ def Official(kind: str, server: RefServer, api_key: str = KEY, **connect: Any) -
 @pytest.fixture(params=["sync", "async"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def _text(events: list[Any]) -> str:
-    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
-
-
-def _final(events: list[Any]) -> Any:
-    return next(e for e in events if e.type in TERMINAL)
 
 
 def _timing(event: Any) -> dict[str, float]:
@@ -90,13 +82,13 @@ def test_create_streams_the_same_events_as_the_http_route(server, kind) -> None:
     http = _http_stream(server, BODY)
     assert [e.type for e in events] == [e["type"] for e in http]
     assert [e.sequence_number for e in events] == list(range(len(events)))
-    assert _text(events) == "".join(e.get("delta", "") for e in http
+    assert text_of(events) == "".join(e.get("delta", "") for e in http
                                     if e["type"] == "response.output_text.delta")
     for e in events:  # strict validation against the official types, not construct
         SERVER_EVENTS.validate_python(e.model_dump(exclude={"server_timing"}))
         HTTP_EVENTS.validate_python(e.model_dump(exclude={"server_timing"}))
-    final = _final(events)
-    assert final.response.status == "incomplete" and final.response.output_text == _text(events)
+    final = final_of(events)
+    assert final.response.status == "incomplete" and final.response.output_text == text_of(events)
     timing = _timing(final)
     assert {"total", "tokenize"} <= set(timing) and "reload" not in timing  # nothing to reload
 
@@ -108,7 +100,7 @@ def test_previous_response_id_chains_in_the_connection_with_store_false(server, 
         for turn in turns:
             ws.create(model=MODEL, input=turn, max_output_tokens=16, temperature=0, store=False,
                       **({"previous_response_id": previous} if previous else {}))
-            final = _final(ws.until_done())
+            final = final_of(ws.until_done())
             assert final.response.store is False
             previous = final.response.id
             texts.append(final.response.output_text)
@@ -136,14 +128,14 @@ def test_previous_response_id_chains_in_the_connection_with_store_false(server, 
 def test_a_stored_response_continues_from_the_store_on_another_socket(server, kind) -> None:
     with Official(kind, server) as ws:
         ws.create(model=MODEL, input="One.", max_output_tokens=16, temperature=0)
-        first = _final(ws.until_done()).response
+        first = final_of(ws.until_done()).response
         ws.create(model=MODEL, input="Two.", max_output_tokens=16, temperature=0,
                   previous_response_id=first.id)
-        _final(ws.until_done())
+        final_of(ws.until_done())
     with Official(kind, server) as other:  # not in this socket's memory: read back from the store
         other.create(model=MODEL, input="Three.", max_output_tokens=16, temperature=0,
                      previous_response_id=first.id)
-        final = _final(other.until_done())
+        final = final_of(other.until_done())
     assert final.response.previous_response_id == first.id
     timing = _timing(final)
     assert timing["reload"] > 0 and "reload-saved" not in timing
@@ -159,11 +151,11 @@ def test_stream_id_lanes_run_in_parallel_and_fork(server, kind) -> None:
         assert set(lanes) == {"a", "b"}
         first_end = next(i for i, e in enumerate(events) if e.type in TERMINAL)
         assert {"a", "b"} <= set(lanes[:first_end])  # both lanes were under way at once
-        a = _final([e for e in events if e.stream_id == "a"]).response
+        a = final_of([e for e in events if e.stream_id == "a"]).response
         # a fork: lane c continues lane a's conversation
         ws.create(model=MODEL, input="And lakes?", max_output_tokens=16, temperature=0,
                   stream_id="c", previous_response_id=a.id)
-        fork = _final(ws.until_done())
+        fork = final_of(ws.until_done())
     assert fork.stream_id == "c" and fork.response.previous_response_id == a.id
     assert _timing(fork)["reload"] == 0  # lane a's latest response is in the socket's memory
     with _http(server) as http:
@@ -191,7 +183,7 @@ def test_unknown_previous_response_id_is_the_error_event_the_official_client_sur
         assert type(err).__name__ == "ResponseWsError" and err.stream_id == "x"
         assert err.error.code == "previous_response_not_found" and err.status == 404
         ws.create(model=MODEL, input="Hi", max_output_tokens=16)  # the socket is still open
-        assert _final(ws.until_done()).response.status in ("completed", "incomplete")
+        assert final_of(ws.until_done()).response.status in ("completed", "incomplete")
     if kind == "sync":  # dispatch_events raises on an error event nobody handles
         client = openai.OpenAI(base_url=server.base_url, api_key=KEY)
         with client.responses.connect() as conn:
@@ -228,7 +220,7 @@ def test_bad_events_are_error_events_and_the_socket_stays_open(server, kind, raw
         assert err.type == "error" and err.error.param == param and err.error.code == code
         assert err.error.type == "invalid_request_error" and err.status in (400, 404)
         ws.create(model=MODEL, input="Still there?", max_output_tokens=16, stream=True)  # stream: ignored
-        assert _final(ws.until_done()).type in TERMINAL
+        assert final_of(ws.until_done()).type in TERMINAL
 
 
 def test_generate_false_warms_the_conversation_and_the_next_turn_continues_it(server, kind) -> None:
@@ -240,7 +232,7 @@ def test_generate_false_warms_the_conversation_and_the_next_turn_continues_it(se
         assert done.output == [] and done.usage.output_tokens == 0 and done.usage.input_tokens > 100
         ws.create(model=MODEL, input="Now answer.", max_output_tokens=16, store=False,
                   previous_response_id=done.id)
-        final = _final(ws.until_done())
+        final = final_of(ws.until_done())
     assert final.response.usage.input_tokens > done.usage.input_tokens
     assert final.response.output_text
 
