@@ -1,6 +1,7 @@
-"""Addresses for tests that need a connection refused somewhere that is not a loopback address:
-a refused connect to 127.0.0.1 now fails at once (llmclient/pipeline/retry.py), so a test of what
-a *retried* refusal does (its log line, its retry count) needs another address of this machine."""
+"""Addresses for tests that need a connection refused: a loopback port held so that nothing
+listens there (:func:`dead_port`), and one that is not a loopback address: a refused connect to
+127.0.0.1 fails at once (llmclient/pipeline/retry.py), so a test of what a *retried* refusal
+does (its log line, its retry count) needs another address of this machine."""
 
 from __future__ import annotations
 
@@ -8,6 +9,20 @@ import ipaddress
 import socket
 
 import pytest
+
+# Bound, never listening: a connect there is refused (a SYN gets a RST), and no parallel test's
+# server can take the port while this test process runs. A port merely found free can be bound
+# a moment later: the nginx fixture's dead upstream once proxied to another xdist worker's TLS
+# listener ("400 The plain HTTP request was sent to HTTPS port", a 50-run loop under -n 4).
+_HELD: list[socket.socket] = []
+
+
+def dead_port() -> int:
+    """A loopback port where nothing listens, held for the rest of the test process."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _HELD.append(sock)
+    return int(sock.getsockname()[1])
 
 
 def local_non_loopback() -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from benchmarks.fixtures.processes import stop_process
 from benchmarks.server.tls import generate_certs
+from tests._addresses import dead_port
 
 START_TIMEOUT_S = 20.0
 
@@ -79,24 +80,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def reserved_dead_port() -> tuple[socket.socket, int]:
-    """A loopback port that refuses connections for as long as the socket is kept: bound,
-    never listening (a SYN there gets a RST), so no other process can take it meanwhile. A
-    port merely found free can be bound by a parallel test's server a moment later: the dead
-    upstream once proxied to another worker's TLS listener ("400 The plain HTTP request was
-    sent to HTTPS port" in a 50-run loop under -n 4)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    return sock, int(sock.getsockname()[1])
-
-
 @dataclass
 class Nginx:
     prefix: Path
     ca_path: str
     ports: dict[str, int]
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    dead: socket.socket | None = field(default=None, repr=False)  # the dead upstream's port, held
 
     def base_url(self, listener: str) -> str:
         tls = "ssl" in LISTENERS[listener][0]
@@ -125,7 +114,7 @@ def start_nginx(upstream_port: int) -> Nginx:
     prefix = Path(tempfile.mkdtemp(prefix="llmclient-nginx-"))
     certs = generate_certs(prefix / "certs")
     ports = {name: free_port() for name in LISTENERS}
-    dead_sock, dead = reserved_dead_port()  # nothing listens there, and nothing can meanwhile
+    dead = dead_port()  # nothing listens there, nor can meanwhile
     servers = []
     for name, (flags, extra) in LISTENERS.items():
         target = f"http://127.0.0.1:{dead}" if name == "dead_upstream" else "http://ref"
@@ -136,7 +125,7 @@ def start_nginx(upstream_port: int) -> Nginx:
     (prefix / "nginx.conf").write_text(conf)
     proc = subprocess.Popen([exe, "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    nginx = Nginx(prefix, str(certs.ca), ports, proc, dead_sock)
+    nginx = Nginx(prefix, str(certs.ca), ports, proc)
     deadline = time.monotonic() + START_TIMEOUT_S
     for port in ports.values():
         while True:
@@ -165,6 +154,4 @@ def stop_nginx(nginx: Nginx) -> None:
         stop_process(proc, timeout=10)  # SIGTERM: nginx's fast shutdown
     if proc is not None and proc.stderr is not None:
         proc.stderr.close()
-    if nginx.dead is not None:
-        nginx.dead.close()
     shutil.rmtree(nginx.prefix, ignore_errors=True)

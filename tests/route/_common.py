@@ -3,23 +3,12 @@ port (nothing listens there, nor can meanwhile: a dead replica)."""
 
 from __future__ import annotations
 
-import socket
+from tests._addresses import dead_port
 
 MODEL = "gpt-4o-mini"
 SYSTEM = "You are the support assistant of a large hardware shop. Answer briefly. " * 12
 
-
-# Bound, never listening: a connect there is refused, and no parallel test's server can take
-# the port while this test process runs (a port merely found free can be bound a moment later).
-_HELD: list[socket.socket] = []
-
-
-def dead_port() -> int:
-    """A loopback port where nothing listens, held for the rest of the test process."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    _HELD.append(sock)
-    return int(sock.getsockname()[1])
+__all__ = ["MODEL", "SYSTEM", "chat", "dead_port"]
 
 
 def chat(session: str, turns: list[str]) -> list[dict[str, str]]:
