@@ -92,10 +92,10 @@ class MemoryTLS:
             # Into this thread's buffer (reads.py: no 256 KiB block shrunk per read), and from
             # there into the BIO, which copies it.
             view = buffer()
-            data = self.raw.recv_into(view, min(size, READ_SIZE))
+            got = self.raw.recv_into(view, min(size, READ_SIZE))
             with self._lock:
-                if data:
-                    self._incoming.write(view[:data])
+                if got:
+                    self._incoming.write(view[:got])
                 else:
                     self._incoming.write_eof()
                 plain = self._decrypt()
@@ -108,7 +108,7 @@ class MemoryTLS:
                     self._drain_and_release()
                 except OSError:
                     pass  # the connection is broken: the next read or write says so
-            if plain or not data:
+            if plain or not got:
                 return plain
 
     def _decrypt(self) -> bytes:
