@@ -423,7 +423,7 @@ class AnthropicResource(_Resource):
         options = None
         if params is not None:
             body, options = split_options(jsonable(params), client._options)
-            if options.prefetch and "prefetch" in params:
+            if options.prefetch:  # only a call's own: the client's is refused at construction
                 raise ValueError(PREFETCH_UNSUPPORTED)
             if stream:
                 body["stream"] = True
