@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 import llmclient
-from tests.client.test_ws_connect import KEY, MODEL, TERMINAL, Conn, _final, _text
+from tests._ws import final_of, text_of
+from tests.client.test_ws_connect import KEY, MODEL, TERMINAL, Conn
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
 from .nginx import Nginx, start_nginx, stop_nginx
@@ -63,7 +64,7 @@ def _turns(ws: Conn, n: int = 2) -> list[str]:
     for i in range(n):
         ws.create(model=MODEL, input=f"turn {i}", max_output_tokens=16, temperature=0, store=False,
                   **({"previous_response_id": previous} if previous else {}))
-        final = _final(ws.until_done())
+        final = final_of(ws.until_done())
         previous = final.response.id
         texts.append(final.response.output_text)
     return texts
@@ -96,7 +97,7 @@ def test_an_nginx_reload_mid_response_lets_the_response_finish(nginx, kind) -> N
         assert len([e for e in seen + rest if e.type == "response.output_text.delta"]) == 40
         ws.create(model=MODEL, input="More.", max_output_tokens=16,
                   previous_response_id=rest[-1].response.id)
-        assert _final(ws.until_done()).type in TERMINAL
+        assert final_of(ws.until_done()).type in TERMINAL
 
 
 def test_ws_and_wss_through_the_client_s_proxy(upstream, ref_server_tls, tinyproxy, kind) -> None:
@@ -105,7 +106,7 @@ def test_ws_and_wss_through_the_client_s_proxy(upstream, ref_server_tls, tinypro
     with Conn("llmclient", kind, ref_server_tls, api_key="sk-any",
               client_kw={"proxy": tinyproxy.url, "verify": ref_server_tls.ca_path}) as ws:
         ws.create(model=MODEL, input="Hi", max_output_tokens=16)
-        assert _text(ws.until_done())
+        assert text_of(ws.until_done())
     tunnels = [r for r in tinyproxy.requests() if r.startswith("CONNECT ")]
     assert f"CONNECT 127.0.0.1:{upstream.port} HTTP/1.1" in tunnels
     assert f"CONNECT 127.0.0.1:{ref_server_tls.port} HTTP/1.1" in tunnels
