@@ -71,6 +71,7 @@ from .http1 import AsyncPool as H1AsyncPool
 from .http1 import SyncPool as H1SyncPool
 from .http2 import AsyncPool, HTTP2ProtocolError, NotHTTP2, SyncPool
 from .http2.pool import KEEPALIVE_EXPIRY_S, PING_AFTER_IDLE_S, PING_TIMEOUT_S  # noqa: F401 (tests read them here)
+from .idle import ServerIdle, server_idle
 from .proxy import (
     ProxyInfo,
     ProxyMap,
@@ -175,6 +176,11 @@ class OriginRecord:
     lanes: list[Any] = field(default_factory=list)
     h1_lane: Any = None
     proxy: ProxyInfo | None = None  # the proxy this origin is reached through, if any
+    # how long it lets an idle HTTP/2 connection be (learned from its closes, per process: idle.py)
+    idle: ServerIdle = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.idle = server_idle(self.origin)
 
 
 @dataclass(slots=True)
@@ -219,7 +225,7 @@ class _TransportBase:
         age = self.settings.max_connection_age
         if h2:
             ctx = shared_ssl_context(self.settings.verify) if rec.tls else _plain_context()
-            return self._h2_pool_cls(ctx, self._tunnel(proxy) if proxy is not None else None, age)
+            return self._h2_pool_cls(ctx, self._tunnel(proxy) if proxy is not None else None, age, rec.idle)
         # HTTP/1.1: h2c was refused, ALPN chose http/1.1, http2=False, or an http origin
         # reached through a forward proxy (absolute-form requests to the proxy).
         url = httpx.URL(rec.origin)

@@ -126,6 +126,11 @@ class AsyncConnection(BufferedReads, ConnectionFacts):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        state = self.state
+        if (self.on_idle_close is not None and state.error is None and not state.streams
+                and state.goaway_last_id is None and state.settings_received):
+            # the server closed the idle connection, no GOAWAY (ours and failures set error first)
+            self.on_idle_close(time.monotonic() - self.last_used)
         if isinstance(exc, ConnectionResetError):
             events = self.state.connection_lost(f"Connection reset: {exc}")
         elif exc is not None:

@@ -9,6 +9,7 @@ every other transport failure) that carries the original in ``error`` and its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import httpx
@@ -132,6 +133,9 @@ class ConnectionFacts:
     opened: float = 0.0
     retire_at: float = float("inf")
     retired: bool = False
+    # Set by the pool (idle.ServerIdle.observe): told the idle time at which the server closed
+    # this connection with no GOAWAY, when the driver sees it.
+    on_idle_close: Callable[[float], None] | None = None
 
     @property
     def usable(self) -> bool:

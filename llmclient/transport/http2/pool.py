@@ -7,7 +7,9 @@ its age (``aging``: jittered, 300 s by default), the old connection's streams fi
 while new ones go to a fresh connection, and the old one is closed once idle. A connection
 idle over ``PING_AFTER_IDLE_S`` must answer a PING before it carries a request (a flow a NAT
 dropped silently would otherwise hang the call until its read timeout), and one idle over
-``KEEPALIVE_EXPIRY_S`` is closed.
+``KEEPALIVE_EXPIRY_S`` is closed. A server that closes idle connections with no GOAWAY
+(hypercorn) is learned (``idle``: once two of its closes agree, a connection idle past 90 % of
+its timeout is not reused, so that no call races the close).
 
 Waiting for a connection is its own phase: a request that finds another caller opening the
 lane's connection waits for it under the request's *pool* timeout (httpx's ``Timeout.pool``),
@@ -27,6 +29,9 @@ import httpx
 from ..._logging import logger
 from ..aging import MAX_CONNECTION_AGE_S, retire_at
 from ..connect import POOL_WAIT_EVENT, pool_timeout_error, request_timeout
+from ..idle import MIN_IDLE_S, ServerIdle
+from .common import HTTP2ProtocolError
+from .errors import ConnectionLost
 
 if TYPE_CHECKING:
     import asyncio
@@ -50,6 +55,9 @@ DEFAULT_MAX_STREAMS: Final = 100
 # back-to-back call of a chatty client for nothing. The ACK must come within PING_TIMEOUT_S.
 PING_AFTER_IDLE_S: Final = 30.0
 PING_TIMEOUT_S: Final = 2.0
+# A call that failed this soon after it was sent, its connection closed under it with no
+# GOAWAY, on a connection reused after idle: the server's idle timeout is what closed it.
+LOST_AT_ONCE_S: Final = 1.0
 
 _rng = random.Random()
 
@@ -60,11 +68,13 @@ class _PoolBase:
     connection)."""
 
     def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None,
-                 max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
+                 max_age_s: float | None = MAX_CONNECTION_AGE_S, idle: ServerIdle | None = None) -> None:
         self._ssl_context = ssl_context
         self._open_tcp = open_tcp  # a proxy's CONNECT tunnel, or None: direct
         self._max_age_s = max_age_s
         self._conns: list[Any] = []
+        # the origin's idle closes, shared with its other pools (lanes.OriginRecord.idle)
+        self._idle = idle if idle is not None else ServerIdle()
 
     def max_streams(self) -> int:
         best = DEFAULT_MAX_STREAMS
@@ -90,8 +100,25 @@ class _PoolBase:
         """A new connection joins the lane, with its retirement time (jittered)."""
         conn.opened = now = time.monotonic()
         conn.retire_at = retire_at(now, self._max_age_s, _rng.random())
+        conn.on_idle_close = self._idle.observe
         self._conns.append(conn)
         return conn
+
+    def _past_idle_limit(self, conn: Any) -> bool:
+        """Idle longer than the origin lets a connection be (learned: idle.py): not reused."""
+        if conn.idle and self._idle.too_idle(self._idle_for(conn)):
+            logger.debug("HTTP/2 connection idle %.2f s, past what the origin keeps (%.2f s): "
+                         "a new one carries the call", self._idle_for(conn), self._idle.limit)
+            return True
+        return False
+
+    def _lost_on_reuse(self, conn: Any, idle: float, sent: float) -> None:
+        """A call failed on ``conn``: when the server closed it at once with no GOAWAY, after
+        ``idle`` s of idle, that is what its idle timeout looks like (idle.py)."""
+        state = conn.state
+        if (idle >= MIN_IDLE_S and isinstance(state.error, ConnectionLost) and state.goaway_last_id is None
+                and time.monotonic() - sent < LOST_AT_ONCE_S):
+            self._idle.observe(idle)
 
     @staticmethod
     def _idle_for(conn: Any) -> float:
@@ -105,7 +132,7 @@ class _PoolBase:
         now = time.monotonic()
         for conn in self._conns:
             expired = conn.closed or ((not conn.usable or now >= conn.retire_at) and conn.idle)
-            expired = expired or self._idle_for(conn) > KEEPALIVE_EXPIRY_S
+            expired = expired or self._idle_for(conn) > KEEPALIVE_EXPIRY_S or self._past_idle_limit(conn)
             (gone if expired else keep).append(conn)
         self._conns = keep
         return gone
@@ -137,14 +164,16 @@ async def _give_up(acquiring: Any, lock: Any) -> None:
 
 class SyncPool(_PoolBase):
     def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None,
-                 max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
-        super().__init__(ssl_context, open_tcp, max_age_s)
+                 max_age_s: float | None = MAX_CONNECTION_AGE_S, idle: ServerIdle | None = None) -> None:
+        super().__init__(ssl_context, open_tcp, max_age_s, idle)
         self._connect_lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if len(self._conns) > 1:  # one draining (GOAWAY, age): closed once its streams are done
             self._close_drained()
         conn = self._usable()
+        if conn is not None and self._past_idle_limit(conn):
+            conn = None  # _prune() below closes it
         waited = 0.0
         if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S:
             waited += self._lock(request)
@@ -169,7 +198,12 @@ class SyncPool(_PoolBase):
                 self._connect_lock.release()
         if waited:
             _report_wait(request, waited)
-        return conn.request(request)
+        idle, sent = self._idle_for(conn), time.monotonic()
+        try:
+            return conn.request(request)
+        except HTTP2ProtocolError:
+            self._lost_on_reuse(conn, idle, sent)
+            raise
 
     def _lock(self, request: httpx.Request) -> float:
         """Take the connect lock (another caller may be opening the lane's connection): the
@@ -217,8 +251,8 @@ class SyncPool(_PoolBase):
 
 class AsyncPool(_PoolBase):
     def __init__(self, ssl_context: ssl.SSLContext, open_tcp: Any = None,
-                 max_age_s: float | None = MAX_CONNECTION_AGE_S) -> None:
-        super().__init__(ssl_context, open_tcp, max_age_s)
+                 max_age_s: float | None = MAX_CONNECTION_AGE_S, idle: ServerIdle | None = None) -> None:
+        super().__init__(ssl_context, open_tcp, max_age_s, idle)
         self._connect_lock: asyncio.Lock | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -226,6 +260,8 @@ class AsyncPool(_PoolBase):
             for old in self._prune():  # one drained (GOAWAY, age): closed now
                 await old.aclose()
         conn = self._usable()
+        if conn is not None and self._past_idle_limit(conn):
+            conn = None  # _prune() below closes it
         if conn is not None and self._idle_for(conn) > PING_AFTER_IDLE_S and (
             self._idle_for(conn) > KEEPALIVE_EXPIRY_S or not await conn.alive(PING_TIMEOUT_S)
         ):
@@ -249,7 +285,12 @@ class AsyncPool(_PoolBase):
                 self._connect_lock.release()
             if waited:
                 await _report_wait(request, waited)
-        return await conn.request(request)
+        idle, sent = self._idle_for(conn), time.monotonic()
+        try:
+            return await conn.request(request)
+        except HTTP2ProtocolError:
+            self._lost_on_reuse(conn, idle, sent)
+            raise
 
     async def _lock(self, request: httpx.Request) -> float:
         """See :meth:`SyncPool._lock`."""

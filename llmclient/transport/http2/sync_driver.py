@@ -20,6 +20,7 @@ import httpx
 
 from ..._logging import logger
 from ..connect import kernel_timeouts, open_sync_shared, peer_of, request_timeout, set_timeout
+from ..idle import since_peer_close
 from ..reads import receiver
 from ..tls import MemoryTLS
 from . import liveness
@@ -109,6 +110,7 @@ class SyncConnection(ConnectionFacts):
                 if data:
                     self.state.receive(data)
                 else:
+                    self._report_idle_close()
                     self.state.connection_lost()
         finally:
             with self._cond:
@@ -132,6 +134,16 @@ class SyncConnection(ConnectionFacts):
         except (httpx.TransportError, OSError):
             return False
         return self.state.error is None
+
+    def _report_idle_close(self) -> None:
+        """The server closed this idle connection: tell the pool after how much idle, from
+        when its FIN came (idle.since_peer_close), unless a GOAWAY came first."""
+        report = self.on_idle_close
+        if report is None or self.state.goaway_last_id is not None or self.state.error is not None:
+            return
+        since = since_peer_close(self._raw)
+        if since is not None:
+            report(time.monotonic() - since - self.last_used)
 
     def close(self) -> None:
         with self._lock:
