@@ -9,12 +9,15 @@ as nginx does to a model server.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from benchmarks.server.tls import generate_certs
 from tests._addresses import dead_port
 
 START_TIMEOUT_S = 20.0
+START_ATTEMPTS = 3
 
 _WS = ('proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection "upgrade"; '
        "proxy_read_timeout 3600s;")
@@ -108,6 +112,59 @@ class Nginx:
 
 
 def start_nginx(upstream_port: int) -> Nginx:
+    """nginx with a listener per :data:`LISTENERS` entry, each on a port it holds itself.
+
+    The ports are found free, then nginx binds them: in between, another worker's server can
+    take one. nginx then keeps the ports it did bind, retries the taken one for a few seconds
+    and exits, while a client of that port reaches the other process (one run's WebSocket
+    handshake got another nginx's 57-byte HTTP/2 preface). So every port's listening socket
+    must be one of nginx's own, else it starts again on new ports."""
+    for _ in range(START_ATTEMPTS):
+        nginx = _start_once(upstream_port)
+        assert nginx.process is not None
+        stolen = _not_listening_in(nginx.process.pid, nginx.ports.values())
+        if not stolen:
+            return nginx
+        warnings.warn(f"nginx: ports {stolen} were taken by another process before it bound them; "
+                      "starting again on new ports", stacklevel=2)
+        stop_nginx(nginx, quiet=True)
+    raise RuntimeError(f"nginx: another process took one of its ports {START_ATTEMPTS} times")
+
+
+def _listening_inodes(pid: int) -> set[str]:
+    """The socket inodes of process ``pid`` and its children (nginx's master and workers)."""
+    pids = [str(pid)]
+    with contextlib.suppress(OSError):
+        pids += Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    inodes: set[str] = set()
+    for p in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{p}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    return inodes
+
+
+def _not_listening_in(pid: int, ports: Iterable[int]) -> list[int]:
+    """The ports whose loopback listening socket is not process ``pid``'s (Linux's /proc; on
+    other systems: none known)."""
+    try:
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    listener: dict[int, str] = {}
+    for line in table:
+        fields = line.split()
+        local, state, inode = fields[1], fields[3], fields[9]
+        if state == "0A" and local.startswith("0100007F:"):  # LISTEN on 127.0.0.1
+            listener[int(local.split(":")[1], 16)] = inode
+    ours = _listening_inodes(pid)
+    return [port for port in ports if listener.get(port) not in ours]
+
+
+def _start_once(upstream_port: int) -> Nginx:
     exe = shutil.which("nginx")
     if exe is None:
         raise RuntimeError("nginx is not installed: run scripts/ensure-system-deps.sh (as root)")
@@ -143,9 +200,9 @@ def start_nginx(upstream_port: int) -> Nginx:
     return nginx
 
 
-def stop_nginx(nginx: Nginx) -> None:
+def stop_nginx(nginx: Nginx, quiet: bool = False) -> None:
     proc = nginx.process
-    if proc is not None and proc.poll() is not None:
+    if proc is not None and proc.poll() is not None and not quiet:
         # It ended before its tests did (twice in 100 loop runs under -n 4 a worker's nginx
         # stopped listening mid-module, cause not found): say how, before its logs are removed.
         warnings.warn(f"nginx (pid {proc.pid}) exited by itself with code {proc.returncode}; its error log ends:\n"
