@@ -17,13 +17,15 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.fixtures.processes import stop_process
 from benchmarks.server.tls import generate_certs
 from tests._addresses import dead_port
+
+from .system_tools import need
 
 START_TIMEOUT_S = 20.0
 START_ATTEMPTS = 3
@@ -198,6 +200,18 @@ def _start_once(upstream_port: int) -> Nginx:
                     raise RuntimeError(f"nginx did not listen on {port}") from None
                 time.sleep(0.05)
     return nginx
+
+
+@contextlib.contextmanager
+def running_nginx(upstream_port: int) -> Iterator[Nginx]:
+    """nginx in front of ``upstream_port`` while the block runs (skipped where nginx is
+    missing, failed in CI): what each interop module's ``nginx`` fixture yields."""
+    need("nginx")
+    proxy = start_nginx(upstream_port)
+    try:
+        yield proxy
+    finally:
+        stop_nginx(proxy)
 
 
 def stop_nginx(nginx: Nginx, quiet: bool = False) -> None:

@@ -7,9 +7,7 @@ tests can count what reached it: a request id seen twice upstream is a generatio
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -23,7 +21,7 @@ from llmclient import AsyncOpenAI, OpenAI
 from llmclient.transport.lanes import close_all
 from tests.conftest import RefServer, start_ref_server, stop_ref_server
 
-from .nginx import Nginx, start_nginx, stop_nginx
+from .nginx import Nginx, running_nginx
 
 CHAT = "sim-zero"
 MSG = [{"role": "user", "content": "hello"}]
@@ -39,14 +37,8 @@ def upstream() -> Iterator[RefServer]:
 
 @pytest.fixture(scope="module")
 def nginx(upstream: RefServer) -> Iterator[Nginx]:
-    if shutil.which("nginx") is None:
-        why = "nginx is not installed: scripts/ensure-system-deps.sh installs it (as root)"
-        if os.environ.get("CI"):
-            pytest.fail(why)  # CI's set-up installs it: never skip there
-        pytest.skip(why)
-    proxy = start_nginx(upstream.port)
-    yield proxy
-    stop_nginx(proxy)
+    with running_nginx(upstream.port) as proxy:
+        yield proxy
 
 
 def upstream_requests(upstream: RefServer) -> Counter[str]:

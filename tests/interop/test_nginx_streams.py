@@ -10,9 +10,7 @@ so a resume (which carries the call's headers) is served cleanly.
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 import time
 from collections.abc import Iterator
 
@@ -22,7 +20,7 @@ import llmclient
 from tests._both import Drive
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
-from .nginx import Nginx, start_nginx, stop_nginx
+from .nginx import Nginx, running_nginx
 
 ASK = {"model": "sim-zero", "input": "Tell a long story.", "max_output_tokens": 40, "temperature": 0}
 CHAT = {"model": "sim-zero", "messages": [{"role": "user", "content": "Tell a long story."}],
@@ -38,14 +36,8 @@ def upstream() -> Iterator[RefServer]:
 
 @pytest.fixture(scope="module")
 def nginx(upstream: RefServer) -> Iterator[Nginx]:
-    if shutil.which("nginx") is None:
-        why = "nginx is not installed: scripts/ensure-system-deps.sh installs it (as root)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    proxy = start_nginx(upstream.port)
-    yield proxy
-    stop_nginx(proxy)
+    with running_nginx(upstream.port) as proxy:
+        yield proxy
 
 
 def _once(spec: str) -> dict[str, str]:

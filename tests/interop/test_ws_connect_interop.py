@@ -6,8 +6,6 @@ proxy that refuses CONNECT."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -17,18 +15,11 @@ from tests._ws import final_of, text_of
 from tests.client.test_ws_connect import KEY, MODEL, TERMINAL, Conn
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
-from .nginx import Nginx, start_nginx, stop_nginx
+from .nginx import Nginx, running_nginx
+from .system_tools import need
 from .tinyproxy import Tinyproxy, start_tinyproxy, stop_tinyproxy
 
 pytest.importorskip("websockets")
-
-
-def _need(tool: str) -> None:
-    if shutil.which(tool) is None:
-        why = f"{tool} is not installed: scripts/ensure-system-deps.sh installs it (as root)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +31,13 @@ def upstream() -> Iterator[RefServer]:
 
 @pytest.fixture(scope="module")
 def nginx(upstream: RefServer) -> Iterator[Nginx]:
-    _need("nginx")
-    proxy = start_nginx(upstream.port)
-    yield proxy
-    stop_nginx(proxy)
+    with running_nginx(upstream.port) as proxy:
+        yield proxy
 
 
 @pytest.fixture(scope="module")
 def tinyproxy() -> Iterator[Tinyproxy]:
-    _need("tinyproxy")
+    need("tinyproxy")
     p = start_tinyproxy()
     yield p
     stop_tinyproxy(p)
@@ -113,7 +102,7 @@ def test_ws_and_wss_through_the_client_s_proxy(upstream, ref_server_tls, tinypro
 
 
 def test_a_proxy_that_refuses_connect_is_an_error_naming_it(upstream, kind) -> None:
-    _need("tinyproxy")
+    need("tinyproxy")
     proxy = start_tinyproxy(connect_ports=(443,))
     try:
         with pytest.raises(llmclient.APIConnectionError,

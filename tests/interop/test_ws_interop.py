@@ -14,8 +14,6 @@ wrote, sync and async:
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -33,7 +31,8 @@ from llmclient.transport.websocket import HandshakeError, WebSocketClosed
 from tests._ws import KINDS, TERMINAL, WsDriver
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
-from .nginx import Nginx, start_nginx, stop_nginx
+from .nginx import Nginx, running_nginx
+from .system_tools import need
 from .tinyproxy import start_tinyproxy, stop_tinyproxy
 
 KEY = "sk-interop"
@@ -52,14 +51,8 @@ def upstream() -> Iterator[RefServer]:
 
 @pytest.fixture(scope="module")
 def nginx(upstream: RefServer) -> Iterator[Nginx]:
-    if shutil.which("nginx") is None:
-        why = "nginx is not installed: scripts/ensure-system-deps.sh installs it (as root)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    proxy = start_nginx(upstream.port)
-    yield proxy
-    stop_nginx(proxy)
+    with running_nginx(upstream.port) as proxy:
+        yield proxy
 
 
 @pytest.fixture(params=KINDS)
@@ -223,11 +216,7 @@ def test_pings_keep_an_idle_socket_open_through_a_short_proxy_read_timeout(nginx
 # -- tinyproxy ---------------------------------------------------------------------------------
 @pytest.fixture
 def tinyproxy() -> Iterator[Any]:
-    if shutil.which("tinyproxy") is None:
-        why = "tinyproxy is not installed: scripts/ensure-system-deps.sh installs it (as root)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+    need("tinyproxy")
     p = start_tinyproxy()
     yield p
     stop_tinyproxy(p)

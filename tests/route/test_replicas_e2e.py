@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 from collections import Counter
 from collections.abc import Iterator
@@ -202,17 +201,14 @@ def test_a_hedge_copy_and_a_late_stream_go_to_the_second_choice(drive: Drive) ->
 @pytest.fixture(scope="module")
 def mixed_fleet(fleet: list[RefServer]) -> Iterator[list[str]]:
     """An uvicorn (HTTP/1.1-only) replica, one behind nginx (h2c), one plain."""
-    from tests.interop.nginx import start_nginx, stop_nginx
+    from tests.interop.nginx import running_nginx
+    from tests.interop.system_tools import need
 
-    if shutil.which("nginx") is None:
-        if os.environ.get("CI"):
-            pytest.fail("nginx is not installed")
-        pytest.skip("nginx is not installed: scripts/ensure-system-deps.sh installs it")
+    need("nginx")
     uvicorn = start_ref_server("--server", "uvicorn")
     behind = start_ref_server()
-    proxy = start_nginx(behind.port)
-    yield [uvicorn.base_url, proxy.base_url("h2c"), fleet[0].base_url]
-    stop_nginx(proxy)
+    with running_nginx(behind.port) as proxy:
+        yield [uvicorn.base_url, proxy.base_url("h2c"), fleet[0].base_url]
     stop_ref_server(behind)
     stop_ref_server(uvicorn)
 
