@@ -53,8 +53,9 @@ from .._redact import redact_text
 from .._version import __version__
 from ..pipeline.tracing import TraceContext
 
-__all__ = ["ATTRIBUTES", "METRICS", "CallSpan", "hedge_copy", "hedge_copy_done",
-           "prefetch_wasted", "resume_end", "resume_start", "start", "stream_end"]
+__all__ = ["ATTRIBUTES", "METRICS", "CallSpan", "WsResponseSpan", "hedge_copy", "hedge_copy_done",
+           "prefetch_wasted", "resume_end", "resume_start", "start", "stream_end", "ws_connection_end",
+           "ws_connection_span", "ws_response_start"]
 
 log = get_logger("llmclient.otel")
 
@@ -647,3 +648,153 @@ def _describe(error: BaseException) -> str:
 
 def _is_call_error(error: BaseException) -> bool:
     return isinstance(error, OpenAIError)
+
+
+# -- the Responses WebSocket mode ----------------------------------------------------------------
+# One span per socket the app holds (``websocket {host}``, from connect() to close), and one
+# CLIENT span per response on it (``chat {model}``, from its response.create to its last event
+# or its loss), linked to the socket's span: the response's parent is the caller's
+# ``traceparent`` (the connect() headers) or the active span, as for an HTTP call, since one
+# socket carries responses of many traces. The response's trace context is its span's.
+
+
+def ws_connection_span(url: str) -> Any:
+    """The socket's span, or None (no tracer configured); never raises."""
+    inst = _instruments()
+    if inst is None or inst.tracer is None:
+        return None
+    try:
+        host, port = _server(url)
+        return inst.tracer.start_span(
+            f"websocket {host}", kind=inst.trace.SpanKind.CLIENT,
+            attributes={"server.address": host, "server.port": port, "gen_ai.provider.name": _PROVIDER,
+                        "llmclient.websocket": True})
+    except Exception:
+        _log_once("websocket span start")
+        return None
+
+
+def ws_connection_end(span: Any, responses: int, error: BaseException | None = None) -> None:
+    """End the socket's span: how many responses it carried, and the error that ended it."""
+    if span is None:
+        return
+    try:
+        span.set_attribute("llmclient.websocket.responses", responses)
+        if error is not None:
+            span.set_attribute("error.type", _error_type(error))
+            trace: Any = sys.modules["opentelemetry.trace"]
+            span.set_status(trace.Status(trace.StatusCode.ERROR, _describe(error)))
+        span.end()
+    except Exception:
+        _log_once("websocket span end")
+
+
+class WsResponseSpan:
+    """One response's span on a socket; :meth:`end` once, with its last event or its error."""
+
+    __slots__ = ("attrs", "ended", "inst", "model", "span", "start_ns")
+
+    def __init__(self, inst: _Instruments, span: Any, model: str, attrs: dict[str, Any], start_ns: int) -> None:
+        self.inst, self.span, self.model, self.attrs, self.start_ns = inst, span, model, attrs, start_ns
+        self.ended = False
+
+    def end(self, last: dict[str, Any] | None, error: BaseException | None = None,
+            closed_early: bool = False, first_token_ms: float | None = None) -> None:
+        """End it with the response's terminal event ``last`` (``response.completed``, ``.failed``,
+        ``.incomplete``, an ``error`` event), or ``error`` (the socket lost, a stall)."""
+        if self.ended:
+            return
+        self.ended = True
+        try:
+            self._end(last, error, closed_early, first_token_ms)
+        except Exception:
+            _log_once("websocket response span end")
+
+    def _end(self, last: dict[str, Any] | None, error: BaseException | None, closed_early: bool,
+             first_token_ms: float | None) -> None:
+        inst, span = self.inst, self.span
+        end_ns = time.time_ns()
+        found = last.get("response") if last is not None else None
+        response: dict[str, Any] = found if isinstance(found, dict) else {}
+        found = response.get("usage")
+        usage: dict[str, Any] = found if isinstance(found, dict) else {}
+        error_type = _error_type(error) if error is not None else None
+        kind = last.get("type") if last is not None else None
+        if kind == "error" or kind == "response.failed":
+            detail = (last or {}).get("error") or response.get("error") or {}
+            error_type = str(detail.get("code") or detail.get("type") or kind) if isinstance(detail, dict) else kind
+        if span is not None and span.is_recording():
+            attrs: dict[str, Any] = {}
+            if response.get("id"):
+                attrs["gen_ai.response.id"] = str(response["id"])
+            if response.get("model"):
+                attrs["gen_ai.response.model"] = str(response["model"])
+            if response.get("status"):
+                attrs["gen_ai.response.finish_reasons"] = [str(response["status"])]
+            for key, name in (("input_tokens", "gen_ai.usage.input_tokens"),
+                              ("output_tokens", "gen_ai.usage.output_tokens")):
+                if isinstance(usage.get(key), int):
+                    attrs[name] = usage[key]
+            if closed_early:
+                attrs["llmclient.stream.closed_early"] = True
+            if error_type is not None:
+                attrs["error.type"] = error_type
+            span.set_attributes(attrs)
+            if first_token_ms is not None:
+                span.add_event("llmclient.first_token", timestamp=self.start_ns + int(first_token_ms * 1e6))
+            if error_type is not None:
+                trace = inst.trace
+                span.set_status(trace.Status(trace.StatusCode.ERROR,
+                                             _describe(error) if error is not None else error_type))
+        if span is not None:
+            span.end(end_time=end_ns)
+        if inst.meter_provider is not None:
+            attrs = self.attrs if error_type is None else {**self.attrs, "error.type": error_type}
+            inst.duration.record((end_ns - self.start_ns) / 1e9, attrs)
+            for key, token_type in (("input_tokens", "input"), ("output_tokens", "output")):
+                if isinstance(usage.get(key), int):
+                    inst.tokens.record(usage[key], _metric_attrs("chat", self.model, token_type, _PROVIDER))
+            if first_token_ms is not None:
+                inst.ttft.record(first_token_ms / 1000.0, attrs)
+
+
+def ws_response_start(connection_span: Any, url: str, create: bytes,
+                      trace_ctx: TraceContext) -> tuple[WsResponseSpan, TraceContext] | None:
+    """A span for the response ``create`` (the ``response.create`` message as sent) asks for,
+    and the trace context it gives the response; None when OpenTelemetry is not configured."""
+    inst = _instruments()
+    if inst is None:
+        return None
+    try:
+        import orjson  # a dependency of llmclient: here only where OpenTelemetry is on
+
+        body = orjson.loads(create)
+        model = str(body.get("model") or "") if isinstance(body, dict) else ""
+        attrs = _metric_attrs("chat", model, None, _PROVIDER)
+        start_ns = time.time_ns()
+        span = None
+        if inst.tracer is not None:
+            trace = inst.trace
+            host, port = _server(url)
+            attributes: dict[str, Any] = {**attrs, "server.address": host, "server.port": port,
+                                          "llmclient.websocket": True, "llmclient.stream": True}
+            lane = body.get("stream_id") if isinstance(body, dict) else None
+            if isinstance(lane, str):
+                attributes["llmclient.websocket.stream_id"] = lane
+            max_tokens = body.get("max_output_tokens") if isinstance(body, dict) else None
+            if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+                attributes["gen_ai.request.max_tokens"] = max_tokens
+            links: tuple[Any, ...] = ()
+            if connection_span is not None:
+                links = (trace.Link(connection_span.get_span_context(), {"llmclient.link": "websocket"}),)
+            span = inst.tracer.start_span(f"chat {model}", context=_parent_context(trace, trace_ctx),
+                                          kind=trace.SpanKind.CLIENT, attributes=attributes, links=links,
+                                          start_time=start_ns)
+            sc = span.get_span_context()
+            if sc.is_valid:
+                trace_ctx = TraceContext(f"{sc.trace_id:032x}", f"{sc.span_id:016x}", trace_ctx.parent_span_id,
+                                         f"{int(sc.trace_flags) & 0x01:02x}", trace_ctx.tracestate)
+        return WsResponseSpan(inst, span, model, attrs, start_ns), trace_ctx
+    except Exception:
+        _log_once("websocket response span start")
+        return None

@@ -22,6 +22,9 @@ What llmclient adds (the decisions are ``layers/ws_mode.py``'s, pure):
   from there; anything else raises :class:`~llmclient.IncompleteStreamError` with ``.partial``.
   No response is sent twice once it started;
 - ``connection.timings``: per response, time to ``response.created``, to the first token, total;
+- with OpenTelemetry configured, a span for the socket and a CLIENT span per response linked to
+  it (``features/otel.py``: ``ws_connection_span``, ``ws_response_start``), whose context is
+  the response's trace;
 - errors that name the URL, the status or close code and what to do (a refused handshake is the
   official status error class: 401 ``AuthenticationError``, 404 ``NotFoundError`` ...).
 
@@ -51,6 +54,7 @@ from ..._errors import (
 from ..._logging import logger
 from ..._redact import redact_url
 from ..._synchronization import AsyncBackground, AsyncEvent, asleep
+from ...features import otel as _otel
 from ...layers import ws_mode
 from ...layers.ws_mode import Demux, Pending, ReconnectingEvent, ResponseTimings
 from ...pipeline.partial import PartialTracker
@@ -133,12 +137,14 @@ def _register(handlers: _Handlers, owner: Any, kind: str, fn: Any, once: bool) -
 
 
 class _Turn:
-    """One response of the connection: its trace, tracker and timings."""
+    """One response of the connection: its trace, tracker and timings, and its OpenTelemetry
+    span when the app configured a tracer or meter (``features/otel.py``)."""
 
-    __slots__ = ("created_at", "sent_at", "timings", "trace", "tracker")
+    __slots__ = ("created_at", "sent_at", "span", "timings", "trace", "tracker")
 
-    def __init__(self, trace: TraceContext, lane: str | None) -> None:
+    def __init__(self, trace: TraceContext, lane: str | None, span: _otel.WsResponseSpan | None = None) -> None:
         self.trace = trace
+        self.span = span
         self.tracker = PartialTracker()
         self.timings = ResponseTimings(trace.trace_id, stream_id=lane)
         self.sent_at = time.perf_counter()
@@ -353,6 +359,8 @@ class AsyncResponsesConnection:
         self.last_timings: ResponseTimings | None = None
         self.url = manager.url
         self.response = AsyncResponsesResponseResource(self)
+        self._span = _otel.ws_connection_span(self.url)  # None unless OpenTelemetry is configured
+        self._responses = 0  # sent: on the connection's span at its end
 
     # -- sending ----------------------------------------------------------------------------
     async def send(self, event: Any) -> None:
@@ -386,8 +394,13 @@ class AsyncResponsesConnection:
         if pending is not None:
             # A trace of its own per response (its logs, its errors), a child of the caller's
             # traceparent when the connect() headers gave one.
-            pending.owner = _Turn(new_trace_context(_header(self._extra_headers, "traceparent")),
-                                  pending.lane)
+            trace = new_trace_context(_header(self._extra_headers, "traceparent"))
+            started = _otel.ws_response_start(self._span, self.url, pending.message, trace)
+            if started is None:
+                pending.owner = _Turn(trace, pending.lane)
+            else:  # the response's trace context is its span's
+                pending.owner = _Turn(started[1], pending.lane, started[0])
+            self._responses += 1
         with self._lock:
             if self._reconnecting or self._ws is None:
                 _enqueue(self._queue, raw, self._manager.max_queue_size)
@@ -526,6 +539,8 @@ class AsyncResponsesConnection:
             self.last_timings = t
             if t.response_id is not None:
                 self.timings[t.response_id] = t
+            if turn.span is not None:
+                turn.span.end(obj, first_token_ms=t.first_token_ms)
 
     # -- a lost socket ----------------------------------------------------------------------
     async def _lost(self, ws: AsyncWebSocket, code: int | None, stalled: bool) -> None:
@@ -704,6 +719,8 @@ class AsyncResponsesConnection:
         if turn is not None:
             turn.timings.sent = pending.sent
             self.last_timings = turn.timings
+            if turn.span is not None:
+                turn.span.end(None, err, first_token_ms=turn.timings.first_token_ms)
         return err
 
     def _ended(self) -> _Ended:
@@ -749,8 +766,16 @@ class AsyncResponsesConnection:
         self._closed = True
         with self._lock:
             ws, self._ws = self._ws, None
-        if ws is not None:
-            await ws.close(code, reason)
+            unfinished = list(self._demux.in_flight())
+        for pending in unfinished:  # closed by the app before their end: not errors
+            if isinstance(pending.owner, _Turn) and pending.owner.span is not None:
+                pending.owner.span.end(None, closed_early=True)
+        try:
+            if ws is not None:
+                await ws.close(code, reason)
+        finally:
+            span, self._span = self._span, None
+            _otel.ws_connection_end(span, self._responses)
 
     @property
     def in_flight(self) -> int:
