@@ -5,8 +5,12 @@ does (its log line, its retry count) needs another address of this machine."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import os
 import socket
+from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +27,44 @@ def dead_port() -> int:
     sock.bind(("127.0.0.1", 0))
     _HELD.append(sock)
     return int(sock.getsockname()[1])
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    """The socket inodes of process ``pid`` and its children (nginx's master and workers)."""
+    pids = [str(pid)]
+    with contextlib.suppress(OSError):
+        pids += Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    inodes: set[str] = set()
+    for p in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{p}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    return inodes
+
+
+def foreign_listeners(pid: int, ports: Iterable[int]) -> list[int]:
+    """The ``ports`` where a loopback listening socket is not process ``pid``'s (or its
+    children's), or where nothing listens (Linux's /proc; elsewhere: none known).
+
+    A port found free and then bound by a server can be taken in between by another xdist
+    worker's server: nginx then keeps the ports it bound and exits after retrying the taken
+    one; granian and a second granian both listen with SO_REUSEPORT, and the kernel spreads
+    connections over the two. Either way a test talks to the wrong process."""
+    try:
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    listeners: dict[int, set[str]] = {}
+    for line in table:
+        fields = line.split()
+        local, state, inode = fields[1], fields[3], fields[9]
+        if state == "0A" and local.startswith("0100007F:"):  # LISTEN on 127.0.0.1
+            listeners.setdefault(int(local.split(":")[1], 16), set()).add(inode)
+    ours = _socket_inodes(pid)
+    return [port for port in ports if not listeners.get(port) or not listeners[port] <= ours]
 
 
 def local_non_loopback() -> str:

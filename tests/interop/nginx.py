@@ -10,20 +10,19 @@ as nginx does to a model server.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.fixtures.processes import stop_process
 from benchmarks.server.tls import generate_certs
-from tests._addresses import dead_port
+from tests._addresses import dead_port, foreign_listeners
 
 from .system_tools import need
 
@@ -124,46 +123,13 @@ def start_nginx(upstream_port: int) -> Nginx:
     for _ in range(START_ATTEMPTS):
         nginx = _start_once(upstream_port)
         assert nginx.process is not None
-        stolen = _not_listening_in(nginx.process.pid, nginx.ports.values())
+        stolen = foreign_listeners(nginx.process.pid, nginx.ports.values())
         if not stolen:
             return nginx
         warnings.warn(f"nginx: ports {stolen} were taken by another process before it bound them; "
                       "starting again on new ports", stacklevel=2)
         stop_nginx(nginx, quiet=True)
     raise RuntimeError(f"nginx: another process took one of its ports {START_ATTEMPTS} times")
-
-
-def _listening_inodes(pid: int) -> set[str]:
-    """The socket inodes of process ``pid`` and its children (nginx's master and workers)."""
-    pids = [str(pid)]
-    with contextlib.suppress(OSError):
-        pids += Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    inodes: set[str] = set()
-    for p in pids:
-        with contextlib.suppress(OSError):
-            for fd in Path(f"/proc/{p}/fd").iterdir():
-                with contextlib.suppress(OSError):
-                    target = os.readlink(fd)
-                    if target.startswith("socket:["):
-                        inodes.add(target[8:-1])
-    return inodes
-
-
-def _not_listening_in(pid: int, ports: Iterable[int]) -> list[int]:
-    """The ports whose loopback listening socket is not process ``pid``'s (Linux's /proc; on
-    other systems: none known)."""
-    try:
-        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return []
-    listener: dict[int, str] = {}
-    for line in table:
-        fields = line.split()
-        local, state, inode = fields[1], fields[3], fields[9]
-        if state == "0A" and local.startswith("0100007F:"):  # LISTEN on 127.0.0.1
-            listener[int(local.split(":")[1], 16)] = inode
-    ours = _listening_inodes(pid)
-    return [port for port in ports if listener.get(port) not in ours]
 
 
 def _start_once(upstream_port: int) -> Nginx:
