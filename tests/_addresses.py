@@ -46,23 +46,26 @@ def _socket_inodes(pid: int) -> set[str]:
 
 
 def foreign_listeners(pid: int, ports: Iterable[int]) -> list[int]:
-    """The ``ports`` where a loopback listening socket is not process ``pid``'s (or its
+    """The ``ports`` where a listening socket is not process ``pid``'s (or its
     children's), or where nothing listens (Linux's /proc; elsewhere: none known).
 
     A port found free and then bound by a server can be taken in between by another xdist
     worker's server: nginx then keeps the ports it bound and exits after retrying the taken
     one; granian and a second granian both listen with SO_REUSEPORT, and the kernel spreads
     connections over the two. Either way a test talks to the wrong process."""
-    try:
-        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return []
+    table: list[str] = []
+    for name in ("tcp", "tcp6"):
+        try:
+            table += Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            if name == "tcp":
+                return []
     listeners: dict[int, set[str]] = {}
     for line in table:
         fields = line.split()
         local, state, inode = fields[1], fields[3], fields[9]
-        if state == "0A" and local.startswith("0100007F:"):  # LISTEN on 127.0.0.1
-            listeners.setdefault(int(local.split(":")[1], 16), set()).add(inode)
+        if state == "0A":  # LISTEN, on any address
+            listeners.setdefault(int(local.rsplit(":", 1)[1], 16), set()).add(inode)
     ours = _socket_inodes(pid)
     return [port for port in ports if not listeners.get(port) or not listeners[port] <= ours]
 
