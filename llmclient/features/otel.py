@@ -47,6 +47,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
+
 from .._errors import OpenAIError
 from .._logging import get_logger
 from .._redact import redact_text
@@ -766,8 +768,6 @@ def ws_response_start(connection_span: Any, url: str, create: bytes,
     if inst is None:
         return None
     try:
-        import orjson  # a dependency of llmclient: here only where OpenTelemetry is on
-
         body = orjson.loads(create)
         model = str(body.get("model") or "") if isinstance(body, dict) else ""
         attrs = _metric_attrs("chat", model, None, _PROVIDER)
