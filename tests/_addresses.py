@@ -9,8 +9,10 @@ import contextlib
 import ipaddress
 import os
 import socket
-from collections.abc import Iterable
+import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -68,6 +70,27 @@ def foreign_listeners(pid: int, ports: Iterable[int]) -> list[int]:
             listeners.setdefault(int(local.rsplit(":", 1)[1], 16), set()).add(inode)
     ours = _socket_inodes(pid)
     return [port for port in ports if not listeners.get(port) or not listeners[port] <= ours]
+
+
+Started = TypeVar("Started")
+START_ATTEMPTS = 3
+
+
+def start_holding_ports(start: Callable[[], Started], owner: Callable[[Started], tuple[int, Iterable[int]]],
+                        stop: Callable[[Started], None], what: str) -> Started:
+    """``start()`` a server, again on new ports while another process also listens on one of
+    them (:func:`foreign_listeners`; ``owner`` gives the server's pid and ports), at most
+    :data:`START_ATTEMPTS` times."""
+    for _ in range(START_ATTEMPTS):
+        server = start()
+        pid, ports = owner(server)
+        taken = foreign_listeners(pid, ports)
+        if not taken:
+            return server
+        warnings.warn(f"{what}: ports {taken} are also another process's; starting again on new ports",
+                      stacklevel=3)
+        stop(server)
+    raise RuntimeError(f"{what}: another process had one of its ports, {START_ATTEMPTS} times")
 
 
 def local_non_loopback() -> str:

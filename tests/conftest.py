@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,12 +24,11 @@ import pytest
 
 from benchmarks.fixtures.processes import stop_process
 from benchmarks.fixtures.redis import REDIS_SERVER, redis_server
-from tests._addresses import foreign_listeners
+from tests._addresses import start_holding_ports
 from tests._both import KINDS, Drive
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 60.0
-START_ATTEMPTS = 3
 # The server ignores x-fault headers unless started with this flag.
 FAULT_HEADERS = "--allow-fault-headers"
 
@@ -80,20 +78,21 @@ def start_ref_server(*extra: str, profile: str = "zero") -> RefServer:
     # server's 3 s grace); a test that checks the drain passes its own --shutdown-grace-s.
     cmd = [sys.executable, "-m", "benchmarks.server", "--host", "127.0.0.1", "--port", "0",
            "--profile", profile, "--shutdown-grace-s", "0.2", *extra]
-    for _ in range(START_ATTEMPTS):
+
+    def start() -> RefServer:
         with log_path.open("wb") as log:
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=log)
         url, ca = _read_ready(proc, log_path)
-        server = RefServer(url, int(url.rsplit(":", 1)[1]), ca, proc, log_path)
-        # The server finds a free port, then binds it with SO_REUSEPORT (granian): another
-        # worker's server may have bound the same one in between, and connections would be
-        # spread over the two (tests/_addresses.foreign_listeners). Then it starts again.
-        if not foreign_listeners(proc.pid, [server.port]):
-            return server
-        warnings.warn(f"reference server: port {server.port} is shared with another process; "
-                      "starting again on another port", stacklevel=2)
-        stop_ref_server(server)
-    raise RuntimeError(f"reference server: its port was shared with another process {START_ATTEMPTS} times")
+        return RefServer(url, int(url.rsplit(":", 1)[1]), ca, proc, log_path)
+
+    def pid_and_port(server: RefServer) -> tuple[int, list[int]]:
+        assert server.process is not None
+        return server.process.pid, [server.port]
+
+    # The server finds a free port, then binds it with SO_REUSEPORT (granian): another worker's
+    # server may have bound the same one in between, and connections would be spread over the
+    # two (tests/_addresses.foreign_listeners). Then it starts again.
+    return start_holding_ports(start, pid_and_port, stop_ref_server, "reference server")
 
 
 def stop_ref_server(server: RefServer) -> None:

@@ -623,13 +623,18 @@ def _parent_context(trace: Any, ctx: TraceContext) -> Any:
     return trace.set_span_in_context(trace.NonRecordingSpan(remote))
 
 
+def _span_trace(old: TraceContext, sc: Any) -> TraceContext:
+    """``old`` (a call's or a response's trace context) as the span ``sc`` names it."""
+    return TraceContext(f"{sc.trace_id:032x}", f"{sc.span_id:016x}", old.parent_span_id,
+                        f"{int(sc.trace_flags) & 0x01:02x}", old.tracestate)
+
+
 def _adopt_span_context(call: Any, sc: Any) -> None:
     """The call's trace context becomes the span's (so traceparent names the span)."""
     if not sc.is_valid:
         return
     old = call.trace
-    new = TraceContext(f"{sc.trace_id:032x}", f"{sc.span_id:016x}", old.parent_span_id,
-                       f"{int(sc.trace_flags) & 0x01:02x}", old.tracestate)
+    new = _span_trace(old, sc)
     call.trace = new
     headers = call.headers
     headers["traceparent"] = new.traceparent
@@ -676,16 +681,12 @@ def ws_connection_span(url: str) -> Any:
         return None
 
 
-def ws_connection_end(span: Any, responses: int, error: BaseException | None = None) -> None:
-    """End the socket's span: how many responses it carried, and the error that ended it."""
+def ws_connection_end(span: Any, responses: int) -> None:
+    """End the socket's span, with how many responses it carried."""
     if span is None:
         return
     try:
         span.set_attribute("llmclient.websocket.responses", responses)
-        if error is not None:
-            span.set_attribute("error.type", _error_type(error))
-            trace: Any = sys.modules["opentelemetry.trace"]
-            span.set_status(trace.Status(trace.StatusCode.ERROR, _describe(error)))
         span.end()
     except Exception:
         _log_once("websocket span end")
@@ -792,8 +793,7 @@ def ws_response_start(connection_span: Any, url: str, create: bytes,
                                           start_time=start_ns)
             sc = span.get_span_context()
             if sc.is_valid:
-                trace_ctx = TraceContext(f"{sc.trace_id:032x}", f"{sc.span_id:016x}", trace_ctx.parent_span_id,
-                                         f"{int(sc.trace_flags) & 0x01:02x}", trace_ctx.tracestate)
+                trace_ctx = _span_trace(trace_ctx, sc)
         return WsResponseSpan(inst, span, model, attrs, start_ns), trace_ctx
     except Exception:
         _log_once("websocket response span start")

@@ -22,12 +22,11 @@ from pathlib import Path
 
 from benchmarks.fixtures.processes import stop_process
 from benchmarks.server.tls import generate_certs
-from tests._addresses import dead_port, foreign_listeners
+from tests._addresses import dead_port, start_holding_ports
 
 from .system_tools import need
 
 START_TIMEOUT_S = 20.0
-START_ATTEMPTS = 3
 
 _WS = ('proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection "upgrade"; '
        "proxy_read_timeout 3600s;")
@@ -120,16 +119,13 @@ def start_nginx(upstream_port: int) -> Nginx:
     and exits, while a client of that port reaches the other process (one run's WebSocket
     handshake got another nginx's 57-byte HTTP/2 preface). So every port's listening socket
     must be one of nginx's own, else it starts again on new ports."""
-    for _ in range(START_ATTEMPTS):
-        nginx = _start_once(upstream_port)
-        assert nginx.process is not None
-        stolen = foreign_listeners(nginx.process.pid, nginx.ports.values())
-        if not stolen:
-            return nginx
-        warnings.warn(f"nginx: ports {stolen} were taken by another process before it bound them; "
-                      "starting again on new ports", stacklevel=2)
-        stop_nginx(nginx, quiet=True)
-    raise RuntimeError(f"nginx: another process took one of its ports {START_ATTEMPTS} times")
+    return start_holding_ports(lambda: _start_once(upstream_port), _pid_and_ports,
+                               lambda nginx: stop_nginx(nginx, quiet=True), "nginx")
+
+
+def _pid_and_ports(nginx: Nginx) -> tuple[int, list[int]]:
+    assert nginx.process is not None
+    return nginx.process.pid, list(nginx.ports.values())
 
 
 def _start_once(upstream_port: int) -> Nginx:
@@ -184,7 +180,8 @@ def stop_nginx(nginx: Nginx, quiet: bool = False) -> None:
     proc = nginx.process
     if proc is not None and proc.poll() is not None and not quiet:
         # It ended before its tests did (twice in 100 loop runs under -n 4 a worker's nginx
-        # stopped listening mid-module, cause not found): say how, before its logs are removed.
+        # stopped listening mid-module: likely a port taken before it bound it, which
+        # start_nginx now checks): say how, before its logs are removed.
         warnings.warn(f"nginx (pid {proc.pid}) exited by itself with code {proc.returncode}; its error log ends:\n"
                       f"{nginx.error_log()[-3000:]}", stacklevel=2)
     if proc is not None:

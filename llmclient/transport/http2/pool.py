@@ -112,12 +112,13 @@ class _PoolBase:
             return True
         return False
 
-    def _lost_on_reuse(self, conn: Any, idle: float, sent: float) -> None:
-        """A call failed on ``conn``: when the server closed it at once with no GOAWAY, after
-        ``idle`` s of idle, that is what its idle timeout looks like (idle.py)."""
+    def _lost_on_reuse(self, conn: Any, idle: float) -> None:
+        """A call failed on ``conn``: when the server closed it at once (within LOST_AT_ONCE_S of
+        the call's send, the connection's ``last_used``) with no GOAWAY, after ``idle`` s of
+        idle, that is what its idle timeout looks like (idle.py)."""
         state = conn.state
         if (idle >= MIN_IDLE_S and isinstance(state.error, ConnectionLost) and state.goaway_last_id is None
-                and time.monotonic() - sent < LOST_AT_ONCE_S):
+                and time.monotonic() - conn.last_used < LOST_AT_ONCE_S):
             self._idle.observe(idle)
 
     @staticmethod
@@ -198,11 +199,11 @@ class SyncPool(_PoolBase):
                 self._connect_lock.release()
         if waited:
             _report_wait(request, waited)
-        idle, sent = self._idle_for(conn), time.monotonic()
+        idle = self._idle_for(conn)
         try:
             return conn.request(request)
         except HTTP2ProtocolError:
-            self._lost_on_reuse(conn, idle, sent)
+            self._lost_on_reuse(conn, idle)
             raise
 
     def _lock(self, request: httpx.Request) -> float:
@@ -285,11 +286,11 @@ class AsyncPool(_PoolBase):
                 self._connect_lock.release()
             if waited:
                 await _report_wait(request, waited)
-        idle, sent = self._idle_for(conn), time.monotonic()
+        idle = self._idle_for(conn)
         try:
             return await conn.request(request)
         except HTTP2ProtocolError:
-            self._lost_on_reuse(conn, idle, sent)
+            self._lost_on_reuse(conn, idle)
             raise
 
     async def _lock(self, request: httpx.Request) -> float:
