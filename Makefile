@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 ARGS   ?=
 
-.PHONY: setup bench bench-full test test-interop test-torch lint typecheck check ci clean system-deps
+.PHONY: setup bench bench-full bench-anthropic test test-interop test-torch lint typecheck check ci clean system-deps
 
 $(STAMP): pyproject.toml llmclient/wire/_pbparse.c
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ bench: setup
 
 bench-full: setup
 	$(PY) -m benchmarks --full $(ARGS)
+
+## The quick pass on the Messages API: llmclient's Anthropic face against the official anthropic client.
+bench-anthropic: setup
+	$(PY) -m benchmarks --quick --api anthropic $(ARGS)
 
 ## The test suite (real reference server, real Redis, real SQLite, real Pillow, real uvicorn and
 ## nginx in front of it, a hostile HTTP/2 peer). The slow interop suite is `make test-interop`.

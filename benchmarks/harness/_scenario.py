@@ -89,11 +89,12 @@ __all__ = [
 _PLUMBING = frozenset({"variant", "client_options"})
 
 
-def driver_arm(kind: str, options: Mapping[str, Any]) -> Arm:
+def driver_arm(kind: str, options: Mapping[str, Any], api: str = "openai") -> Arm:
     """The arm a :meth:`Context.driver` call makes: the client, and for llmclient its
-    constructor options (``client_options``) and per-call options together. Pure."""
+    constructor options (``client_options``) and per-call options together. The ``openai``
+    driver is the official client of the run's ``api`` (``anthropic``'s on the Messages API). Pure."""
     if kind == "openai":
-        return Arm("openai")
+        return Arm(api)
     if kind == "fresh-connection":
         return Arm("httpx")
     return Arm("llmclient", {**options.get("client_options", {}),
@@ -102,12 +103,15 @@ def driver_arm(kind: str, options: Mapping[str, Any]) -> Arm:
 
 @dataclass
 class Context:
-    """What a scenario may use. URLs end in ``/v1``.
+    """What a scenario may use. URLs end in ``/v1`` (``api="anthropic"``: the Messages API's
+    root, as the official anthropic client takes it; the drivers add ``/v1/messages``).
 
     base_url     goes through the emulated network (what every measurement should use)
     direct_url   the server without the emulated network (setup, warm-up checks)
     network      profile name ("wan", "lan", "mobile", "loopback")
     budget       requests per variant a scenario should aim for (smaller with ``quick``)
+    api          "openai" (Chat Completions) or "anthropic" (the Messages API): which face the
+                 drivers speak (``--api``); a scenario runs for the APIs in its ``apis``
     """
 
     base_url: str
@@ -129,6 +133,7 @@ class Context:
     through_network: Callable[[ServerProcess], AbstractContextManager[str]] | None = None
     # --base-url with several URLs: the user's replicas of one model (the replicas scenario)
     replica_urls: tuple[str, ...] = ()
+    api: str = "openai"
     epoch: float = field(default_factory=time.perf_counter)
     # One event loop for the whole suite: async clients bound to it stay warm across calls.
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
@@ -169,7 +174,7 @@ class Context:
         to ``create`` as llmclient per-call options, e.g. ``cache=True``)."""
         from .drivers import make_driver
 
-        self.arms[str(options.get("variant", kind))] = driver_arm(kind, options)
+        self.arms[str(options.get("variant", kind))] = driver_arm(kind, options, self.api)
         return make_driver(kind, self, **options)
 
     def interleave(self, variants: Mapping[str, Driver], requests: Sequence[ChatRequest],
@@ -199,5 +204,5 @@ class Context:
         return time.perf_counter() - self.epoch
 
 
-def default_api_key() -> str:
-    return os.environ.get("OPENAI_API_KEY", "bench-key")
+def default_api_key(api: str = "openai") -> str:
+    return os.environ.get("ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY", "bench-key")

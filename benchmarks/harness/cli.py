@@ -2,12 +2,17 @@
 
     python -m benchmarks [--network wan|lan|mobile|loopback] [--quick] [--scenarios a,b]
                          [--profile h100-8b] [--out results] [--base-url URL --api-key KEY]
+                         [--api openai|anthropic]
     python -m benchmarks compare A.json B.json [--max-p99-regression 10%]
 
 Without ``--base-url`` it starts the reference server (TLS, so handshakes count) and puts the
 emulated network between client and server; with it, it runs what makes sense against that
 server directly (add ``--network`` to emulate a network in front of it as well) and says which
-scenarios it skipped and why.
+scenarios it skipped and why. ``--api anthropic`` runs the scenarios that apply to the Messages
+API (each with ``anthropic`` in its ``apis``) with llmclient's ``AsyncAnthropic`` against the
+official ``anthropic.AsyncAnthropic``, on the reference server's ``/v1/messages`` or on the
+Anthropic-compatible server of ``--base-url`` (its root, as the official client takes it:
+``https://api.anthropic.com``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import importlib
 import os
 import platform
 import shutil
@@ -30,7 +36,9 @@ from urllib.parse import urlsplit
 from llmclient._redact import redact_argv, redact_text, redact_url
 
 from ._scenario import Context, NotAvailable, ScenarioResult, default_api_key
+from .drivers import ANTHROPIC_VERSION, APIS
 from .progress import Progress
+from .records import official_named
 from .serverproc import ServerProcess, start_server
 from .stats import SLO
 from .usage import Usage, describe_usage
@@ -74,7 +82,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="an OpenAI-compatible server instead of the embedded one; "
                    "several, comma-separated: replicas of one model (the first serves every "
                    "scenario, all of them the replicas scenario)")
-    p.add_argument("--api-key", default=None, help="API key (default: $OPENAI_API_KEY)")
+    p.add_argument("--api", choices=APIS, default="openai",
+                   help="which API and face: openai (Chat Completions; the official openai "
+                        "client as the baseline) or anthropic (the Messages API; the official "
+                        "anthropic client as the baseline); runs the scenarios that apply to it")
+    p.add_argument("--api-key", default=None,
+                   help="API key (default: $OPENAI_API_KEY, or $ANTHROPIC_API_KEY with --api anthropic)")
     p.add_argument("--model", default=None, help="model name (default: the server's first)")
     p.add_argument("--capability", action="append", default=[],
                    help="declare a capability of the --base-url server (e.g. vision)")
@@ -114,18 +127,21 @@ def _compare_parser() -> argparse.ArgumentParser:
     return p
 
 
-def probe_capabilities(reference: bool, tls: bool, extra: list[str]) -> set[str]:
-    """What this installation (and server) can do; scenarios check ``requires`` against it."""
+def probe_capabilities(reference: bool, tls: bool, extra: list[str], api: str = "openai") -> set[str]:
+    """What this installation (and server) can do; scenarios check ``requires`` against it.
+    ``openai`` stands for the run's official client: the ``anthropic`` package with
+    ``api="anthropic"`` (so a scenario written with the harness's drivers requires it once)."""
     caps = set(extra)
+    face = "AsyncAnthropic" if api == "anthropic" else "AsyncOpenAI"
     with contextlib.suppress(ImportError):
         import llmclient
 
-        if hasattr(llmclient, "AsyncOpenAI"):
+        if hasattr(llmclient, face):
             caps.add("llmclient")
     with contextlib.suppress(ImportError):
-        import openai  # noqa: F401
-
+        importlib.import_module(api)
         caps.add("openai")
+        caps.add(api)
     for module, cap in (("llmclient.cache", "llmclient.cache"),
                         ("llmclient.wire.protobuf", "llmclient.protobuf"),
                         ("llmclient.features.images", "llmclient.images"),
@@ -140,12 +156,18 @@ def probe_capabilities(reference: bool, tls: bool, extra: list[str]) -> set[str]
     return caps
 
 
-def _first_model(base_url: str, api_key: str, verify: str | bool) -> str | None:
+def _first_model(base_url: str, api_key: str, verify: str | bool, api: str = "openai") -> str | None:
+    """The first model the server lists: ``GET /models`` (OpenAI's), or with ``api="anthropic"``
+    ``GET /v1/models`` under the Messages API's root with its headers."""
     import httpx
 
+    if api == "anthropic":
+        root = base_url.rstrip("/").removesuffix("/v1")
+        url, headers = root + "/v1/models", {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
+    else:
+        url, headers = base_url.rstrip("/") + "/models", {"authorization": f"Bearer {api_key}"}
     try:
-        response = httpx.get(base_url.rstrip("/") + "/models", verify=verify, timeout=10.0,
-                             headers={"authorization": f"Bearer {api_key}"})
+        response = httpx.get(url, verify=verify, timeout=10.0, headers=headers)
         data = response.json().get("data") or []
         return str(data[0]["id"]) if data else None
     except (httpx.HTTPError, ValueError, KeyError, IndexError, AttributeError):
@@ -262,6 +284,21 @@ def quick_plan(scenarios: list[Any], wanted: list[str], quick: bool) -> tuple[li
             [s for s in scenarios if not getattr(s, "quick", True)])
 
 
+def for_api(scenarios: list[Any], api: str, named: bool) -> list[Any]:
+    """The scenarios that apply to ``api`` (``apis`` on a scenario; default ``("openai",)``).
+    ``named``: the user listed them, so one that does not apply is a ValueError saying which
+    APIs it has, instead of silently running fewer. Pure."""
+    fits = [s for s in scenarios if api in getattr(s, "apis", ("openai",))]
+    if named and len(fits) < len(scenarios):
+        odd = [s for s in scenarios if s not in fits]
+        raise ValueError("not for --api {}: {} (they run with --api {})".format(
+            api, ", ".join(s.name for s in odd),
+            " / ".join(sorted({a for s in odd for a in getattr(s, "apis", ("openai",))}))))
+    if not fits:
+        raise ValueError(f"no scenario applies to --api {api}")
+    return fits
+
+
 def _interrupt(signum: int, frame: Any) -> None:
     """SIGTERM unwinds the run as Ctrl-C does: servers stopped, the key folder removed."""
     raise KeyboardInterrupt(f"signal {signum}")
@@ -276,11 +313,12 @@ def run_suite(args: argparse.Namespace) -> int:
     wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     try:
         chosen = select(scenarios, wanted)
+        chosen = for_api(chosen, args.api, named=bool(wanted))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.list:
-        for s in scenarios:
+        for s in for_api(scenarios, args.api, named=False):
             quick = "" if getattr(s, "quick", True) else "  (--full only)"
             print(f"{s.name:<14} requires {','.join(s.requires) or '-':<40} {s.description}{quick}")
         return 0
@@ -312,7 +350,7 @@ def _run(args: argparse.Namespace, chosen: list[Any], left_out: list[Any], slo: 
 
     if replica_urls:
         args.base_url = replica_urls[0]
-    api_key = args.api_key or default_api_key()
+    api_key = args.api_key or default_api_key(args.api)
     reference = args.base_url is None
     server_args: tuple[str, ...] = ()
     if args.otlp_endpoint:
@@ -364,8 +402,8 @@ def _run(args: argparse.Namespace, chosen: list[Any], left_out: list[Any], slo: 
         out.line(f"harness overhead: open-loop send lag p50 {overhead['lag_p50_ms']:.2f} ms, "
                  f"p99 {overhead['lag_p99_ms']:.2f} ms (n={overhead['n']:.0f}, no-op requests)")
 
-        caps = probe_capabilities(reference, tls, args.capability)
-        model = args.model or _first_model(direct, api_key, verify) or "default"
+        caps = probe_capabilities(reference, tls, args.capability, args.api)
+        model = args.model or _first_model(direct, api_key, verify, args.api) or "default"
         sampler = MetricsSampler(server.origin if server else direct.rsplit("/v1", 1)[0], verify)
         if sampler.available():
             caps.add("metrics")
@@ -390,7 +428,7 @@ def _run(args: argparse.Namespace, chosen: list[Any], left_out: list[Any], slo: 
                       capabilities=frozenset(caps), verify=verify, seed=args.seed,
                       network_measured=measured, server=server, spawn_server=spawn,
                       progress=out.step, through_network=through,
-                      replica_urls=replica_urls if len(replica_urls) > 1 else ())
+                      replica_urls=replica_urls if len(replica_urls) > 1 else (), api=args.api)
         stack.callback(ctx.close)
         out.line(f"model {model}; capabilities: {', '.join(sorted(caps))}")
         if left_out:
@@ -405,7 +443,8 @@ def _run(args: argparse.Namespace, chosen: list[Any], left_out: list[Any], slo: 
         scenario_costs: dict[str, dict[str, Any]] = {}
         suite = Usage.start()
         for i, scenario in enumerate(chosen, 1):
-            out.begin(f"[{i}/{len(chosen)}] {scenario.name}: {scenario.description}")
+            out.begin(f"[{i}/{len(chosen)}] {scenario.name}: "
+                      f"{official_named(scenario.description, args.api)}")
             usage = Usage.start()
             ctx.arms.clear()
             try:
@@ -416,6 +455,7 @@ def _run(args: argparse.Namespace, chosen: list[Any], left_out: list[Any], slo: 
                 result = ScenarioResult.not_available(
                     scenario, redact_text(f"crashed: {type(exc).__name__}: {exc}"))
             result.arms = {**ctx.arms, **result.arms}
+            result = result.official_named(args.api)  # the baseline's name on this API
             results.append(result)
             scenario_costs[scenario.name] = usage.summary()
             out.line(_one_line(result, scenario_costs[scenario.name]))
@@ -426,6 +466,7 @@ def _run(args: argparse.Namespace, chosen: list[Any], left_out: list[Any], slo: 
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "command": _command_line(),
             "quick": args.quick,
+            "api": args.api,
             "suite_s": machine["wall_s"],
             "machine": {"busy": machine["machine_busy"], "cpu_s": machine["cpu_s"],
                         "others_cores": machine["others_cores"], "cores": machine["cores"]},

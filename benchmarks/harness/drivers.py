@@ -4,9 +4,15 @@ Three ways apps call LLM APIs, compared in the suite:
 
 - ``fresh-connection``: a new ``httpx.AsyncClient`` (HTTP/1.1) per call, as scripts and
   serverless handlers often do; every call pays TCP + TLS handshakes over the network.
-- ``openai``: the official ``openai.AsyncOpenAI`` client with its defaults (one pooled
-  HTTP/1.1 client, 2 retries).
-- ``llmclient``: ``llmclient.AsyncOpenAI`` (warm HTTP/2, orjson), with per-call options.
+- ``openai``: the official client with its defaults (one pooled HTTP/1.1 client, 2 retries).
+- ``llmclient``: llmclient's client (warm HTTP/2, orjson), with per-call options.
+
+Each speaks the run's API (``ctx.api``, the suite's ``--api``): ``openai`` is Chat Completions
+(``openai.AsyncOpenAI`` against ``llmclient.AsyncOpenAI``); ``anthropic`` is the Messages API
+(``anthropic.AsyncAnthropic`` against ``llmclient.AsyncAnthropic``, the same driver names), so a
+scenario written with these drivers runs for either face. A :class:`ChatRequest` becomes a
+Messages body by :func:`messages_body` (system turns to ``system``; an option the Messages API
+does not have is an error naming it, so a scenario that needs one says it does not apply).
 
 Every request carries a W3C ``traceparent`` so a slow request can be found in the server's log;
 llmclient makes its own and reports it as ``response.trace_id``.
@@ -35,7 +41,14 @@ if TYPE_CHECKING:
 __all__ = ["DRIVERS", "classify_error", "make_driver", "parse_server_timing"]
 
 DRIVERS = ("fresh-connection", "openai", "llmclient")
+APIS = ("openai", "anthropic")
 TIMEOUT_S = 120.0
+# The Messages API's version header, as the official client sends it (anthropic 2.17.0).
+ANTHROPIC_VERSION = "2023-06-01"
+# Chat-request options the Messages API has under the same name, and one it spells differently.
+_MESSAGES_OPTIONS = frozenset({"temperature", "top_p", "top_k", "metadata", "stop_sequences",
+                               "tools", "tool_choice", "thinking", "service_tier"})
+_MESSAGES_RENAMED = {"stop": "stop_sequences"}
 
 _TIMING_ENTRY = re.compile(r"\s*([!#$%&'*+\-.^_`|~0-9A-Za-z]+)((?:\s*;\s*[^,;]*)*)")
 
@@ -89,6 +102,69 @@ def _body(request: ChatRequest, model: str) -> dict[str, Any]:
         body["stream"] = True
         body.setdefault("stream_options", {"include_usage": True})
     return body
+
+
+def messages_body(request: ChatRequest, model: str) -> dict[str, Any]:
+    """A :class:`ChatRequest` as a Messages API body: ``system`` turns joined into ``system``,
+    the rest as ``messages``; ``stream_options`` has no Messages counterpart (usage always comes
+    with ``message_delta``) and is dropped. Any other option the Messages API lacks (``seed``,
+    ``n``, ``logprobs`` ...) is a ValueError naming it: the scenario does not apply. Pure."""
+    system = [m["content"] for m in request.messages if m.get("role") == "system"]
+    turns = [m for m in request.messages if m.get("role") != "system"]
+    body: dict[str, Any] = {"model": model, "messages": turns, "max_tokens": request.max_tokens}
+    if system:
+        if not all(isinstance(text, str) for text in system):
+            raise ValueError("a system turn with content parts has no Messages API form here")
+        body["system"] = "\n\n".join(system)
+    for key, value in request.extra_body.items():
+        if key == "stream_options":
+            continue
+        name = _MESSAGES_RENAMED.get(key, key)
+        if name not in _MESSAGES_OPTIONS:
+            raise ValueError(f"the Messages API has no {key!r} option")
+        body[name] = [value] if name == "stop_sequences" and isinstance(value, str) else value
+    if request.stream:
+        body["stream"] = True
+    return body
+
+
+# Sampling options the Messages API takes but anthropic 2.17's ``messages.create`` has no keyword
+# for (its signature dropped them): sent in ``extra_body``, as an app on that client does.
+_BODY_ONLY = ("temperature", "top_p", "top_k")
+
+
+def _create_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """``messages.create`` keywords for ``body``: the sampling options under ``extra_body``."""
+    extra = {k: body[k] for k in _BODY_ONLY if k in body}
+    kwargs = {k: v for k, v in body.items() if k not in extra}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+def _anthropic_root(ctx: Context) -> str:
+    """The Messages API's base URL as the official client takes it (it adds ``/v1/messages``)."""
+    root = ctx.base_url.rstrip("/")
+    return root[:-3] if root.endswith("/v1") else root
+
+
+def _message_text(event: Any) -> str | None:
+    """A Messages stream event's text (``content_block_delta`` with a ``text_delta``)."""
+    if getattr(event, "type", None) != "content_block_delta":
+        return None
+    delta = getattr(event, "delta", None)
+    text = getattr(delta, "text", None)
+    return text if isinstance(text, str) else None
+
+
+def _message_event_tokens(event: Any, tokens: int | None) -> int | None:
+    """Output tokens so far: ``message_delta``'s usage is cumulative."""
+    if getattr(event, "type", None) == "message_delta":
+        usage = getattr(event, "usage", None)
+        value = getattr(usage, "output_tokens", None)
+        if isinstance(value, int):
+            return value
+    return tokens
 
 
 class _Timer:
@@ -216,6 +292,78 @@ def _fresh_connection(ctx: Context, variant: str) -> Driver:
     return send
 
 
+async def _messages_sse(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+    """Decode a Messages API stream (every event named by an ``event:`` line, its JSON on
+    ``data:``); ends at ``message_stop``, raises on an ``error`` event or a cut before it."""
+    async for line in lines:
+        if not line.startswith("data:"):
+            continue
+        event = json.loads(line[5:].strip())
+        kind = event.get("type")
+        if kind == "error":
+            error = event.get("error") or {}
+            raise _TruncatedStream(f"error event: {error.get('type')}: {error.get('message')}")
+        yield event
+        if kind == "message_stop":
+            return
+    raise _TruncatedStream("stream ended without message_stop")
+
+
+def _fresh_messages(ctx: Context, variant: str) -> Driver:
+    """``fresh-connection`` on the Messages API: a new HTTP/1.1 client per call."""
+    import httpx
+
+    url = _anthropic_root(ctx) + "/v1/messages"
+
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        timer = _Timer(ctx, variant, scheduled)
+        stamps: dict[str, float] = {}
+
+        async def trace(name: str, info: Mapping[str, Any]) -> None:
+            stamps[name] = time.perf_counter()
+
+        headers = {"x-api-key": ctx.api_key, "anthropic-version": ANTHROPIC_VERSION,
+                   "traceparent": traceparent(timer.trace_id), **request.headers}
+        body = json.dumps(messages_body(request, ctx.model)).encode()
+        try:
+            async with (
+                httpx.AsyncClient(http2=False, verify=ctx.verify, timeout=TIMEOUT_S) as client,
+                client.stream("POST", url, content=body, headers=headers,
+                              extensions={"trace": trace}) as response,
+            ):
+                server_timing = parse_server_timing(response.headers.get("server-timing"))
+                if response.status_code >= 400:
+                    await response.aread()
+                    return timer.record(status=response.status_code, error_kind="http_error",
+                                        output_tokens=None, bytes_sent=len(body))
+                tokens: int | None = None
+                prompt: int | None = None
+                if request.stream:
+                    async for event in _messages_sse(response.aiter_lines()):
+                        delta = event.get("delta") or {}
+                        if event.get("type") == "content_block_delta":
+                            timer.content(delta.get("text"))
+                        elif event.get("type") == "message_delta":
+                            tokens = (event.get("usage") or {}).get("output_tokens", tokens)
+                        elif event.get("type") == "message_start":
+                            prompt = ((event.get("message") or {}).get("usage") or {}).get("input_tokens")
+                    received = response.num_bytes_downloaded
+                else:
+                    raw = await response.aread()
+                    received = len(raw)
+                    usage = json.loads(raw).get("usage") or {}
+                    tokens, prompt = usage.get("output_tokens"), usage.get("input_tokens")
+            breakdown = _phase_breakdown(stamps)
+            breakdown.update({f"server.{k}": v for k, v in server_timing.items()})
+            return timer.record(status=response.status_code, bytes_sent=len(body),
+                                bytes_received=received, breakdown=breakdown,
+                                output_tokens=tokens or timer.chunks or None, prompt_tokens=prompt)
+        except Exception as exc:
+            return timer.failure(exc)
+
+    return send
+
+
 def _phase_breakdown(stamps: Mapping[str, float]) -> dict[str, float]:
     out: dict[str, float] = {}
     for label, prefix in (("connect", "connection.connect_tcp"), ("tls", "connection.start_tls")):
@@ -269,6 +417,91 @@ def _openai(ctx: Context, variant: str) -> Driver:
                 breakdown={f"server.{k}": v for k, v in
                            parse_server_timing(raw.headers.get("server-timing")).items()})
         except Exception as exc:
+            return timer.failure(exc)
+
+    return send
+
+
+def _anthropic(ctx: Context, variant: str) -> Driver:
+    """The official ``anthropic.AsyncAnthropic`` with its defaults (the Messages face's baseline)."""
+    try:
+        import anthropic
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("the official anthropic client is missing: pip install anthropic") from exc
+    state: dict[str, Any] = {}
+
+    def client() -> Any:
+        if "client" not in state:
+            kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key}
+            if ctx.verify is not True:
+                # Only the CA bundle differs from the defaults (the reference server's own CA).
+                kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ctx.verify)
+            state["client"] = anthropic.AsyncAnthropic(**kwargs)
+            ctx.closers.append(state["client"].close)
+        return state["client"]
+
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        timer = _Timer(ctx, variant, scheduled)
+        headers = {"traceparent": traceparent(timer.trace_id), **request.headers}
+        try:
+            body = _create_kwargs(messages_body(request, ctx.model))
+            if request.stream:
+                stream = await client().messages.create(extra_headers=headers, **body)
+                tokens = None
+                async for event in stream:
+                    timer.content(_message_text(event))
+                    tokens = _message_event_tokens(event, tokens)
+                return timer.record(status=200, output_tokens=tokens or timer.chunks or None)
+            raw = await client().messages.with_raw_response.create(extra_headers=headers, **body)
+            message = await raw.parse()  # the async client's parse is a coroutine
+            usage = message.usage
+            return timer.record(
+                status=raw.status_code, output_tokens=usage.output_tokens, prompt_tokens=usage.input_tokens,
+                breakdown={f"server.{k}": v for k, v in
+                           parse_server_timing(raw.headers.get("server-timing")).items()})
+        except Exception as exc:
+            return timer.failure(exc)
+
+    return send
+
+
+def _llmclient_anthropic(ctx: Context, variant: str, **options: Any) -> Driver:
+    """``llmclient.AsyncAnthropic``, with per-call options (``cache=True`` ...)."""
+    state: dict[str, Any] = {}
+    client_options = options.pop("client_options", {})
+
+    def client() -> Any:
+        if "client" not in state:
+            llmclient = importlib.import_module("llmclient")
+            kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key,
+                                      **client_options}
+            if ctx.verify is not True:
+                kwargs.setdefault("verify", ctx.verify)
+            state["client"] = llmclient.AsyncAnthropic(**kwargs)
+            ctx.closers.append(state["client"].close)
+        return state["client"]
+
+    async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
+        timer = _Timer(ctx, variant, scheduled)
+        try:
+            body = _create_kwargs(messages_body(request, ctx.model))
+            response = await client().messages.create(extra_headers=dict(request.headers), **body, **options)
+            tokens = prompt = None
+            if request.stream:
+                async for event in response:
+                    timer.content(_message_text(event))
+                    tokens = _message_event_tokens(event, tokens)
+            else:
+                usage = getattr(response, "usage", None)
+                tokens = getattr(usage, "output_tokens", None)
+                prompt = getattr(usage, "input_tokens", None)
+            timer.trace_id = getattr(response, "trace_id", None) or timer.trace_id
+            return timer.record(status=200, output_tokens=tokens or timer.chunks or None, prompt_tokens=prompt,
+                                **_from_call_record(getattr(response, "timings", None)))
+        except Exception as exc:
+            trace_id = getattr(exc, "trace_id", None)
+            if trace_id:
+                timer.trace_id = trace_id
             return timer.failure(exc)
 
     return send
@@ -345,6 +578,14 @@ def _from_call_record(timings: Any) -> dict[str, Any]:
 
 def make_driver(kind: str, ctx: Context, **options: Any) -> Driver:
     variant = options.pop("variant", kind)
+    if ctx.api == "anthropic":
+        if kind == "fresh-connection":
+            return _fresh_messages(ctx, variant)
+        if kind == "openai":  # "the official client": anthropic's on this API
+            return _anthropic(ctx, variant)
+        if kind == "llmclient":
+            return _llmclient_anthropic(ctx, variant, **options)
+        raise ValueError(f"unknown driver {kind!r}; known: {', '.join(DRIVERS)}")
     if kind == "fresh-connection":
         return _fresh_connection(ctx, variant)
     if kind == "openai":

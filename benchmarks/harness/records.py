@@ -8,6 +8,8 @@ them beside :class:`~benchmarks.harness._scenario.Context`.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,7 +28,9 @@ __all__ = [
 # installed packages and the server; names are plain strings so new ones cost nothing.
 CAPABILITIES: Mapping[str, str] = {
     "llmclient": "the llmclient package imports (OpenAI, AsyncOpenAI)",
-    "openai": "the official openai client is installed (pip install 'llmclient[bench]')",
+    "openai": "the official openai client is installed (pip install 'llmclient[bench]'); with "
+              "--api anthropic, the official anthropic client",
+    "anthropic": "the official anthropic client is installed (pip install anthropic)",
     "llmclient.cache": "llmclient.cache (response cache) is built",
     "llmclient.protobuf": "llmclient's protobuf codec is built",
     "llmclient.images": "llmclient's image preprocessing glue is built",
@@ -256,6 +260,39 @@ class ScenarioResult:
     @classmethod
     def not_available(cls, scenario: Scenario, reason: str) -> ScenarioResult:
         return cls(name=scenario.name, description=scenario.description, skipped=reason)
+
+    def official_named(self, client: str) -> ScenarioResult:
+        """The result with the official client called ``client`` wherever a scenario wrote
+        ``openai`` (variant names, rows, notes, arms): a scenario written once with the harness's
+        drivers reads right on the Messages API (``--api anthropic``), whose baseline is the
+        official anthropic client. Pure: a new result."""
+        if client == "openai":
+            return self
+
+        def name(text: str) -> str:
+            return official_named(text, client)
+
+        def row(r: Row | Rate) -> Row | Rate:
+            return dataclasses.replace(r, label=name(r.label), baseline=name(r.baseline),
+                                       candidate=name(r.candidate), context=name(r.context),
+                                       technique=name(r.technique) if r.technique else r.technique)
+
+        variants = {name(k): [dataclasses.replace(rec, variant=name(rec.variant)) for rec in v]
+                    for k, v in self.variants.items()}
+        return dataclasses.replace(
+            self, description=name(self.description), variants=variants,
+            rows=[row(r) for r in self.rows], notes=[name(n) for n in self.notes],
+            arms={name(k): a for k, a in self.arms.items()})
+
+
+def official_named(text: str, client: str) -> str:
+    """``text`` with the official client called ``client`` where it says ``openai``. Pure."""
+    return text if client == "openai" else _OPENAI_WORD.sub(client, text)
+
+
+# "openai" as a word (a variant "openai/stream", "the official openai client"), not inside
+# another name ("AsyncOpenAI", "openai-compatible" stays: a hyphenated API description)
+_OPENAI_WORD = re.compile(r"(?<![\w.-])openai(?![\w-])")
 
 
 @runtime_checkable

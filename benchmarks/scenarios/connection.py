@@ -26,6 +26,7 @@ VARIANTS = ("fresh-connection", "openai", "llmclient")
 
 class ConnectionHandling:
     name = "connection"
+    apis = ("openai", "anthropic")
     description = ("same chat workload via a fresh connection per call, the official openai "
                    "client's defaults, and llmclient's warm HTTP/2 (non-stream and stream)")
     requires = ("llmclient", "openai")
@@ -64,6 +65,7 @@ class ConnectionHandling:
 
 class Concurrency:
     name = "concurrency"
+    apis = ("openai", "anthropic")
     description = ("closed loop at fixed concurrency: official client (HTTP/1.1 pool) vs "
                    "llmclient (HTTP/2 multiplexing), fresh clients, blocks alternated A B A B")
     requires = ("llmclient", "openai")
@@ -104,6 +106,7 @@ class Http1Origin:
     TTFT) and at concurrency 8 (fresh clients per block, so each pool opens under load)."""
 
     name = "http1"
+    apis = ("openai", "anthropic")
     description = ("an HTTP/1.1-only origin (uvicorn, as vLLM/SGLang serve): official client vs "
                    "llmclient, one at a time and at concurrency 8")
     requires = ("llmclient", "openai", "spawn_server")

@@ -68,6 +68,7 @@ def _median(values: Sequence[float | int | None]) -> float | None:
 
 class Caching:
     name = "cache"
+    apis = ("openai", "anthropic")
     description = (f"a seeded workload in which {REPEAT_RATE:.0%} of the requests repeat an "
                    f"earlier prompt (Zipf s={ZIPF_S} over the prompts seen so far, temperature "
                    "0): openai vs llmclient vs llmclient with cache='memory'")

@@ -66,6 +66,7 @@ FAULT_MIX = ",".join([
 
 class Steady:
     name = "steady"
+    apis = ("openai", "anthropic")
     description = "Poisson open loop at a fixed rate through llmclient (mixed lengths, streamed)"
     requires = ("llmclient",)
     # one variant, no comparison: nothing for a quick pass to decide
@@ -94,6 +95,7 @@ class Steady:
 
 class Sweep:
     name = "sweep"
+    apis = ("openai", "anthropic")
     description = f"rate sweep (open loop, Poisson) on the {SWEEP_PROFILE} profile, knee marked"
     requires = ("llmclient", "spawn_server")
     # a knee from four short rates is a guess: the full pass sweeps ten
@@ -148,6 +150,7 @@ class Sweep:
 
 class ColdStart:
     name = "coldstart"
+    apis = ("openai", "anthropic")
     description = "server start to first success; a fresh client's first call (openai vs llmclient)"
     requires = ("llmclient", "openai", "spawn_server")
     quick_s = 4
@@ -189,6 +192,7 @@ class ColdStart:
 
 class Faults:
     name = "faults"
+    apis = ("openai", "anthropic")
     description = ("429/503/504/stragglers/resets injected server-side: openai vs llmclient vs "
                    "llmclient with hedged requests, plus llmclient without retries to show the "
                    "raw failure mix")
@@ -303,6 +307,7 @@ def straggler_slow(record: RequestRecord) -> bool | None:
 
 class Tail:
     name = "tail"
+    apis = ("openai", "anthropic")
     description = ("streamed chat with slow replicas (5% of requests 8x slower): TTFT and e2e "
                    "P99, llmclient vs llmclient with hedge=True")
     requires = ("llmclient", "faults", "spawn_server")
@@ -388,6 +393,7 @@ class Tail:
 
 class LongPrompt:
     name = "longprompt"
+    apis = ("openai", "anthropic")
     description = "prompts of 20k-35k characters: openai vs llmclient (upload + encoding)"
     requires = ("llmclient", "openai")
     quick_s = 7
