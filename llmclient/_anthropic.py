@@ -22,7 +22,9 @@ from ._client import BaseClient, _copying
 from ._config import OPTION_NAMES, Config, Credentials, make_config
 from ._keywords import check_keywords
 from ._sync.client import ClientIO
+from .api._async.passthrough import async_httpx2_client
 from .api._sync.anthropic import Messages, Models
+from .api._sync.passthrough import sync_httpx2_client
 from .api.anthropic import (
     ANTHROPIC_ERRORS,
     DEFAULT_BASE_URL,
@@ -147,9 +149,11 @@ class AnthropicBase(BaseClient):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _build_official(self) -> Any:
-        """The official anthropic client behind the pass-through, from the same settings. It
-        keeps its own connections unless the app gave an ``http_client``: anthropic 2.x sends
-        with ``httpx2``, whose transports llmclient's httpx connections are not."""
+        """The official anthropic client behind the pass-through, from the same settings, sending
+        through the app's ``http_client`` when it gave one, else through llmclient's shared
+        connections (HTTP/2, proxies, the same TLS settings, a ``traceparent`` and ``X-Request-ID``
+        on each request): anthropic 2.x sends with ``httpx2``, so an ``httpx2`` client whose
+        transport hands each request to llmclient's (``api/_async/passthrough.py``)."""
         import anthropic  # the official client: loaded by the first passed-through call
 
         t = self.timeout
@@ -162,6 +166,9 @@ class AnthropicBase(BaseClient):
         }
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
+        else:
+            over_ours = async_httpx2_client if self._on_event_loop else sync_httpx2_client
+            kwargs["http_client"] = over_ours(self._transport_settings, kwargs["timeout"])
         cls = anthropic.AsyncAnthropic if self._on_event_loop else anthropic.Anthropic
         official = self.__dict__.get("_official_kwargs", {})
         kwargs.update((k, v) for k, v in official.items() if k in _official_settings() and k != "auth_token")

@@ -1,5 +1,6 @@
 """The official client's errors as llmclient's, for what is passed through to it
-(``api/passthrough.py``): the class of the same name, the same attributes, the trace id."""
+(``api/passthrough.py``): the class of the same name, the same attributes, the trace id; the
+``openai`` package's and, for the Anthropic face, the ``anthropic`` package's."""
 
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def _our_class(official: type[BaseException]) -> type[_errors.OpenAIError]:
 
 def translate(exc: BaseException) -> BaseException | None:
     """llmclient's error for an official one (same attributes, plus trace_id), else None."""
-    openai = sys.modules.get("openai")
-    if openai is None or not isinstance(exc, openai.OpenAIError):
+    # the official packages' own bases (whichever are imported: a face's pass-through imports its own)
+    bases = tuple(base for module, name in (("openai", "OpenAIError"), ("anthropic", "AnthropicError"))
+                  if (base := getattr(sys.modules.get(module), name, None)) is not None)
+    if not bases or not isinstance(exc, bases):
         return None
     cls = _our_class(type(exc))
     ours = cls.__new__(cls)

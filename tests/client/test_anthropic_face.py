@@ -308,3 +308,36 @@ def test_an_auth_token_goes_as_a_bearer_and_survives_a_copy(drive: Drive, cached
         assert drive(client.messages.create(model=MODEL, max_tokens=2, messages=ASK)).content[0].text
     assert [r.headers.get("authorization") for r in seen] == ["Bearer tok-1"] * 2
     assert not any("x-api-key" in r.headers for r in seen) and c.api_key is None
+
+
+def test_the_pass_through_sends_over_llmclients_connections(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``beta``, ``messages.batches`` ... are the official client's, sent through llmclient's shared
+    connections (anthropic 2.x sends with httpx2: an httpx2 transport hands each request across).
+    The proof is on the wire: the caller's ``traceparent`` is continued and its trace id comes back
+    as the server's ``x-request-id``, which llmclient sets and the official client alone does not."""
+    c = _face(drive, server)
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    parent = {"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}
+    raw = drive(c.beta.models.with_raw_response.list(extra_headers=parent))
+    assert raw.headers["x-request-id"].replace("-", "") == trace_id  # llmclient writes it as a UUID
+    page = drive(raw.parse())
+    assert MODEL in [m.id for m in page.data]
+    # without a caller's traceparent: a fresh trace per request, still llmclient's
+    first = drive(c.beta.models.with_raw_response.list()).headers["x-request-id"]
+    second = drive(c.beta.models.with_raw_response.list()).headers["x-request-id"]
+    assert first != second and len(first.replace("-", "")) == 32
+    with pytest.raises(llmclient.NotFoundError) as caught:  # the official error, as llmclient's class
+        drive(c.messages.batches.retrieve("msgbatch_nope", extra_headers=parent))
+    assert isinstance(caught.value, anthropic.NotFoundError) and caught.value.trace_id == trace_id
+
+
+def test_a_pass_through_call_to_a_dead_port_is_a_connection_error(drive: Drive) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = drive.client(llmclient, face="Anthropic", base_url=f"http://127.0.0.1:{port}", api_key=KEY, max_retries=0)
+    with pytest.raises(llmclient.APIConnectionError) as caught:  # httpx2's error, as the official client reads it
+        drive(c.beta.models.list())
+    assert isinstance(caught.value, anthropic.APIConnectionError) and f":{port}" in str(caught.value)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from openai.resources.realtime import AsyncRealtime
     from openai.resources.webhooks import AsyncWebhooks
 
-__all__ = ["AsyncManagedIO", "AsyncPassthroughTypes", "_AsyncAdapter"]
+__all__ = ["AsyncManagedIO", "AsyncPassthroughTypes", "_AsyncAdapter", "async_httpx2_client"]
 
 
 def _trace(request: httpx.Request) -> None:
@@ -42,6 +42,61 @@ class _AsyncAdapter(httpx.AsyncBaseTransport):
         await request.aread()  # a multipart upload is a stream: our connections send whole bodies
         _trace(request)
         return await shared_async_transport(self._settings).send(request)
+
+
+def async_httpx2_client(settings: TransportSettings, timeout: Any) -> Any:
+    """An ``httpx2`` client (what anthropic 2.x sends with) over llmclient's shared connections:
+    ``httpx2`` keeps httpx's transport interface under its own classes, so each request is
+    handed across as an ``httpx.Request`` and the answer streamed back as an ``httpx2.Response``."""
+    import httpx2  # comes with anthropic 2.x: only its pass-through needs it
+
+    class Stream(httpx2.AsyncByteStream):  # unasync: sync=class Stream(httpx2.SyncByteStream):
+        """The body of an answer from llmclient's transport, read as the official client reads."""
+
+        def __init__(self, response: httpx.Response) -> None:
+            self._response = response
+
+        async def __aiter__(self) -> Any:
+            with _httpx2_errors(httpx2, None):
+                async for chunk in self._response.aiter_raw():
+                    yield chunk
+
+        async def aclose(self) -> None:
+            await self._response.aclose()
+
+    class Adapter(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: Any) -> Any:  # unasync: sync=def handle_request(self, request: Any) -> Any:
+            body = await request.aread()
+            sent = httpx.Request(request.method, str(request.url), headers=request.headers.raw, content=body,
+                                 extensions={k: v for k, v in request.extensions.items() if k == "timeout"})
+            _trace(sent)
+            with _httpx2_errors(httpx2, request):
+                response = await shared_async_transport(settings).send(sent)
+            return httpx2.Response(response.status_code, headers=response.headers.raw, stream=Stream(response),
+                                   request=request, extensions={k: v for k, v in response.extensions.items()
+                                                                if k in ("http_version", "reason_phrase")})
+
+    return httpx2.AsyncClient(transport=Adapter(), timeout=timeout, follow_redirects=True)
+
+
+class _httpx2_errors:
+    """httpx's transport errors raised as ``httpx2``'s class of the same name (``ReadTimeout``,
+    ``ConnectError`` ...), so the official client's retry and error mapping read them as its own."""
+
+    __slots__ = ("_httpx2", "_request")
+
+    def __init__(self, httpx2: Any, request: Any) -> None:
+        self._httpx2, self._request = httpx2, request
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, httpx.TransportError):
+            cls = getattr(self._httpx2, type(exc).__name__, None)
+            if not (isinstance(cls, type) and issubclass(cls, self._httpx2.TransportError)):
+                cls = self._httpx2.TransportError
+            raise cls(str(exc), request=self._request) if self._request is not None else cls(str(exc)) from exc
 
 
 class AsyncManagedIO:
