@@ -196,6 +196,22 @@ class Context:
         with self.through_network(server) as url:
             yield url
 
+    def spawn_fault_server(self, purpose: str) -> ServerProcess:
+        """A reference server of the suite's profile that honours ``x-fault`` headers (the
+        suite's own does not), started and healthy; :class:`NotAvailable` naming ``purpose``
+        where none can be started (``--base-url``) or it fails to start. The caller stops it."""
+        from .serverproc import ServerError
+
+        if self.spawn_server is None:
+            raise NotAvailable(f"{purpose} starts a reference server with fault headers (not with --base-url)")
+        profile = self.server.profile if self.server else "zero"
+        try:
+            server = self.spawn_server(profile=profile, extra_args=("--allow-fault-headers",))
+            server.wait_healthy()
+        except (ServerError, OSError) as exc:
+            raise NotAvailable(f"could not start a reference server with fault headers: {exc}") from exc
+        return server
+
     def derive(self, **changes: Any) -> Context:
         """A copy pointing elsewhere (another server), sharing the loop and the closers."""
         return dataclasses.replace(self, **changes)

@@ -24,7 +24,7 @@ import importlib
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .records import (
@@ -378,17 +378,14 @@ def _openai(ctx: Context, variant: str) -> Driver:
         import openai
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError("the official client is missing: pip install 'llmclient[bench]'") from exc
-    state: dict[str, Any] = {}
+    def build() -> Any:
+        kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key}
+        if ctx.verify is not True:
+            # Only the CA bundle differs from the defaults (the reference server's own CA).
+            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ctx.verify)
+        return openai.AsyncOpenAI(**kwargs)
 
-    def client() -> Any:
-        if "client" not in state:
-            kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key}
-            if ctx.verify is not True:
-                # Only the CA bundle differs from the defaults (the reference server's own CA).
-                kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ctx.verify)
-            state["client"] = openai.AsyncOpenAI(**kwargs)
-            ctx.closers.append(state["client"].close)
-        return state["client"]
+    client = _lazy_client(ctx, build)
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)
@@ -422,23 +419,34 @@ def _openai(ctx: Context, variant: str) -> Driver:
     return send
 
 
+def _lazy_client(ctx: Context, build: Callable[[], Any]) -> Callable[[], Any]:
+    """A driver's client, built on its first request (an import and a pool nobody uses cost
+    nothing) and closed with the suite (``ctx.closers``)."""
+    made: list[Any] = []
+
+    def client() -> Any:
+        if not made:
+            made.append(build())
+            ctx.closers.append(getattr(made[0], "close", None) or made[0].aclose)
+        return made[0]
+
+    return client
+
+
 def _anthropic(ctx: Context, variant: str) -> Driver:
     """The official ``anthropic.AsyncAnthropic`` with its defaults (the Messages face's baseline)."""
     try:
         import anthropic
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError("the official anthropic client is missing: pip install anthropic") from exc
-    state: dict[str, Any] = {}
+    def build() -> Any:
+        kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key}
+        if ctx.verify is not True:
+            # Only the CA bundle differs from the defaults (the reference server's own CA).
+            kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ctx.verify)
+        return anthropic.AsyncAnthropic(**kwargs)
 
-    def client() -> Any:
-        if "client" not in state:
-            kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key}
-            if ctx.verify is not True:
-                # Only the CA bundle differs from the defaults (the reference server's own CA).
-                kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ctx.verify)
-            state["client"] = anthropic.AsyncAnthropic(**kwargs)
-            ctx.closers.append(state["client"].close)
-        return state["client"]
+    client = _lazy_client(ctx, build)
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)
@@ -467,19 +475,15 @@ def _anthropic(ctx: Context, variant: str) -> Driver:
 
 def _llmclient_anthropic(ctx: Context, variant: str, **options: Any) -> Driver:
     """``llmclient.AsyncAnthropic``, with per-call options (``cache=True`` ...)."""
-    state: dict[str, Any] = {}
     client_options = options.pop("client_options", {})
 
-    def client() -> Any:
-        if "client" not in state:
-            llmclient = importlib.import_module("llmclient")
-            kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key,
-                                      **client_options}
-            if ctx.verify is not True:
-                kwargs.setdefault("verify", ctx.verify)
-            state["client"] = llmclient.AsyncAnthropic(**kwargs)
-            ctx.closers.append(state["client"].close)
-        return state["client"]
+    def build() -> Any:
+        kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key, **client_options}
+        if ctx.verify is not True:
+            kwargs.setdefault("verify", ctx.verify)
+        return importlib.import_module("llmclient").AsyncAnthropic(**kwargs)
+
+    client = _lazy_client(ctx, build)
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)
@@ -508,22 +512,17 @@ def _llmclient_anthropic(ctx: Context, variant: str, **options: Any) -> Driver:
 
 
 def _llmclient(ctx: Context, variant: str, **options: Any) -> Driver:
-    state: dict[str, Any] = {}
     client_options = options.pop("client_options", {})
 
-    def client() -> Any:
-        if "client" not in state:
-            # Imported by name: llmclient is optional for the harness (the suite reports it
-            # "not available" when it is missing) and typed loosely here on purpose.
-            llmclient = importlib.import_module("llmclient")
-            kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key,
-                                      **client_options}
-            if ctx.verify is not True:
-                kwargs.setdefault("verify", ctx.verify)
-            state["client"] = llmclient.AsyncOpenAI(**kwargs)
-            close = getattr(state["client"], "close", None) or state["client"].aclose
-            ctx.closers.append(close)
-        return state["client"]
+    def build() -> Any:
+        kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key, **client_options}
+        if ctx.verify is not True:
+            kwargs.setdefault("verify", ctx.verify)
+        # Imported by name: llmclient is optional for the harness (the suite reports it "not
+        # available" when it is missing) and typed loosely here on purpose.
+        return importlib.import_module("llmclient").AsyncOpenAI(**kwargs)
+
+    client = _lazy_client(ctx, build)
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)

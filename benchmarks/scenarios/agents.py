@@ -149,24 +149,8 @@ def _time(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[
     return records
 
 
-def _spawn(ctx: Context) -> Any:
-    """A reference server of the suite's profile that honours ``x-fault`` (the suite's own does
-    not), for the cut part."""
-    from ..harness.serverproc import ServerError
-
-    if ctx.spawn_server is None:
-        raise NotAvailable("the cut part starts a reference server with fault headers (not with --base-url)")
-    profile = ctx.server.profile if ctx.server else "zero"
-    try:
-        server = ctx.spawn_server(profile=profile, extra_args=("--allow-fault-headers",))
-        server.wait_healthy()
-    except (ServerError, OSError) as exc:
-        raise NotAvailable(f"could not start a reference server with fault headers: {exc}") from exc
-    return server
-
-
 def _cut(ctx: Context, s: Settings) -> dict[str, list[RequestRecord]]:
-    server = _spawn(ctx)
+    server = ctx.spawn_fault_server("the cut part")
     try:
         with ctx.routed(server) as url:
             verify = server.ca_path or ctx.verify

@@ -36,7 +36,6 @@ from ..harness._scenario import (
     Arm,
     ChatRequest,
     Context,
-    NotAvailable,
     RequestRecord,
     Row,
     ScenarioResult,
@@ -100,16 +99,7 @@ class PingStall:
     quick_s = 28  # measured: 5 trials a side (official ~3.3 s each, llmclient ~1.3 s) and a server start
 
     def run(self, ctx: Context) -> ScenarioResult:
-        from ..harness.serverproc import ServerError
-
-        if ctx.spawn_server is None:
-            raise NotAvailable("starts a reference server with fault headers (not with --base-url)")
-        profile = ctx.server.profile if ctx.server else "zero"
-        try:
-            server = ctx.spawn_server(profile=profile, extra_args=("--allow-fault-headers",))
-            server.wait_healthy()
-        except (ServerError, OSError) as exc:
-            raise NotAvailable(f"could not start a reference server with fault headers: {exc}") from exc
+        server = ctx.spawn_fault_server("pingstall")
         n = trials(ctx.quick)
         rng = random.Random(ctx.seed + 85)
         records: dict[str, list[RequestRecord]] = {"anthropic": [], "llmclient": []}

@@ -50,13 +50,11 @@ from ..harness._scenario import (
     Arm,
     ChatRequest,
     Context,
-    NotAvailable,
     Rate,
     RequestRecord,
     Row,
     ScenarioResult,
 )
-from ..harness.serverproc import ServerError
 
 ORDER = 85
 
@@ -284,7 +282,7 @@ class Streams:
                              mixes)
         stall_rate = 0.0 if ctx.quick else STALL_RATE
         max_tokens = QUICK_MAX_TOKENS if ctx.quick else MAX_TOKENS
-        server = _spawn(ctx)
+        server = ctx.spawn_fault_server("streams")
         records: dict[str, list[RequestRecord]] = {}
         try:
             with ctx.routed(server) as url:
@@ -324,17 +322,6 @@ def subset(apis: str | None, mixes: str | None,
         if mix not in names:
             raise ValueError(f"BENCH_STREAMS_MIXES: unknown mix {mix!r} (one of {', '.join(names)})")
     return chosen_apis, tuple(m for m in available if m[0] in chosen)
-
-
-def _spawn(ctx: Context) -> Any:
-    assert ctx.spawn_server is not None
-    profile = ctx.server.profile if ctx.server else "zero"
-    try:
-        server = ctx.spawn_server(profile=profile, extra_args=("--allow-fault-headers",))
-        server.wait_healthy()
-    except (ServerError, OSError) as exc:
-        raise NotAvailable(f"could not start a reference server with fault headers: {exc}") from exc
-    return server
 
 
 def _requests(ctx: Context, n: int, plan: Plan, rng: random.Random,
