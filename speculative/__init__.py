@@ -17,6 +17,8 @@ from ._followup import (
     is_sampled,
     is_speculatable,
     last_user_text,
+    prefix_request,
+    tool_call_turn,
     warm_request,
 )
 from ._predictors import (
@@ -64,11 +66,13 @@ __all__ = [
     "is_sampled",
     "is_speculatable",
     "last_user_text",
+    "prefix_request",
     "refresh_due",
     "refresh_interval",
     "run_in_task",
     "run_in_thread",
     "safe_predict",
+    "tool_call_turn",
     "turn_kind",
     "warm_request",
 ]

@@ -31,6 +31,53 @@ def assistant_message(answer: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"role": "assistant", "content": content}
 
 
+def tool_call_turn(answer: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The assistant tool-call turn of ``answer``'s first choice, as an app sends it back.
+
+    ``{"role": "assistant", "content": <text or None>, "tool_calls": [{"id", "type",
+    "function": {"name", "arguments"}}]}``: the shape of OpenAI's chat-completions request
+    (platform.openai.com/docs/api-reference/chat/create, assistant message, read 2026-12) and
+    of ``ToolCallCollector.message()``; the keys in that order, so a server that renders the
+    calls as JSON sees the same bytes as the app's next turn. None when the first choice has
+    no tool calls or a call lacks its id or name (a cut stream).
+    """
+    choices = answer.get("choices") or []
+    if not choices:
+        return None
+    message = choices[0].get("message") or {}
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or not calls:
+        return None
+    out = []
+    for call in calls:
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(fn, Mapping) or not call.get("id") or not fn.get("name"):
+            return None
+        out.append({"id": call["id"], "type": call.get("type") or "function",
+                    "function": {"name": fn["name"], "arguments": fn.get("arguments") or ""}})
+    content = message.get("content")
+    # A stream's first delta carries content "" (merged: ""); the app's message has None.
+    return {"role": "assistant", "content": content if isinstance(content, str) and content else None,
+            "tool_calls": out}
+
+
+def prefix_request(request: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The prompt the next turn starts with: ``request``'s messages plus the answer's turn.
+
+    A text answer adds ``{"role": "assistant", "content": ...}``; an answer ending in tool calls
+    adds the tool-call turn (:func:`tool_call_turn`), so the next turn (that plus the tools'
+    results) shares the whole prefix. Everything else of the request (model, tools,
+    tool_choice, response_format, ...) is kept: it is part of the prompt. None when the answer
+    gives neither.
+    """
+    turn = tool_call_turn(answer) or assistant_message(answer)
+    if turn is None:
+        return None
+    prefix = dict(request)
+    prefix["messages"] = [*(request.get("messages") or []), turn]
+    return prefix
+
+
 def followup_request(
     request: Mapping[str, Any], answer: Mapping[str, Any], user_message: str
 ) -> dict[str, Any] | None:
@@ -60,15 +107,17 @@ def warm_request(request: Mapping[str, Any]) -> dict[str, Any]:
     return warm
 
 
-def is_speculatable(request: Mapping[str, Any], *, allow_tools: bool = False) -> tuple[bool, str]:
+def is_speculatable(request: Mapping[str, Any], *, allow_tools: bool = False,
+                    warm: bool = False) -> tuple[bool, str]:
     """Whether a request may be sent speculatively, and why not.
 
     A request that offers tools may make the model call them, and an app acting on a prefetched
-    tool call would act on something the user never asked for: refused unless allowed.
+    tool call would act on something the user never asked for: refused unless allowed. A
+    warm-up (``warm=True``) is exempt: its one-token answer is discarded, never shown to the app.
     """
     if not isinstance(request.get("messages"), list) or not request["messages"]:
         return False, "no messages"
-    if not allow_tools and (request.get("tools") or request.get("functions")):
+    if not (allow_tools or warm) and (request.get("tools") or request.get("functions")):
         return False, "request offers tools (pass allow_tools=True to speculate anyway)"
     if (request.get("n") or 1) != 1:
         return False, "n > 1"

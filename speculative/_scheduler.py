@@ -26,6 +26,7 @@ from ._followup import (
     followup_request,
     is_sampled,
     is_speculatable,
+    prefix_request,
     warm_request,
 )
 from ._predictors import HistoryPredictor, Predictor, as_predictor, safe_predict
@@ -176,17 +177,18 @@ class Speculator:
         """Prefetches to start after ``request`` got ``answer``; budget already taken for each."""
         if prefetch is None or prefetch is False:
             return []
-        ok, why = is_speculatable(request, allow_tools=self.allow_tools)
+        warm = prefetch == "prefix"
+        ok, why = is_speculatable(request, allow_tools=self.allow_tools, warm=warm)
         if not ok:
             self._refuse(why)
             return []
         messages = list(request.get("messages") or [])
-        if prefetch == "prefix":
-            # The next request's prefix is this conversation plus this answer: warm exactly it.
-            reply = followup_request(request, answer, "")
+        if warm:
+            # The next request's prefix is this conversation plus this answer (its text, or its
+            # tool-call turn while the app runs the tools): warm exactly it.
+            reply = prefix_request(request, answer)
             if reply is None:
                 return []
-            reply["messages"] = reply["messages"][:-1]
             return self._admit([(warm_request(reply), "warm")], conversation_id(messages))
         predictor = self.predictor if prefetch is True else None
         try:

@@ -358,3 +358,76 @@ def test_prefetch_example_runs_as_written() -> None:
     assert "(cache: hit, served by a prefetch: True)" in proc.stdout
     cached = re.search(r"prompt tokens, (\d+) of them from the server's prefix cache", proc.stdout)
     assert cached is not None and int(cached.group(1)) > 0
+
+
+# -- warming the next turn while the app runs its tools ----------------------------------------
+
+LOOKUP = [{"type": "function", "function": {"name": "lookup", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+FORCE_LOOKUP = {"type": "function", "function": {"name": "lookup"}}
+
+
+def _tool_turn(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    # As an app sends the turn back (the reference server renders content None + tool_calls as
+    # the calls' JSON, benchmarks/server/_validate.py _message_text; key order matters there).
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def _turn_one(drive: Drive, client: Any, model: str, messages: list[dict[str, Any]], how: str,
+              **extra: Any) -> dict[str, Any]:
+    """Turn 1 (a forced tool call): the tool-call turn to send back."""
+    args: dict[str, Any] = dict(model=model, messages=messages, temperature=0, max_tokens=8, tools=LOOKUP,
+                                tool_choice=FORCE_LOOKUP, **extra)
+    if how == "whole":
+        answer = drive(client.chat.completions.create(**args))
+        call = answer.choices[0].message.tool_calls[0]
+        return _tool_turn([{"id": call.id, "type": "function",
+                            "function": {"name": call.function.name, "arguments": call.function.arguments}}])
+    stream = drive(client.chat.completions.create(**args, stream=True, stream_options={"include_usage": True}))
+    if how == "early":
+        ready = drive.iterate(stream.tool_calls())
+        assert len(ready) == 1 and ready[0].name == "lookup"
+        message = stream.tool_collector.message()
+        assert message["tool_calls"] == [ready[0].to_dict()] and message["content"] is None
+    else:
+        chunks = drive.iterate(stream)
+        # the stream is the server's, untouched: role chunk first, tool_calls finish, usage last
+        assert chunks[-1].usage is not None and not chunks[-1].choices
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+        frags = [tc for c in chunks if c.choices for tc in (c.choices[0].delta.tool_calls or ())]
+        message = _tool_turn([{"id": frags[0].id, "type": "function", "function": {
+            "name": frags[0].function.name, "arguments": "".join(f.function.arguments or "" for f in frags)}}])
+    return message
+
+
+@pytest.mark.parametrize("how", ["whole", "stream", "early"])
+def test_prefetch_prefix_after_a_tool_call_warms_the_turn_with_the_tool_result(
+        drive: Drive, prefix_server: ServerProcess, prefix_model: str, how: str) -> None:
+    model = prefix_model
+    results = {}
+    for arm in ("warm", "control"):
+        client = drive.client(base_url=prefix_server.base_url, api_key="k", speculation=ROOMY)
+        messages = [system_prompt(), {"role": "user", "content": "Weather in Oslo?"}]
+        extra = {"prefetch": "prefix"} if arm == "warm" else {}
+        turn = _turn_one(drive, client, model, messages, how, **extra)
+        idle(drive, client)
+        stats = client.speculation_stats()
+        assert stats["warmups"] == (1 if arm == "warm" else 0)
+        assert stats["errors"] == 0 and stats["sent"] == 0 and stats["refused"] == {}
+        follow = [*messages, turn, {"role": "tool", "tool_call_id": turn["tool_calls"][0]["id"],
+                                    "content": "sunny, 21 C"}]
+        nxt = drive(client.chat.completions.create(model=model, messages=follow, temperature=0, max_tokens=2,
+                                                   tools=LOOKUP, tool_choice="auto"))
+        # the warm-up left nothing the app's call could be served from
+        assert nxt.timings.cache in (None, "miss", "bypass")
+        # the same prompt without the new tool turn: turn 1's prompt plus the assistant turn
+        bare = drive(client.chat.completions.create(model=model, messages=messages, temperature=0, max_tokens=1,
+                                                    tools=LOOKUP, tool_choice="auto"))
+        results[arm] = (nxt.usage.prompt_tokens_details.cached_tokens, bare.usage.prompt_tokens)
+        drive(client.close())
+    (warm_cached, first_prompt), (cold_cached, cold_first) = results["warm"], results["control"]
+    # Turn 1's prompt is cached either way (the server keeps it); the warm-up also prefilled
+    # the assistant's tool-call turn (its JSON: many more tokens than one 4-token block), so
+    # warmed, more than turn 1's prompt is cached; unwarmed, at most turn 1's prompt.
+    assert cold_cached <= cold_first < warm_cached
+    assert warm_cached > first_prompt

@@ -77,6 +77,62 @@ def test_prefix_warm_plan_has_one_token_and_the_answer():
     }
 
 
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+FORCED = {"type": "function", "function": {"name": "lookup"}}
+TOOL_ANS = {"choices": [{"message": {
+    "role": "assistant", "content": "",
+    "tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": '{"q": "owls"}', "name": "lookup"},
+                    "type": "function"}]}, "finish_reason": "tool_calls"}]}
+
+
+def test_prefix_warm_after_tool_calls_carries_the_tool_call_turn():
+    s = spec()
+    req = REQ | {"tools": TOOLS, "tool_choice": FORCED, "max_tokens": 50, "stream_options": {}}
+    (p,) = s.plan(req, TOOL_ANS, "prefix")
+    assert p.kind == "warm" and p.request["max_tokens"] == 1 and p.request["stream"] is False
+    assert "stream_options" not in p.request
+    # exactly what the app sends back: keys in the request's order, no stream-only "index",
+    # an empty streamed content as None
+    turn = p.request["messages"][-1]
+    assert turn == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "owls"}'}}]}
+    assert list(turn["tool_calls"][0]) == ["id", "type", "function"]
+    assert list(turn["tool_calls"][0]["function"]) == ["name", "arguments"]
+    assert p.request["messages"][:-1] == REQ["messages"]
+    # the prompt is kept: tools and tool_choice as sent (a forced tool with max_tokens=1 is a
+    # valid request on the reference server: it answers the call, arguments drawn from words)
+    assert p.request["tools"] == TOOLS and p.request["tool_choice"] == FORCED
+    assert s.stats.warmups == 1 and s.stats.refused == {}
+
+
+def test_tool_call_turn_keeps_text_content_and_refuses_a_cut_call():
+    ans = {"choices": [{"message": {"role": "assistant", "content": "Looking.",
+                                    "tool_calls": TOOL_ANS["choices"][0]["message"]["tool_calls"]}}]}
+    (p,) = spec().plan(REQ | {"tools": TOOLS}, ans, "prefix")
+    assert p.request["messages"][-1]["content"] == "Looking."
+    cut = {"choices": [{"message": {"role": "assistant", "content": None,
+                                    "tool_calls": [{"id": None, "function": {"name": "", "arguments": "{"}}]}}]}
+    assert spec().plan(REQ | {"tools": TOOLS}, cut, "prefix") == []
+
+
+def test_tools_refused_for_followups_but_not_for_warmups():
+    req = REQ | {"tools": TOOLS}
+    s = spec()
+    assert s.plan(req, TOOL_ANS, ["go"]) == [] and s.plan(req, ANS, ["go"]) == []
+    assert len(s.stats.refused) == 1 and s.stats.warmups == 0
+    assert len(spec().plan(req, ANS, "prefix")) == 1  # a text answer to a request with tools
+
+
+def test_prefix_warm_refuses_n_above_one():
+    s = spec()
+    assert s.plan(REQ | {"tools": TOOLS, "n": 2}, TOOL_ANS, "prefix") == []
+    assert s.stats.refused == {"n > 1": 1} and s.stats.warmups == 0
+
+
+def test_followups_still_skip_tool_call_answers():
+    assert spec(allow_tools=True).plan(REQ | {"tools": TOOLS}, TOOL_ANS, ["go"]) == []
+
+
 def test_history_predictor_learns_through_observe():
     h = HistoryPredictor(min_support=2, threshold=0.5)
     s = spec(predictor=h)
