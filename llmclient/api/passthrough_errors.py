@@ -7,11 +7,14 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from typing import Any
+
+import httpx
 
 from .. import _errors
 from ..pipeline.tracing import parse_traceparent
 
-__all__ = ["translate", "translated"]
+__all__ = ["httpx2_errors", "translate", "translated"]
 
 
 _made: dict[type[BaseException], type[_errors.OpenAIError]] = {}
@@ -67,3 +70,23 @@ def translated() -> Iterator[None]:
         if ours is None:
             raise
         raise ours from exc
+
+
+class httpx2_errors:
+    """httpx's transport errors raised as ``httpx2``'s class of the same name (``ReadTimeout``,
+    ``ConnectError`` ...), so the official client's retry and error mapping read them as its own."""
+
+    __slots__ = ("_httpx2", "_request")
+
+    def __init__(self, httpx2: Any, request: Any) -> None:
+        self._httpx2, self._request = httpx2, request
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, httpx.TransportError):
+            cls = getattr(self._httpx2, type(exc).__name__, None)
+            if not (isinstance(cls, type) and issubclass(cls, self._httpx2.TransportError)):
+                cls = self._httpx2.TransportError
+            raise cls(str(exc), request=self._request) if self._request is not None else cls(str(exc)) from exc

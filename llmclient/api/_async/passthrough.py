@@ -11,7 +11,7 @@ import httpx
 
 from ...pipeline.tracing import new_trace_context
 from ...transport.lanes import TransportSettings, shared_async_transport
-from ..passthrough_errors import translated
+from ..passthrough_errors import httpx2_errors, translated
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -57,7 +57,7 @@ def async_httpx2_client(settings: TransportSettings, timeout: Any) -> Any:
             self._response = response
 
         async def __aiter__(self) -> Any:
-            with _httpx2_errors(httpx2, None):
+            with httpx2_errors(httpx2, None):
                 async for chunk in self._response.aiter_raw():
                     yield chunk
 
@@ -70,33 +70,13 @@ def async_httpx2_client(settings: TransportSettings, timeout: Any) -> Any:
             sent = httpx.Request(request.method, str(request.url), headers=request.headers.raw, content=body,
                                  extensions={k: v for k, v in request.extensions.items() if k == "timeout"})
             _trace(sent)
-            with _httpx2_errors(httpx2, request):
+            with httpx2_errors(httpx2, request):
                 response = await shared_async_transport(settings).send(sent)
             return httpx2.Response(response.status_code, headers=response.headers.raw, stream=Stream(response),
                                    request=request, extensions={k: v for k, v in response.extensions.items()
                                                                 if k in ("http_version", "reason_phrase")})
 
     return httpx2.AsyncClient(transport=Adapter(), timeout=timeout, follow_redirects=True)
-
-
-class _httpx2_errors:
-    """httpx's transport errors raised as ``httpx2``'s class of the same name (``ReadTimeout``,
-    ``ConnectError`` ...), so the official client's retry and error mapping read them as its own."""
-
-    __slots__ = ("_httpx2", "_request")
-
-    def __init__(self, httpx2: Any, request: Any) -> None:
-        self._httpx2, self._request = httpx2, request
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if isinstance(exc, httpx.TransportError):
-            cls = getattr(self._httpx2, type(exc).__name__, None)
-            if not (isinstance(cls, type) and issubclass(cls, self._httpx2.TransportError)):
-                cls = self._httpx2.TransportError
-            raise cls(str(exc), request=self._request) if self._request is not None else cls(str(exc)) from exc
 
 
 class AsyncManagedIO:
