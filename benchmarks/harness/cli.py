@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from llmclient._redact import redact_argv, redact_text, redact_url
 
 from ._scenario import Context, NotAvailable, ScenarioResult, default_api_key
-from .drivers import ANTHROPIC_VERSION, APIS
+from .drivers import ANTHROPIC_VERSION, APIS, anthropic_root
 from .progress import Progress
 from .records import official_named
 from .serverproc import ServerProcess, start_server
@@ -162,8 +162,7 @@ def _first_model(base_url: str, api_key: str, verify: str | bool, api: str = "op
     import httpx
 
     if api == "anthropic":
-        root = base_url.rstrip("/").removesuffix("/v1")
-        url, headers = root + "/v1/models", {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
+        url, headers = anthropic_root(base_url) + "/v1/models", {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
     else:
         url, headers = base_url.rstrip("/") + "/models", {"authorization": f"Bearer {api_key}"}
     try:

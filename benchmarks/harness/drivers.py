@@ -142,10 +142,10 @@ def _create_kwargs(body: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _anthropic_root(ctx: Context) -> str:
-    """The Messages API's base URL as the official client takes it (it adds ``/v1/messages``)."""
-    root = ctx.base_url.rstrip("/")
-    return root[:-3] if root.endswith("/v1") else root
+def anthropic_root(url: str) -> str:
+    """The Messages API's base URL as the official client takes it (it adds ``/v1/messages``):
+    ``url`` without a trailing ``/v1``. Pure."""
+    return url.rstrip("/").removesuffix("/v1")
 
 
 def _message_text(event: Any) -> str | None:
@@ -313,7 +313,7 @@ def _fresh_messages(ctx: Context, variant: str) -> Driver:
     """``fresh-connection`` on the Messages API: a new HTTP/1.1 client per call."""
     import httpx
 
-    url = _anthropic_root(ctx) + "/v1/messages"
+    url = anthropic_root(ctx.base_url) + "/v1/messages"
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)
@@ -440,7 +440,7 @@ def _anthropic(ctx: Context, variant: str) -> Driver:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError("the official anthropic client is missing: pip install anthropic") from exc
     def build() -> Any:
-        kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key}
+        kwargs: dict[str, Any] = {"base_url": anthropic_root(ctx.base_url), "api_key": ctx.api_key}
         if ctx.verify is not True:
             # Only the CA bundle differs from the defaults (the reference server's own CA).
             kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ctx.verify)
@@ -478,7 +478,7 @@ def _llmclient_anthropic(ctx: Context, variant: str, **options: Any) -> Driver:
     client_options = options.pop("client_options", {})
 
     def build() -> Any:
-        kwargs: dict[str, Any] = {"base_url": _anthropic_root(ctx), "api_key": ctx.api_key, **client_options}
+        kwargs: dict[str, Any] = {"base_url": anthropic_root(ctx.base_url), "api_key": ctx.api_key, **client_options}
         if ctx.verify is not True:
             kwargs.setdefault("verify", ctx.verify)
         return importlib.import_module("llmclient").AsyncAnthropic(**kwargs)
