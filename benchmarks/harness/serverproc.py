@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["ServerError", "ServerProcess", "parse_ready", "start_replicas", "start_server"]
@@ -133,7 +134,8 @@ def start_server(profile: str = "zero", tls: bool = False, faults: str | None = 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    log_fd, log_path = tempfile.mkstemp(prefix=f"refserver-{profile}-", suffix=".log",
+    # a profile is a name or a JSON file's path: the log is named by its stem either way
+    log_fd, log_path = tempfile.mkstemp(prefix=f"refserver-{Path(profile).stem}-", suffix=".log",
                                         dir=log_dir)
     t0 = time.perf_counter()
     try:

@@ -123,10 +123,15 @@ class ClientIO(_Base):
     def close(self) -> None:
         """Connections are shared by every client of the process with the same settings; they
         are kept for the next client (:func:`llmclient.close_all` / :func:`llmclient.close_all`
-        close them at shutdown). Stops keep-warm timers and cancels prefetches in flight. An
+        close them at shutdown). Closes the WebSockets kept for the next ``responses.connect()``.
+        Stops keep-warm timers and cancels prefetches in flight. An
         ``http_client`` the client was given is closed, as the official client closes it."""
         self.__dict__["_closed"] = True
         setup.close(self._ctx)
+        if self.__dict__.get("_ws_park") is not None:  # sockets kept by responses.connect()
+            from ..api._sync.ws_connection import close_parked  # the ws mode's, loaded with it
+
+            close_parked(self)
         official = self.__dict__.get("_official")  # the pass-through's (api/passthrough.py)
         if official is not None:
             official.close()

@@ -2,8 +2,7 @@
 ``response.create`` message is, which response each server event belongs to, what a lost socket
 means for each response in flight, and when to connect again.
 
-The socket's I/O is ``_async/ws_lane.py`` (and its generated twin); the face is
-``api/_async/ws_connection.py``. What the server keeps, as OpenAI's "WebSocket mode" guide
+The socket's I/O and the face are ``api/_async/ws_connection.py`` (and its generated twin). What the server keeps, as OpenAI's "WebSocket mode" guide
 describes it (developers.openai.com/api/docs/guides/websocket-mode, read 2026-12-07): the
 latest response of the connection in the connection's memory, whatever ``store`` says (a
 ``store: false`` one lives nowhere else and dies with the socket); a ``store: true`` response
@@ -22,32 +21,42 @@ A lost socket (:func:`recovery`): a response whose ``response.created`` never ar
 nothing the app saw and is sent again on a new socket; one that started and is stored is
 fetched by its id; anything else fails with what arrived (``.partial``). Never a response run
 twice by the client.
+
+A socket kept for the client's next conversation (:class:`Park`): when a conversation ends with
+nothing in flight, its socket waits, open and pinged, for the next ``connect()`` of the same
+client with the same handshake (URL, query and headers: the credentials among them), which
+skips the TCP, TLS and upgrade round trips. At most one per handshake; one idle past
+``PARK_IDLE_S`` or too near the connection's 60-minute limit is closed instead of handed out.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Generic, Literal, TypeVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import orjson
 
 __all__ = [
     "MAX_CONNECTION_S",
+    "PARK_IDLE_S",
     "RECOVERABLE_CLOSES",
     "REUSE_BEFORE_S",
     "SEND_QUEUE_BYTES",
     "TERMINAL_EVENTS",
     "Demux",
+    "Park",
     "Pending",
     "Recovery",
     "check_create",
     "close_advice",
     "create_message",
     "event_kind",
+    "park_key",
     "reconnect_delay",
     "recovery",
     "socket_url",
@@ -61,6 +70,13 @@ RECOVERABLE_CLOSES: Final = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1015}
 MAX_CONNECTION_S: Final = 3600.0
 # A socket kept warm for the next conversation is not handed out this close to that limit.
 REUSE_BEFORE_S: Final = MAX_CONNECTION_S - 300.0
+# How long a parked socket waits for the client's next conversation. An agent's next task
+# usually starts within seconds; past two minutes the three round trips a new socket costs are
+# small beside the wait, and the server need not hold a connection nobody uses. Expired lazily
+# (at the next connect() or the client's close), as httpcore expires idle keep-alive connections.
+PARK_IDLE_S: Final = 120.0
+# Handshake headers that differ per conversation without changing what the socket is.
+_PER_TRACE: Final = frozenset({"traceparent", "tracestate", "x-request-id"})
 # The official client's default bound on messages held for a socket that is not open
 # (``max_queue_size``, bytes).
 SEND_QUEUE_BYTES: Final = 1_048_576
@@ -82,6 +98,74 @@ def socket_url(http_base: str, websocket_base_url: str | None, query: Mapping[st
     pairs = [(k, v) for k, v in dict(query).items() if v is not None]
     merged = "&".join(p for p in (parts.query, urlencode(pairs, doseq=True)) if p)
     return urlunsplit((scheme, parts.netloc, path, merged, ""))
+
+
+def park_key(url: str, headers: Iterable[tuple[str, str]]) -> tuple[Any, ...]:
+    """What two conversations' handshakes must share for one to take the other's socket: the URL
+    with its query, and every header (lower-case names) but the per-trace ones; so never a socket
+    opened with another credential, organization, project or beta header."""
+    return (url, tuple(sorted((k.lower(), v) for k, v in headers if k.lower() not in _PER_TRACE)))
+
+
+S = TypeVar("S")
+
+
+class Park(Generic[S]):
+    """The sockets a client keeps for its next conversation: at most one per :func:`park_key`.
+    No I/O: what it gives back to close (expired, replaced or unusable sockets), the caller
+    closes. Times are the caller's monotonic clock, in seconds. Thread-safe (the sync client's
+    conversations may end on several threads)."""
+
+    def __init__(self, idle_s: float = PARK_IDLE_S, max_age_s: float = REUSE_BEFORE_S) -> None:
+        self.idle_s, self.max_age_s = idle_s, max_age_s
+        self._idle: dict[tuple[Any, ...], tuple[S, float, float]] = {}  # key -> (socket, parked at, opened at)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def _fresh(self, parked_at: float, opened_at: float, now: float) -> bool:
+        return now - parked_at <= self.idle_s and now - opened_at <= self.max_age_s
+
+    def put(self, key: tuple[Any, ...], socket: S, opened_at: float, now: float) -> list[S]:
+        """Keep ``socket`` (opened at ``opened_at``) for ``key``; returns the sockets to close:
+        the one it replaces (the newer is kept: it has more life left), the expired ones, or
+        ``socket`` itself when it is already too old to hand out."""
+        with self._lock:
+            out = self._expire(now)
+            if not self._fresh(now, opened_at, now):
+                return [*out, socket]
+            old = self._idle.pop(key, None)
+            if old is not None:
+                out.append(old[0])
+            self._idle[key] = (socket, now, opened_at)
+            return out
+
+    def take(self, key: tuple[Any, ...], now: float,
+             usable: Callable[[S], bool] = lambda s: True) -> tuple[S | None, list[S]]:
+        """The socket kept for ``key`` if it is fresh and ``usable`` (open, nothing unread, on
+        this event loop), and the sockets to close (expired ones, or that one)."""
+        with self._lock:
+            entry = self._idle.pop(key, None)
+            out = self._expire(now)
+        if entry is None:
+            return None, out
+        socket, parked_at, opened_at = entry
+        if self._fresh(parked_at, opened_at, now) and usable(socket):
+            return socket, out
+        return None, [*out, socket]
+
+    def drain(self) -> list[S]:
+        """Every kept socket (the client closes): the caller closes them all."""
+        with self._lock:
+            out = [entry[0] for entry in self._idle.values()]
+            self._idle.clear()
+            return out
+
+    def _expire(self, now: float) -> list[S]:
+        stale = [k for k, (_, parked_at, opened_at) in self._idle.items()
+                 if not self._fresh(parked_at, opened_at, now)]
+        return [self._idle.pop(k)[0] for k in stale]
 
 
 def check_create(body: Mapping[str, Any]) -> str | None:

@@ -627,17 +627,21 @@ class AsyncResponses(_ResponsesBase):
         max_queue_size: int = 1_048_576,
         *,
         warm: bool = False,
+        reuse: bool = True,
     ) -> AsyncResponsesConnectionManager:
         """A persistent Responses WebSocket (the official signature and defaults) on llmclient's
         own WebSocket transport (``api/_async/ws_connection.py``; the ``ws`` extra).
-        ``warm=True`` starts the handshake now, so it runs while the app gets ready."""
+        ``warm=True`` starts the handshake now, so it runs while the app gets ready.
+        ``reuse``: take the socket an earlier conversation of this client left (same URL and
+        headers), and leave this one's to the next when it ends with nothing in flight; False
+        opens a socket of its own and closes it at the end, as the official client does."""
         from .ws_connection import AsyncResponsesConnectionManager  # the ws mode's, on first use
 
         return AsyncResponsesConnectionManager(
             self._client, extra_query=extra_query or {}, extra_headers=extra_headers or {},
             websocket_connection_options=websocket_connection_options or {},
             on_reconnecting=on_reconnecting, max_retries=max_retries, initial_delay=initial_delay,
-            max_delay=max_delay, max_queue_size=max_queue_size, warm=warm)
+            max_delay=max_delay, max_queue_size=max_queue_size, warm=warm, reuse=reuse)
 
 
 class AsyncEmbeddings(_Resource):

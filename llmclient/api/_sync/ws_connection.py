@@ -16,6 +16,12 @@ What llmclient adds (the decisions are ``layers/ws_mode.py``'s, pure):
   id of its own per response (a child of the connection's trace);
 - ``warm=True`` starts the handshake when ``connect()`` is called, so it runs while the app
   gets ready; the socket pings on silence (the transport's heartbeat);
+- one warm socket per handshake shared by the client's conversations: a conversation that
+  ends (its ``with`` block, or ``close()`` with the default code) with nothing in flight leaves
+  its socket to the client's next ``connect()`` with the same URL and headers (the
+  credentials among them), which then starts without the TCP, TLS and upgrade round trips
+  (``connection.reused``); ``ws_mode.Park`` decides, ``reuse=False`` opts out, the client's
+  ``close()`` closes it;
 - the client's ``stream_idle_timeout`` while a response is in flight: a stalled socket raises
   :class:`~llmclient.APITimeoutError` with ``.partial`` instead of waiting for ever;
 - a socket lost mid-response loses no work the API can give back: a response whose
@@ -40,7 +46,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import httpx
 import orjson
@@ -58,7 +64,7 @@ from ..._redact import redact_url
 from ..._synchronization import Background, Event, sleep
 from ...features import otel as _otel
 from ...layers import ws_mode
-from ...layers.ws_mode import Demux, Pending, ReconnectingEvent, ResponseTimings
+from ...layers.ws_mode import Demux, Park, Pending, ReconnectingEvent, ResponseTimings
 from ...pipeline.partial import PartialTracker
 from ...pipeline.tracing import TraceContext, new_trace_context
 from ..models import ResponseStreamEvent, _UnionFactory
@@ -79,6 +85,33 @@ __all__ = [
 # events plus ``error`` and the steering events); ours without ``openai``.
 server_event = _UnionFactory("openai.types.responses:ResponsesServerEvent", ResponseStreamEvent)
 _NO_SOCKET = object()
+
+
+class _Opened(NamedTuple):
+    ws: SyncWebSocket
+    key: tuple[Any, ...] | None  # its handshake's ws_mode.park_key (None: never parked)
+    reused: bool  # taken from the client's park, not opened now
+
+
+def _park(client: Any) -> Park[SyncWebSocket]:
+    """The client's kept sockets (made on its first conversation's end or start)."""
+    park: Park[SyncWebSocket] = client.__dict__.setdefault("_ws_park", Park())
+    return park
+
+
+def _close_all(sockets: list[SyncWebSocket]) -> None:
+    for ws in sockets:
+        try:
+            ws.close()
+        except Exception as exc:  # an idle socket the server already dropped: nothing to save
+            logger.debug("websocket %s: closing a kept socket failed: %s", ws.url, exc)
+
+
+def close_parked(client: Any) -> None:
+    """Close the sockets the client kept for its next conversation (the client's ``close()``)."""
+    park = client.__dict__.get("_ws_park")
+    if park is not None:
+        _close_all(park.drain())
 
 
 class WebSocketQueueFullError(OpenAIError):
@@ -161,7 +194,7 @@ class ResponsesConnectionManager:
                  extra_headers: Mapping[str, Any], websocket_connection_options: Mapping[str, Any],
                  on_reconnecting: Callable[[ReconnectingEvent], Any] | None, max_retries: int,
                  initial_delay: float, max_delay: float, max_queue_size: int,
-                 warm: bool = False) -> None:
+                 warm: bool = False, reuse: bool = True) -> None:
         if max_retries < 0 or initial_delay < 0 or max_delay < 0:
             raise ValueError("max_retries, initial_delay and max_delay must not be negative, got "
                              f"{max_retries!r}, {initial_delay!r}, {max_delay!r}")
@@ -174,6 +207,7 @@ class ResponsesConnectionManager:
         self.on_reconnecting = on_reconnecting
         self.max_retries, self.initial_delay, self.max_delay = max_retries, initial_delay, max_delay
         self.max_queue_size = max_queue_size
+        self.reuse = reuse
         self.trace = new_trace_context(_header(extra_headers, "traceparent"))
         self._queue: list[bytes] = []
         self._handlers = _Handlers()
@@ -235,14 +269,23 @@ class ResponsesConnectionManager:
                                 proxies=settings.proxies, connect_timeout=connect,
                                 open_timeout=connect, **self._settings)
 
-    def _open(self, extra_query: Mapping[str, Any], extra_headers: Mapping[str, Any]) -> SyncWebSocket:
-        """A new socket, or the face's error naming the URL and what to do."""
+    def _open(self, extra_query: Mapping[str, Any], extra_headers: Mapping[str, Any]) -> _Opened:
+        """The socket the client kept for this handshake, else a new one; or the face's error
+        naming the URL and what to do."""
         # the ws extra (websockets): loaded with the first socket
         from ...transport.websocket import connect_sync
 
         url = self._url(extra_query)
+        options = self._options(extra_headers)
+        key = ws_mode.park_key(url, options.headers) if self.reuse else None
+        if key is not None:
+            kept, stale = _park(self._client).take(key, time.monotonic(), _reusable)
+            _close_all(stale)
+            if kept is not None:
+                logger.debug("websocket %s: the client's kept socket, no new handshake", redact_url(url))
+                return _Opened(kept, key, True)
         try:
-            return connect_sync(url, self._options(extra_headers))
+            return _Opened(connect_sync(url, options), key, False)
         except Exception as exc:
             raise _open_error(url, exc, self.trace) from exc
 
@@ -261,10 +304,10 @@ class ResponsesConnectionManager:
             found, self._warm_result, self._warm_done = self._warm_result, _NO_SOCKET, None
             if isinstance(found, BaseException):
                 raise found
-            ws = found
+            opened = found
         else:
-            ws = self._open(self.extra_query, self.extra_headers)
-        connection = ResponsesConnection(self, ws)
+            opened = self._open(self.extra_query, self.extra_headers)
+        connection = ResponsesConnection(self, opened)
         self._handlers.merge_into(connection._handlers)
         self._connection = connection
         try:
@@ -292,6 +335,10 @@ class ResponsesConnectionManager:
 # Not sent on the handshake: a GET upgrade has no body.
 _NOT_ON_HANDSHAKE = frozenset({"content-type", "content-length", "accept-encoding", "connection",
                                "upgrade"})
+
+
+def _reusable(ws: SyncWebSocket) -> bool:
+    return ws.reusable()
 
 
 def _header(headers: Mapping[str, Any], name: str) -> str | None:
@@ -345,9 +392,12 @@ class ResponsesConnection:
 
     response: ResponsesResponseResource
 
-    def __init__(self, manager: ResponsesConnectionManager, ws: SyncWebSocket) -> None:
+    def __init__(self, manager: ResponsesConnectionManager, opened: _Opened) -> None:
         self._manager = manager
-        self._ws: SyncWebSocket | None = ws
+        self._ws: SyncWebSocket | None = opened.ws
+        self._key = opened.key  # the live socket's handshake, for the client's park
+        # whether the socket was the client's kept one (no handshake for this conversation)
+        self.reused = opened.reused
         self._demux = Demux()
         self._ready: deque[tuple[bytes, dict[str, Any]] | BaseException] = deque()
         self._handlers = _Handlers()
@@ -613,13 +663,14 @@ class ResponsesConnection:
                 if self._closed:
                     return False
                 try:
-                    ws = manager._open(self._extra_query, self._extra_headers)
+                    opened = manager._open(self._extra_query, self._extra_headers)
                 except APIConnectionError as exc:
                     logger.info("websocket %s: attempt %d failed: %s", self.url, attempt, exc)
                     continue
                 except OpenAIError:
                     return False  # a refused handshake (401, 404 ...): another try would be too
-                if self._flush(ws):
+                if self._flush(opened.ws):
+                    self._key = opened.key
                     return True
             return False
         finally:
@@ -765,15 +816,23 @@ class ResponsesConnection:
 
     # -- closing ----------------------------------------------------------------------------
     def close(self, *, code: int = 1000, reason: str = "") -> None:
+        """End the conversation. A socket with nothing in flight or unread, closed with the
+        default code and no reason, is kept for the client's next ``connect()`` with the same
+        handshake (see the module docstring; ``connect(reuse=False)``: closed now)."""
         self._closed = True
         with self._lock:
             ws, self._ws = self._ws, None
             unfinished = list(self._demux.in_flight())
+            queued = bool(self._queue)
         for pending in unfinished:  # closed by the app before their end: not errors
             if isinstance(pending.owner, _Turn) and pending.owner.span is not None:
                 pending.owner.span.end(None, closed_early=True)
         try:
-            if ws is not None:
+            if (ws is not None and self._key is not None and code == 1000 and not reason
+                    and not unfinished and not queued and ws.reusable()):
+                _close_all(_park(self._manager._client).put(self._key, ws, ws.opened_at,
+                                                                  time.monotonic()))
+            elif ws is not None:
                 ws.close(code, reason)
         finally:
             span, self._span = self._span, None

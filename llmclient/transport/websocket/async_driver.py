@@ -85,6 +85,7 @@ class AsyncWebSocket(BufferedReads):
         self.response_headers: tuple[tuple[str, str], ...] = ()
         self.extensions: tuple[str, ...] = ()
         self.last_message_at = 0.0  # monotonic time of the last message (not pings)
+        self.opened_at = 0.0  # monotonic time the handshake ended
         self.bytes_sent = 0  # WebSocket bytes (frames, the handshake; not TLS records), for the call records
         self.bytes_received = 0
 
@@ -154,7 +155,7 @@ class AsyncWebSocket(BufferedReads):
                 self._schedule_beat()  # the next ping is due an interval from now, not at the pong's deadline
             elif isinstance(ev, Opened):
                 self.response_headers, self.extensions = ev.headers, ev.extensions
-                self.last_message_at = now
+                self.last_message_at = self.opened_at = now
                 self.heartbeat.start(now)
                 self._schedule_beat()
                 if not self._opened.done():
@@ -349,6 +350,15 @@ class AsyncWebSocket(BufferedReads):
         """End the connection now (a watchdog): a waiting ``recv`` wakes with ``error``
         (default: WebSocketClosed 1006)."""
         self._fail(error or WebSocketClosed(self.url, 1006, "aborted", False))
+
+    def reusable(self) -> bool:
+        """Open, with no message waiting to be read, on the running event loop (a socket is its
+        loop's): a socket another conversation may take."""
+        try:
+            running = self._asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return running is self._loop and not self.closed and not self._messages
 
     @property
     def closed(self) -> bool:

@@ -77,6 +77,7 @@ class SyncWebSocket:
         self.response_headers: tuple[tuple[str, str], ...] = ()
         self.extensions: tuple[str, ...] = ()
         self.last_message_at = 0.0  # monotonic time of the last message (not pings)
+        self.opened_at = 0.0  # monotonic time the handshake ended
         self._error: BaseException | None = None  # what broke the connection
         self._shut_done = False
         self._read_timeout: float | None = -1.0  # nothing set yet
@@ -104,7 +105,7 @@ class SyncWebSocket:
                     self.response_headers, self.extensions = ev.headers, ev.extensions
                     now = time.monotonic()
                     self.heartbeat.start(now)
-                    self.last_message_at = now
+                    self.last_message_at = self.opened_at = now
                     self._queue(events[events.index(ev) + 1:])
                     _Pinger.watch(self)
                     return
@@ -317,6 +318,10 @@ class SyncWebSocket:
         except OSError:
             pass
         _Pinger.forget(self)
+
+    def reusable(self) -> bool:
+        """Open, with no message waiting to be read: a socket another conversation may take."""
+        return not self.closed and not self._messages
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,65 @@
+"""The ``wsstart`` scenario: a new Responses WebSocket conversation per arm, against real
+reference-server processes (no timings asserted): which conversations took the socket the
+previous one left, and the whole scenario through the suite's command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks import agents
+from benchmarks.scenarios.wsstart import ARMS, conversation
+from tests.conftest import RefServer, start_ref_server, stop_ref_server
+
+pytest.importorskip("websockets")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RefServer]:
+    s = start_ref_server()
+    yield s
+    stop_ref_server(s)
+
+
+def test_llmclients_next_conversation_takes_the_socket_and_the_controls_do_not(server) -> None:
+    ours = agents.make_client("llmclient-ws", server.base_url)
+    official = agents.make_client("official-ws", server.base_url)
+    try:
+        got = [conversation(ours, {}, "gpt-4o-mini")[2], conversation(ours, {}, "gpt-4o-mini")[2],
+               conversation(ours, {"reuse": False}, "gpt-4o-mini")[2],
+               conversation(official, {}, "gpt-4o-mini")[2], conversation(official, {}, "gpt-4o-mini")[2]]
+        latency, ttft, _ = conversation(ours, {}, "gpt-4o-mini")
+    finally:
+        ours.close()
+        official.close()
+    assert got == [False, True, False, False, False]
+    assert latency > 0 and ttft is not None and ttft <= latency
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_the_scenario_runs_in_the_suite_with_every_arm_answered(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--scenarios", "wsstart",
+                           "--network", "loopback", "--profile", "zero", "--out", str(tmp_path), "--seed", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=170, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run_dir,) = list(tmp_path.iterdir())
+    doc = json.loads((run_dir / "result.json").read_text())
+    (scenario,) = doc["scenarios"]
+    assert scenario["name"] == "wsstart" and scenario["skipped"] is None, scenario["skipped"]
+    records = scenario["records"]
+    assert set(records) == set(ARMS)
+    for arm, recs in records.items():
+        assert len(recs) == 8 and all(r["status"] == 200 and r["error_kind"] is None for r in recs), (arm, recs[:1])
+    # every llmclient conversation after the warm-up took the kept socket; the control none
+    assert [r["extra"]["reused"] for r in records["llmclient"]] == [True] * 8
+    assert not any(r["extra"]["reused"] for r in records["llmclient/own-socket"] + records["official"])
+    assert scenario["series"]["reused"] == 8
+    assert "wsstart: a new WebSocket conversation, official -> llmclient" in proc.stdout
