@@ -272,6 +272,22 @@ def test_three_conversations_ride_one_connection_and_close_closes_it(kind) -> No
         peer.stop()
 
 
+def test_a_conversation_that_outlives_its_client_closes_its_socket(kind) -> None:
+    peer = Counting()
+    c = Client(kind, peer.base_url)
+    try:
+        mgr, conn = c.open()
+        c.ask(conn, model=MODEL, input="Hi.")
+        c.run(c.client.close())  # the app closed the client first: nothing may be kept for it
+        c.leave(mgr)
+        assert peer.ended.acquire(timeout=30)  # a hang guard: the close is at once
+        assert not c.client.__dict__.get("_ws_park")
+    finally:
+        if c.loop is not None:
+            c.loop.close()
+        peer.stop()
+
+
 def test_a_kept_socket_the_server_closed_is_not_handed_out(kind) -> None:
     peer = Counting(close_after_first=True)
     c = Client(kind, peer.base_url)

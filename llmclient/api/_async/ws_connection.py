@@ -826,10 +826,11 @@ class AsyncResponsesConnection:
             if isinstance(pending.owner, _Turn) and pending.owner.span is not None:
                 pending.owner.span.end(None, closed_early=True)
         try:
+            client = self._manager._client
             if (ws is not None and self._key is not None and code == 1000 and not reason
-                    and not unfinished and not queued and ws.reusable()):
-                await _close_all(_park(self._manager._client).put(self._key, ws, ws.opened_at,
-                                                                  time.monotonic()))
+                    and not unfinished and not queued and ws.reusable()
+                    and not client.__dict__.get("_closed")):  # a closed client keeps nothing
+                await _close_all(_park(client).put(self._key, ws, ws.opened_at, time.monotonic()))
             elif ws is not None:
                 await ws.close(code, reason)
         finally:
