@@ -658,15 +658,16 @@ def _is_call_error(error: BaseException) -> bool:
 
 
 # -- the Responses WebSocket mode ----------------------------------------------------------------
-# One span per socket the app holds (``websocket {host}``, from connect() to close), and one
+# One span per connection the app holds (``websocket {host}``, from connect() to close; on a
+# socket an earlier conversation of the client left, ``llmclient.websocket.reused``), and one
 # CLIENT span per response on it (``chat {model}``, from its response.create to its last event
 # or its loss), linked to the socket's span: the response's parent is the caller's
 # ``traceparent`` (the connect() headers) or the active span, as for an HTTP call, since one
 # socket carries responses of many traces. The response's trace context is its span's.
 
 
-def ws_connection_span(url: str) -> Any:
-    """The socket's span, or None (no tracer configured); never raises."""
+def ws_connection_span(url: str, reused: bool = False) -> Any:
+    """The connection's span, or None (no tracer configured); never raises."""
     inst = _instruments()
     if inst is None or inst.tracer is None:
         return None
@@ -675,7 +676,7 @@ def ws_connection_span(url: str) -> Any:
         return inst.tracer.start_span(
             f"websocket {host}", kind=inst.trace.SpanKind.CLIENT,
             attributes={"server.address": host, "server.port": port, "gen_ai.provider.name": _PROVIDER,
-                        "llmclient.websocket": True})
+                        "llmclient.websocket": True, "llmclient.websocket.reused": reused})
     except Exception:
         _log_once("websocket span start")
         return None

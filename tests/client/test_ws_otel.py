@@ -124,3 +124,20 @@ def test_no_provider_no_spans_and_no_cost(server: RefServer, kind: str) -> None:
         final = final_of(ws.until_done())
         assert ws.conn._span is None and final.response.id in ws.conn.timings
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)  # none configured
+
+
+def test_a_conversation_on_the_clients_kept_socket_says_so_on_its_span(server: RefServer, kind: str,
+                                                                       otel: Telemetry) -> None:
+    from .test_ws_reuse import Client
+
+    c = Client(kind, server.base_url, api_key=KEY)
+    try:
+        for _ in range(2):
+            mgr, conn = c.open()
+            c.ask(conn, **BODY)
+            c.leave(mgr)
+    finally:
+        c.close()
+    sockets = otel.finished("websocket ")
+    assert [s.attributes["llmclient.websocket.reused"] for s in sockets] == [False, True]
+    assert all(s.attributes["llmclient.websocket.responses"] == 1 for s in sockets)

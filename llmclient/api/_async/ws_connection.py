@@ -409,7 +409,7 @@ class AsyncResponsesConnection:
         self.last_timings: ResponseTimings | None = None
         self.url = manager.url
         self.response = AsyncResponsesResponseResource(self)
-        self._span = _otel.ws_connection_span(self.url)  # None unless OpenTelemetry is configured
+        self._span = _otel.ws_connection_span(self.url, self.reused)  # None unless OpenTelemetry is configured
         self._responses = 0  # sent: on the connection's span at its end
 
     # -- sending ----------------------------------------------------------------------------
