@@ -126,10 +126,12 @@ class AsyncClientIO(_Base):
         ``http_client`` the client was given is closed, as the official client closes it."""
         self.__dict__["_closed"] = True
         await setup.aclose(self._ctx)
-        if self.__dict__.get("_ws_park") is not None:  # sockets kept by responses.connect()
-            from ..api._async.ws_connection import aclose_parked  # the ws mode's, loaded with it
-
-            await aclose_parked(self)
+        park = self.__dict__.get("_ws_park")  # the sockets responses.connect() kept (ws_mode.Park)
+        for ws in park.drain() if park is not None else ():
+            try:
+                await ws.close()
+            except Exception:  # a kept socket its server dropped already: nothing to save
+                pass
         official = self.__dict__.get("_official")  # the pass-through's (api/passthrough.py)
         if official is not None:
             await official.close()

@@ -128,10 +128,12 @@ class ClientIO(_Base):
         ``http_client`` the client was given is closed, as the official client closes it."""
         self.__dict__["_closed"] = True
         setup.close(self._ctx)
-        if self.__dict__.get("_ws_park") is not None:  # sockets kept by responses.connect()
-            from ..api._sync.ws_connection import close_parked  # the ws mode's, loaded with it
-
-            close_parked(self)
+        park = self.__dict__.get("_ws_park")  # the sockets responses.connect() kept (ws_mode.Park)
+        for ws in park.drain() if park is not None else ():
+            try:
+                ws.close()
+            except Exception:  # a kept socket its server dropped already: nothing to save
+                pass
         official = self.__dict__.get("_official")  # the pass-through's (api/passthrough.py)
         if official is not None:
             official.close()

@@ -105,13 +105,6 @@ async def _close_all(sockets: list[AsyncWebSocket]) -> None:
             logger.debug("websocket %s: closing a kept socket failed: %s", ws.url, exc)
 
 
-async def aclose_parked(client: Any) -> None:
-    """Close the sockets the client kept for its next conversation (the client's ``close()``)."""
-    park = client.__dict__.get("_ws_park")
-    if park is not None:
-        await _close_all(park.drain())
-
-
 class WebSocketQueueFullError(OpenAIError):
     """More than ``max_queue_size`` bytes of messages wait for a socket that is not open (the
     official client's ``WebSocketQueueFullError``)."""
