@@ -1,8 +1,10 @@
 """Agent tasks, not calls: task time of a Responses tool loop over HTTP and over the WebSocket
-mode, the official client against llmclient, on one local reference server.
+mode, and of a chat-completions tool loop, the official client against llmclient, on one local
+reference server.
 
     python -m benchmarks.agents                       # starts the server (profile h100-8b)
     python -m benchmarks.agents --tasks 6 --turns 6,20 --arms official-http,llmclient-ws
+    python -m benchmarks.agents --arms official-chat,llmclient-chat --call-tokens 32
 
 A task (drawn per task index from ``--seed``, the same for every arm): a shared system prompt
 (``--system-words`` words, a few thousand tokens, sent as ``instructions`` every turn as agents
@@ -15,7 +17,23 @@ the results. ``store`` is False (the WebSocket turns continue from the socket's 
 HTTP turns from the server's store, so HTTP arms use ``store=True``).
 
 Arms (``--arms``): ``official-http`` (``client.responses.create(stream=True)``),
-``official-ws`` (``client.responses.connect()``), ``llmclient-http``, ``llmclient-ws``. The
+``official-ws`` (``client.responses.connect()``), ``llmclient-http``, ``llmclient-ws``, and the
+chat-completions tool loop (:func:`run_chat`): ``official-chat`` and ``llmclient-chat``. There
+the calls are the model's: the same task, the whole conversation sent every turn (the system
+prompt as a system message, each assistant tool-call turn and one ``tool`` message per call
+with its drawn result), :data:`CHAT_TOOLS` offered; a turn but the last asks the reference
+server for the task's calls (``tool_choice="required"`` and the server's ``n_tool_calls``,
+``benchmarks/server/toolcalls.py``: the calls one after the other, ``--call-tokens`` argument
+tokens each, written at the server's token rate), the last answers in text; greedy, so both
+arms get the same answers and must end on the same final message (the command exits 1 when
+they do not). ``official-chat`` reads each whole stream (as the official client's docs
+accumulate it), then runs the turn's tools in parallel; ``llmclient-chat`` passes
+``prefetch="prefix"`` (a warm-up of the conversation and the tool-call turn while the tools
+run) and starts each tool as ``stream.tool_calls()`` hands its call over, while the model
+writes the next. Per chat task also: the tools' head start (each tool's start before its
+stream ended, summed), the wait from each stream's end to its turn's last tool result, how many
+tools started before the model began the turn's last call (by order), warm-ups sent
+(``speculation_stats()``), prompt and cached tokens (the server's usage). The
 arms take turns per task (AB AB), all in this process, so load from elsewhere hits each alike.
 Per task: task time, time to first token of each turn, client CPU (``time.process_time()``
 over the task: tools sleep, so it is the client's work), and the server's modelled reload
@@ -79,11 +97,13 @@ class TaskResult:
     ttft_ms: list[float] = field(default_factory=list)
     reload_ms: float = 0.0
     # chat arms: tools' head start (each tool's start before its stream ended, summed), the
-    # wait from each stream's end to its turn's last tool result (summed), warm-ups sent,
+    # wait from each stream's end to its turn's last tool result (summed; with ``stream_ms``
+    # it splits the task time: streams + tool waits + the app's own work), warm-ups sent,
     # prompt and cached prompt tokens (the server's usage), the final message's text
     early_ms: float = 0.0
     early_calls: int = 0  # tools started while the model had not begun the turn's last call
     tool_wait_ms: float = 0.0
+    stream_ms: float = 0.0  # each turn's request sent -> its stream read to the end, summed
     warmups: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0
@@ -379,6 +399,7 @@ def run_chat(client: Any, task: Task, arm: str, tokens: int, call_tokens: int = 
             out.early_ms += early
             out.early_calls += t.early
             out.tool_wait_ms += wait
+            out.stream_ms += (end - sent) * 1000.0
             prompt, cached = _usage_tokens(t.acc.usage)
             out.prompt_tokens += prompt
             out.cached_tokens += cached
@@ -457,6 +478,7 @@ def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:
             rows[arm].update({
                 "tool_head_start_per_task_ms": statistics.median(r.early_ms for r in mine),
                 "tool_wait_per_task_ms": statistics.median(r.tool_wait_ms for r in mine),
+                "stream_per_task_ms": statistics.median(r.stream_ms for r in mine),
                 "warmups_per_task": statistics.median(r.warmups for r in mine),
                 "cached_share": (sum(r.cached_tokens for r in mine) / max(1, sum(r.prompt_tokens for r in mine))),
             })
@@ -481,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="chat arms: argument tokens per tool call (a turn's max_tokens: calls x this)")
     p.add_argument("--system-words", type=int, default=2000)
     p.add_argument("--result-words", type=int, default=150)
+    p.add_argument("--chat-result-words", type=int, default=60,
+                   help="chat arms' tool results (the whole conversation is resent: 150 words overflow "
+                        "h100-8b's 8,192-token window in long tasks)")
     p.add_argument("--seed", type=int, default=44)
     p.add_argument("--arms", default=",".join(ARMS))
     p.add_argument("--out", default=str(ROOT / "results" / "agents.json"))
@@ -506,10 +531,11 @@ def main(argv: list[str] | None = None) -> int:
             runner(arm)(clients[arm], warm, arm, 16)
         for i in range(args.tasks):
             task = draw_task(args.seed, i, (lo, hi), args.system_words, args.result_words)
+            chat = draw_task(args.seed, i, (lo, hi), args.system_words, args.chat_result_words)
             for arm in (arms if i % 2 == 0 else arms[::-1]):  # AB BA: neither always goes first
                 run = runner(arm)
                 extra = {"call_tokens": args.call_tokens} if arm in CHAT_ARMS else {}
-                r = run(clients[arm], task, arm, args.tokens, **extra)
+                r = run(clients[arm], chat if arm in CHAT_ARMS else task, arm, args.tokens, **extra)
                 results.append(r)
                 print(f"task {i + 1}/{args.tasks} ({task.turns} turns): {arm:<15} {r.task_s:7.2f} s "
                       f"cpu {r.cpu_s * 1000:7.1f} ms reload {r.reload_ms:7.1f} ms", file=sys.stderr, flush=True)
@@ -525,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
               f"modelled reload/task {row['reload_per_task_ms']:7.1f} ms")
         if arm in CHAT_ARMS:
             print(f"{'':<15} tools' head start/task {row['tool_head_start_per_task_ms']:7.0f} ms  "
+                  f"streams/task {row['stream_per_task_ms']:7.0f} ms  "
                   f"tool wait after streams/task {row['tool_wait_per_task_ms']:7.0f} ms  "
                   f"warm-ups/task {row['warmups_per_task']:4.1f}  cached prompt share {row['cached_share']:.2f}")
     for name, value in summary["ratios"].items():

@@ -3,9 +3,10 @@ tool loop of several turns, 1-4 tools of 50-800 ms per turn run in parallel, a s
 prompt of a few thousand tokens every turn, tool results as the next input) through the suite's
 server and network (``--network wan``/``lan``), for the four arms: the official client over
 HTTP (``responses.create(stream=True)``, ``previous_response_id``, ``store=True``) and over its
-WebSocket mode (``responses.connect()``, ``store=False``), llmclient the same two ways.
+WebSocket mode (``responses.connect()``, ``store=False``), llmclient the same two ways; and the
+same tasks as a chat-completions tool loop, official against llmclient.
 
-Two parts:
+Three parts:
 
 * ``time``: each task runs through every arm in turn (the order flipped per task), so the arms'
   lists are paired by task and the harness's bootstrap resamples the pairs. One record per task:
@@ -25,9 +26,23 @@ Two parts:
   ``TURN_DEADLINE_S``, a hang guard, has its connection closed: the official client, reconnected
   after a cut, waits forever for the lost response's events).
 
-Full pass only: one task takes 6-15 s on wan, so four arms cannot give the five pairs a p50
-needs within the quick pass's share. ``BENCH_AGENTS_TASKS``, ``BENCH_AGENTS_TURNS`` ("6,8"),
-``BENCH_AGENTS_CUT_TASKS`` and ``BENCH_AGENTS_PARTS`` ("time", "cut") size a run.
+* ``chat``: the chat-completions tool loop of ``agents.run_chat``, ``official-chat`` (the app
+  reads each whole stream, then runs the turn's tools in parallel) against ``llmclient-chat``
+  (``prefetch="prefix"``: the next turn's prefix warmed while the tools run; each tool started
+  as ``stream.tool_calls()`` hands its call over), the same drawn tasks paired as in ``time``.
+  The tool-call turns ask the reference server for the task's calls (its ``n_tool_calls``: the
+  calls written one after the other at its token rate, ``agents.CALL_TOKENS`` argument tokens
+  each), so an early start is measured against the server's pacing. ``extra`` per task: the
+  tools' head start before their streams ended, the wait from each stream's end to the turn's
+  last tool result, warm-ups sent, prompt and cached tokens (the server's usage), the final
+  message (the notes count the pairs whose final messages differ: none should). Tool results of
+  ``CHAT_RESULT_WORDS`` words, so the whole conversation fits the profile's context window.
+
+Full pass only: one task takes 6-15 s on wan (a chat task 10-20 s), so four arms cannot give
+the five pairs a p50 needs within the quick pass's share, nor can the two chat arms (the quick
+pass has 22 s of its 300 left, one chat pair takes 20-40 s). ``BENCH_AGENTS_TASKS``,
+``BENCH_AGENTS_TURNS`` ("6,8", the time and chat parts), ``BENCH_AGENTS_CUT_TASKS``,
+``BENCH_AGENTS_CHAT_TASKS`` and ``BENCH_AGENTS_PARTS`` ("time", "cut", "chat") size a run.
 """
 
 from __future__ import annotations
@@ -60,6 +75,11 @@ CUT_TURNS = (2, 4)
 HEAD_EVENTS = 4
 PARTS = ("time", "cut", "chat")
 CHAT_TASKS = 10            # paired chat tasks per arm (full pass): a p50 from 10 pairs
+# A chat tool result's words: the chat loop resends the whole conversation (the calls' JSON too),
+# and the suite's profile (h100-8b) has an 8,192-token context window: with 150-word results 14
+# of 40 drawn tasks of 6-12 turns overflow it, with 60 the largest last prompt is 7,473 tokens
+# (counted 2026-12-07 with the server's tokenizer).
+CHAT_RESULT_WORDS = 60
 # Hang guard of a cut-part turn (a clean one takes 1-3 s on wan): the official client, reconnected
 # after a cut, waits forever for the lost response; past this its task counts as lost.
 TURN_DEADLINE_S = 30.0
@@ -131,6 +151,7 @@ def _chat_extra(result: agents.TaskResult) -> dict[str, Any]:
     if result.arm not in agents.CHAT_ARMS:
         return {}
     return {"tool_head_start_ms": result.early_ms, "tool_wait_ms": result.tool_wait_ms,
+            "stream_ms": result.stream_ms, "early_calls": result.early_calls,
             "warmups": result.warmups, "prompt_tokens": result.prompt_tokens,
             "cached_tokens": result.cached_tokens, "final": result.final}
 
@@ -168,7 +189,7 @@ def _chat(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[
     for arm in arms:  # a warm-up task each, not counted
         _one(ctx, clients[arm], arm, agents.draw_task(ctx.seed, -1, (2, 2), 50, 10), arm)
     for i in range(s.chat_tasks):
-        task = agents.draw_task(ctx.seed + 44, i, s.turns, SYSTEM_WORDS, RESULT_WORDS)
+        task = agents.draw_task(ctx.seed + 44, i, s.turns, SYSTEM_WORDS, CHAT_RESULT_WORDS)
         for arm in (arms if i % 2 == 0 else arms[::-1]):
             ctx.progress(f"  agents/chat: task {i + 1}/{s.chat_tasks} ({task.turns} turns): {arm}")
             records[arm].append(_one(ctx, clients[arm], arm, task, arm))
@@ -176,10 +197,12 @@ def _chat(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[
 
 
 def chat_split(records: dict[str, list[RequestRecord]]) -> dict[str, dict[str, float]]:
-    """Per chat arm, medians over its finished tasks (pure): the tools' head start (each tool's
-    start before its stream ended, summed per task), the wait from each stream's end to its
-    turn's last tool result (summed per task), warm-ups sent per task, and the share of prompt
-    tokens the server found cached (its usage)."""
+    """Per chat arm, medians over its finished tasks (pure): the streams' time (each turn's
+    request to its stream's end, summed per task), the median TTFT, the tools' head start (each
+    tool's start before its stream ended, summed per task), the wait from each stream's end to
+    its turn's last tool result (summed per task), warm-ups sent per task, and the share of
+    prompt tokens the server found cached (its usage). Streams plus tool waits are the task
+    time but the app's own work, so a gain splits into the two."""
     out: dict[str, dict[str, float]] = {}
     for arm in agents.CHAT_ARMS:
         ok = [r for r in records.get(arm, []) if r.ok]
@@ -188,6 +211,8 @@ def chat_split(records: dict[str, list[RequestRecord]]) -> dict[str, dict[str, f
         out[arm] = {
             "tool_head_start_ms": statistics.median(r.extra["tool_head_start_ms"] for r in ok),
             "tool_wait_ms": statistics.median(r.extra["tool_wait_ms"] for r in ok),
+            "stream_ms": statistics.median(r.extra.get("stream_ms", 0.0) for r in ok),
+            "ttft_ms": statistics.median(r.ttft_ms for r in ok if r.ttft_ms is not None),
             "warmups": statistics.median(r.extra["warmups"] for r in ok),
             "cached_share": sum(r.extra["cached_tokens"] for r in ok) / max(1, sum(r.extra["prompt_tokens"] for r in ok)),
         }
@@ -256,11 +281,12 @@ def reconnected(records: list[RequestRecord]) -> int:
 class Agents:
     name = "agents"
     description = ("Responses tool loops (6-12 turns, 1-4 tools of 50-800 ms a turn): task time, official "
-                   "client vs llmclient over HTTP and the WebSocket mode; tasks lost with 5% of sockets cut")
+                   "client vs llmclient over HTTP and the WebSocket mode; tasks lost with 5% of sockets cut; "
+                   "a chat-completions tool loop with warm-ups and early tools")
     requires = ("llmclient", "openai", "reference_server", "faults")
     quick = False
-    full_adds = ("agent tasks: task time p50 of 4 arms (12 paired tasks each), and tasks lost with "
-                 "5% of WebSocket sockets cut mid-response")
+    full_adds = ("agent tasks: task time p50 of 4 arms (12 paired tasks each), tasks lost with "
+                 "5% of WebSocket sockets cut mid-response, and a chat tool loop's task time (10 pairs)")
 
     def run(self, ctx: Context) -> ScenarioResult:
         s = settings()
@@ -330,7 +356,8 @@ class Agents:
             series["chat"] = split
             differ = different_finals(variants)
             context = "; ".join(
-                f"{a}: tools' head start {v['tool_head_start_ms']:.0f} ms/task, tool wait after the streams "
+                f"{a}: streams {v['stream_ms']:.0f} ms/task (TTFT {v['ttft_ms']:.0f} ms), tools' head start "
+                f"{v['tool_head_start_ms']:.0f} ms/task, tool wait after the streams "
                 f"{v['tool_wait_ms']:.0f} ms/task, warm-ups {v['warmups']:.1f}/task, cached prompt share "
                 f"{v['cached_share']:.2f}" for a, v in split.items())
             for stat in ("p50", "p95"):
@@ -338,10 +365,13 @@ class Agents:
                                 "(next turn warmed, tools started early)", "official-chat", "llmclient-chat",
                                 statistic=stat, context=context,
                                 technique=f"agents: chat tool loop with warm-ups and early tools, task {stat}"))
+            rows.append(Row("agents: chat tool loop TTFT (a task's median turn), official -> llmclient "
+                            "(next turn warmed)", "official-chat", "llmclient-chat", metric="ttft_ms",
+                            context=context, technique="agents: chat tool loop TTFT with warm-ups"))
             cpu = {a: statistics.median(r.extra["cpu_ms"] for r in variants[a] if r.ok)
                    for a in agents.CHAT_ARMS if any(r.ok for r in variants[a])}
             notes.append(f"chat part: {s.chat_tasks} tasks of {s.turns[0]}-{s.turns[1]} turns, each through both "
-                         f"arms in turn; tool-call turns ask the reference server for the drawn calls "
+                         f"arms in turn, tool results of {CHAT_RESULT_WORDS} words; tool-call turns ask the reference server for the drawn calls "
                          f"(n_tool_calls, {agents.CALL_TOKENS} argument tokens each, written at its token rate); "
                          f"final messages that differ between the arms: {differ}; client CPU per task (median): "
                          + ", ".join(f"{a} {v:.0f} ms" for a, v in cpu.items()))

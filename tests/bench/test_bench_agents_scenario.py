@@ -62,17 +62,18 @@ def test_lost_tasks_are_the_failed_records_and_cuts_are_counted_apart() -> None:
 
 def test_the_chat_split_takes_medians_of_finished_tasks_and_finals_are_compared_in_pairs() -> None:
     def rec(arm: str, ok: bool, early: float, final: str, cached: int = 0) -> RequestRecord:
-        return RequestRecord(variant=arm, trace_id="", start_s=0.0, latency_ms=1.0,
+        return RequestRecord(variant=arm, trace_id="", start_s=0.0, latency_ms=1.0, ttft_ms=early + 1,
                              status=200 if ok else None, error_kind=None if ok else "RuntimeError",
                              extra={"tool_head_start_ms": early, "tool_wait_ms": 2 * early, "warmups": 1,
+                                    "stream_ms": 3 * early,
                                     "prompt_tokens": 100, "cached_tokens": cached, "final": final})
     records = {"official-chat": [rec("official-chat", True, 0, "a"), rec("official-chat", True, 0, "b"),
                                  rec("official-chat", False, 0, "z")],
                "llmclient-chat": [rec("llmclient-chat", True, 100, "a", 50), rec("llmclient-chat", True, 300, "c", 70),
                                   rec("llmclient-chat", True, 900, "y")]}
     split = chat_split(records)
-    assert split["llmclient-chat"] == {"tool_head_start_ms": 300, "tool_wait_ms": 600, "warmups": 1,
-                                       "cached_share": 0.4}
+    assert split["llmclient-chat"] == {"tool_head_start_ms": 300, "tool_wait_ms": 600, "stream_ms": 900,
+                                       "ttft_ms": 301, "warmups": 1, "cached_share": 0.4}
     assert split["official-chat"]["tool_head_start_ms"] == 0
     assert different_finals(records) == 1      # the second pair; the third has a lost task
 
