@@ -1,8 +1,10 @@
 """Agent tasks, not calls: task time of a Responses tool loop over HTTP and over the WebSocket
-mode, the official client against llmclient, on one local reference server.
+mode, and of a chat-completions tool loop, the official client against llmclient, on one local
+reference server.
 
     python -m benchmarks.agents                       # starts the server (profile h100-8b)
     python -m benchmarks.agents --tasks 6 --turns 6,20 --arms official-http,llmclient-ws
+    python -m benchmarks.agents --arms official-chat,llmclient-chat --call-tokens 32
 
 A task (drawn per task index from ``--seed``, the same for every arm): a shared system prompt
 (``--system-words`` words, a few thousand tokens, sent as ``instructions`` every turn as agents
@@ -15,7 +17,23 @@ the results. ``store`` is False (the WebSocket turns continue from the socket's 
 HTTP turns from the server's store, so HTTP arms use ``store=True``).
 
 Arms (``--arms``): ``official-http`` (``client.responses.create(stream=True)``),
-``official-ws`` (``client.responses.connect()``), ``llmclient-http``, ``llmclient-ws``. The
+``official-ws`` (``client.responses.connect()``), ``llmclient-http``, ``llmclient-ws``, and the
+chat-completions tool loop (:func:`run_chat`): ``official-chat`` and ``llmclient-chat``. There
+the calls are the model's: the same task, the whole conversation sent every turn (the system
+prompt as a system message, each assistant tool-call turn and one ``tool`` message per call
+with its drawn result), :data:`CHAT_TOOLS` offered; a turn but the last asks the reference
+server for the task's calls (``tool_choice="required"`` and the server's ``n_tool_calls``,
+``benchmarks/server/toolcalls.py``: the calls one after the other, ``--call-tokens`` argument
+tokens each, written at the server's token rate), the last answers in text; greedy, so both
+arms get the same answers and must end on the same final message (the command exits 1 when
+they do not). ``official-chat`` reads each whole stream (as the official client's docs
+accumulate it), then runs the turn's tools in parallel; ``llmclient-chat`` passes
+``prefetch="prefix"`` (a warm-up of the conversation and the tool-call turn while the tools
+run) and starts each tool as ``stream.tool_calls()`` hands its call over, while the model
+writes the next. Per chat task also: the tools' head start (each tool's start before its
+stream ended, summed), the wait from each stream's end to its turn's last tool result, how many
+tools started before the model began the turn's last call (by order), warm-ups sent
+(``speculation_stats()``), prompt and cached tokens (the server's usage). The
 arms take turns per task (AB AB), all in this process, so load from elsewhere hits each alike.
 Per task: task time, time to first token of each turn, client CPU (``time.process_time()``
 over the task: tools sleep, so it is the client's work), and the server's modelled reload
@@ -34,11 +52,15 @@ import statistics
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ARMS = ("official-http", "official-ws", "llmclient-http", "llmclient-ws")
+RESPONSES_ARMS = ("official-http", "official-ws", "llmclient-http", "llmclient-ws")
+CHAT_ARMS = ("official-chat", "llmclient-chat")
+ARMS = RESPONSES_ARMS + CHAT_ARMS
+CALL_TOKENS = 32  # a chat tool call's argument tokens (the server writes them at its token rate)
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "gpt-4o-mini"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -74,6 +96,18 @@ class TaskResult:
     cpu_s: float
     ttft_ms: list[float] = field(default_factory=list)
     reload_ms: float = 0.0
+    # chat arms: tools' head start (each tool's start before its stream ended, summed), the
+    # wait from each stream's end to its turn's last tool result (summed; with ``stream_ms``
+    # it splits the task time: streams + tool waits + the app's own work), warm-ups sent,
+    # prompt and cached prompt tokens (the server's usage), the final message's text
+    early_ms: float = 0.0
+    early_calls: int = 0  # tools started while the model had not begun the turn's last call
+    tool_wait_ms: float = 0.0
+    stream_ms: float = 0.0  # each turn's request sent -> its stream read to the end, summed
+    warmups: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    final: str | None = None
 
 
 def _reload(server_timing: str | None) -> float:
@@ -94,6 +128,13 @@ def _inputs(task: Task, turn: int) -> Any:
 def _tools(task: Task, turn: int) -> None:
     if turn < task.turns - 1:
         time.sleep(max(task.tools[turn]) / 1000.0)  # the calls run in parallel
+
+
+def runner(arm: str) -> Any:
+    """The function that runs a task on ``arm``."""
+    if arm in CHAT_ARMS:
+        return run_chat
+    return run_ws if arm.endswith("-ws") else run_http
 
 
 def run_http(client: Any, task: Task, arm: str, tokens: int, **_ws: Any) -> TaskResult:
@@ -161,6 +202,226 @@ def run_ws(client: Any, task: Task, arm: str, tokens: int, store: bool = False,
     return out
 
 
+# -- the chat-completions tool loop ------------------------------------------------------------
+# The tools every chat turn offers (part of the prompt, before the messages, so the same prefix
+# every turn); the reference server writes the turn's calls over them in order (n_tool_calls).
+CHAT_TOOLS: tuple[dict[str, Any], ...] = tuple(
+    {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": properties, "required": list(properties)}}}
+    for name, description, properties in (
+        ("read_file", "Read a file of the repository, or the lines of it that match a query.",
+         {"path": {"type": "string"}, "query": {"type": "string"}}),
+        ("search_code", "Search the repository's code for a query; at most limit hits.",
+         {"query": {"type": "string"}, "limit": {"type": "integer"}}),
+        ("run_tests", "Run the tests of a module whose names match a pattern.",
+         {"module": {"type": "string"}, "pattern": {"type": "string"}}),
+        ("edit_file", "Replace the text of a file that matches a query by a patch.",
+         {"path": {"type": "string"}, "patch": {"type": "string"}}),
+    ))
+
+
+def chat_first_messages(task: Task) -> list[dict[str, Any]]:
+    """The conversation a chat task starts with: the shared system prompt, the question."""
+    return [{"role": "system", "content": task.system}, {"role": "user", "content": task.question}]
+
+
+def chat_request(task: Task, turn: int, messages: list[dict[str, Any]], tokens: int,
+                 call_tokens: int) -> dict[str, Any]:
+    """The keywords of a chat turn's ``chat.completions.create`` (pure). A turn but the last asks
+    for its task's tool calls (``tool_choice="required"`` and the reference server's
+    ``n_tool_calls``: as many calls as the task drew, ``call_tokens`` of arguments each); the
+    last answers in text (``tool_choice="none"``, ``tokens``). Greedy (temperature 0), so the same
+    conversation gets the same answer (and the same call ids) on every arm."""
+    calls = len(task.tools[turn]) if turn < task.turns - 1 else 0
+    kw: dict[str, Any] = {
+        "model": MODEL, "messages": messages, "tools": list(CHAT_TOOLS), "temperature": 0,
+        "stream": True, "stream_options": {"include_usage": True},
+        "tool_choice": "required" if calls else "none",
+        "max_tokens": calls * call_tokens if calls else tokens}
+    if calls:
+        kw["extra_body"] = {"n_tool_calls": calls}
+    return kw
+
+
+def tool_messages(task: Task, turn: int, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One ``tool`` message per call of the turn's assistant message, in the calls' order, with
+    that call's drawn result (pure); RuntimeError when the model made another number of calls
+    than the task drew."""
+    want = len(task.results[turn])
+    if len(calls) != want:
+        raise RuntimeError(f"turn {turn + 1}: the answer made {len(calls)} tool calls, the task drew {want}")
+    return [{"role": "tool", "tool_call_id": call["id"], "content": f"tool result {k}: {task.results[turn][k]}"}
+            for k, call in enumerate(calls)]
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+class ChatAccumulator:
+    """How an app reads a chat stream (pure): chunks in, the assistant message out, as the
+    official client's docs accumulate ``delta.content`` and ``delta.tool_calls`` by index."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: Any = None
+
+    def feed(self, chunk: Any) -> None:
+        if _get(chunk, "usage") is not None:
+            self.usage = _get(chunk, "usage")
+        for choice in _get(chunk, "choices") or ():
+            delta = _get(choice, "delta")
+            if delta is None:
+                continue
+            if _get(delta, "content"):
+                self.content.append(_get(delta, "content"))
+            for frag in _get(delta, "tool_calls") or ():
+                call = self.calls.setdefault(_get(frag, "index") or 0, {
+                    "id": None, "type": "function", "function": {"name": None, "arguments": ""}})
+                if _get(frag, "id"):
+                    call["id"] = _get(frag, "id")
+                fn = _get(frag, "function")
+                if fn is not None:
+                    if _get(fn, "name"):
+                        call["function"]["name"] = _get(fn, "name")
+                    call["function"]["arguments"] += _get(fn, "arguments") or ""
+
+    def message(self) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) if self.content else None}
+        if self.calls:
+            msg["tool_calls"] = [self.calls[k] for k in sorted(self.calls)]
+        return msg
+
+
+def has_token(chunk: Any) -> bool:
+    """Whether a chat chunk carries output (text or a tool call's fragment): the first one is the
+    turn's time to first token."""
+    for choice in _get(chunk, "choices") or ():
+        delta = _get(choice, "delta")
+        if delta is not None and (_get(delta, "content") or _get(delta, "tool_calls")):
+            return True
+    return False
+
+
+@dataclass
+class ToolRun:
+    """One tool of a turn: when the app started it and when its result came
+    (``time.perf_counter()``)."""
+
+    index: int
+    started: float = 0.0
+    ended: float = 0.0
+
+
+def tool_timing(stream_end: float, runs: list[ToolRun]) -> tuple[float, float]:
+    """(head start, wait) of a turn's tools, in ms (pure): each tool's start before the stream
+    ended, summed (0 for a tool started after it, as an app that waits for the whole answer
+    starts them), and the wait from the stream's end to the last tool's result."""
+    early = sum(max(0.0, stream_end - r.started) for r in runs) * 1000.0
+    wait = max(0.0, max((r.ended for r in runs), default=stream_end) - stream_end) * 1000.0
+    return early, wait
+
+
+def _tool(run: ToolRun, ms: int) -> None:
+    time.sleep(ms / 1000.0)
+    run.ended = time.perf_counter()
+
+
+def _usage_tokens(usage: Any) -> tuple[int, int]:
+    if usage is None:
+        return 0, 0
+    details = _get(usage, "prompt_tokens_details")
+    return int(_get(usage, "prompt_tokens") or 0), int((_get(details, "cached_tokens") if details else 0) or 0)
+
+
+class _Turn:
+    """One chat turn's bookkeeping: its tools (started on a pool), its first token, its chunks."""
+
+    def __init__(self, pool: ThreadPoolExecutor, latencies: tuple[int, ...], where: str) -> None:
+        self.pool, self.latencies, self.where = pool, latencies, where
+        self.runs: list[ToolRun] = []
+        self.waits: list[Any] = []
+        self.acc = ChatAccumulator()
+        self.first: float | None = None
+        self.early = 0  # tools started before the stream had begun the turn's last call
+
+    def start(self, index: int) -> None:
+        if not 0 <= index < len(self.latencies):
+            raise RuntimeError(f"{self.where}: a tool call of index {index}; the task drew {len(self.latencies)}")
+        run = ToolRun(index, started=time.perf_counter())  # when the app started it (the pool's thread runs it now)
+        self.runs.append(run)
+        self.early += len(self.acc.calls) < len(self.latencies)  # by order, not by clock
+        self.waits.append(self.pool.submit(_tool, run, self.latencies[index]))
+
+    def seen(self, chunk: Any) -> None:
+        if self.first is None and has_token(chunk):
+            self.first = time.perf_counter()
+        self.acc.feed(chunk)
+
+    def wait(self) -> None:
+        for w in self.waits:
+            w.result()
+
+
+def run_chat(client: Any, task: Task, arm: str, tokens: int, call_tokens: int = CALL_TOKENS) -> TaskResult:
+    """One task as a chat-completions tool loop. ``official-chat``: the app reads each whole
+    stream, then runs the turn's tools in parallel. ``llmclient-chat``: ``prefetch="prefix"`` (a
+    warm-up of the conversation and the tool-call turn while the tools run) and each tool
+    started as ``stream.tool_calls()`` hands its call over, while the model writes the next.
+    Every turn sends the whole conversation (the system prompt first)."""
+    ours = arm.startswith("llmclient")
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    out = TaskResult(arm, 0.0, 0.0)
+    warm0 = client.speculation_stats()["warmups"] if ours else 0
+    messages = chat_first_messages(task)
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="tool") as pool:
+        for turn in range(task.turns):
+            kw = chat_request(task, turn, messages, tokens, call_tokens)
+            t = _Turn(pool, task.tools[turn] if turn < task.turns - 1 else (), f"{arm}: turn {turn + 1}")
+            sent = time.perf_counter()
+            if ours:
+                stream = client.chat.completions.create(prefetch="prefix", **kw)
+                for call in stream.tool_calls(on_chunk=t.seen):
+                    t.start(call.index)
+                end = time.perf_counter()
+                message = stream.tool_collector.message()
+            else:
+                for chunk in client.chat.completions.create(**kw):
+                    t.seen(chunk)
+                end = time.perf_counter()
+                message = t.acc.message()
+                for k in range(len(message.get("tool_calls") or ())):
+                    t.start(k)
+            t.wait()
+            early, wait = tool_timing(end, t.runs)
+            out.early_ms += early
+            out.early_calls += t.early
+            out.tool_wait_ms += wait
+            out.stream_ms += (end - sent) * 1000.0
+            prompt, cached = _usage_tokens(t.acc.usage)
+            out.prompt_tokens += prompt
+            out.cached_tokens += cached
+            out.ttft_ms.append(((t.first or end) - sent) * 1000.0)
+            if turn < task.turns - 1:
+                messages = [*messages, message, *tool_messages(task, turn, message.get("tool_calls") or [])]
+            else:
+                out.final = message.get("content")
+    out.task_s, out.cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
+    if ours:
+        out.warmups = client.speculation_stats()["warmups"] - warm0
+    return out
+
+
+def different_finals(results: list[TaskResult]) -> list[int]:
+    """Task numbers (by order within each arm) whose chat arms ended on different final messages
+    (pure; the arms' greedy answers to the same conversation must agree)."""
+    theirs = [r.final for r in results if r.arm == "official-chat"]
+    ours = [r.final for r in results if r.arm == "llmclient-chat"]
+    return [i for i, (a, b) in enumerate(zip(theirs, ours, strict=False)) if a != b]
+
+
 def _close_quietly(conn: Any) -> None:
     try:
         conn.close()
@@ -213,11 +474,21 @@ def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:
             "cpu_per_task_ms": statistics.median(r.cpu_s for r in mine) * 1000.0,
             "reload_per_task_ms": statistics.median(r.reload_ms for r in mine),
         }
+        if arm in CHAT_ARMS:
+            rows[arm].update({
+                "tool_head_start_per_task_ms": statistics.median(r.early_ms for r in mine),
+                "tool_wait_per_task_ms": statistics.median(r.tool_wait_ms for r in mine),
+                "stream_per_task_ms": statistics.median(r.stream_ms for r in mine),
+                "warmups_per_task": statistics.median(r.warmups for r in mine),
+                "cached_share": (sum(r.cached_tokens for r in mine) / max(1, sum(r.prompt_tokens for r in mine))),
+            })
     ratios: dict[str, float] = {}
     for ours in ("llmclient-ws", "llmclient-http"):
         for theirs in ("official-http", "official-ws"):
             if ours in rows and theirs in rows:
                 ratios[f"{theirs}/{ours}"] = rows[theirs]["task_p50_s"] / rows[ours]["task_p50_s"]
+    if "official-chat" in rows and "llmclient-chat" in rows:
+        ratios["official-chat/llmclient-chat"] = rows["official-chat"]["task_p50_s"] / rows["llmclient-chat"]["task_p50_s"]
     return {"arms": rows, "ratios": ratios}
 
 
@@ -227,9 +498,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="h100-8b", help="the started server's engine profile")
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--turns", default="6,20", help="min,max model turns per task")
-    p.add_argument("--tokens", type=int, default=64, help="max_output_tokens per turn")
+    p.add_argument("--tokens", type=int, default=64, help="max_output_tokens per turn (chat: of the last, text turn)")
+    p.add_argument("--call-tokens", type=int, default=CALL_TOKENS,
+                   help="chat arms: argument tokens per tool call (a turn's max_tokens: calls x this)")
     p.add_argument("--system-words", type=int, default=2000)
     p.add_argument("--result-words", type=int, default=150)
+    p.add_argument("--chat-result-words", type=int, default=60,
+                   help="chat arms' tool results (the whole conversation is resent: 150 words overflow "
+                        "h100-8b's 8,192-token window in long tasks)")
     p.add_argument("--seed", type=int, default=44)
     p.add_argument("--arms", default=",".join(ARMS))
     p.add_argument("--out", default=str(ROOT / "results" / "agents.json"))
@@ -252,12 +528,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for arm in arms:  # a warm-up task each (connections, imports), not counted
             warm = draw_task(args.seed, -1, (2, 2), 50, 10)
-            (run_ws if arm.endswith("-ws") else run_http)(clients[arm], warm, arm, 16)
+            runner(arm)(clients[arm], warm, arm, 16)
         for i in range(args.tasks):
             task = draw_task(args.seed, i, (lo, hi), args.system_words, args.result_words)
+            chat = draw_task(args.seed, i, (lo, hi), args.system_words, args.chat_result_words)
             for arm in (arms if i % 2 == 0 else arms[::-1]):  # AB BA: neither always goes first
-                run = run_ws if arm.endswith("-ws") else run_http
-                r = run(clients[arm], task, arm, args.tokens)
+                run = runner(arm)
+                extra = {"call_tokens": args.call_tokens} if arm in CHAT_ARMS else {}
+                r = run(clients[arm], chat if arm in CHAT_ARMS else task, arm, args.tokens, **extra)
                 results.append(r)
                 print(f"task {i + 1}/{args.tasks} ({task.turns} turns): {arm:<15} {r.task_s:7.2f} s "
                       f"cpu {r.cpu_s * 1000:7.1f} ms reload {r.reload_ms:7.1f} ms", file=sys.stderr, flush=True)
@@ -271,12 +549,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{arm:<15} task p50 {row['task_p50_s']:6.2f} s  p95 {row['task_p95_s']:6.2f} s  "
               f"ttft {row['ttft_median_ms']:7.1f} ms  cpu/task {row['cpu_per_task_ms']:7.1f} ms  "
               f"modelled reload/task {row['reload_per_task_ms']:7.1f} ms")
+        if arm in CHAT_ARMS:
+            print(f"{'':<15} tools' head start/task {row['tool_head_start_per_task_ms']:7.0f} ms  "
+                  f"streams/task {row['stream_per_task_ms']:7.0f} ms  "
+                  f"tool wait after streams/task {row['tool_wait_per_task_ms']:7.0f} ms  "
+                  f"warm-ups/task {row['warmups_per_task']:4.1f}  cached prompt share {row['cached_share']:.2f}")
     for name, value in summary["ratios"].items():
         print(f"ratio {name:<30} {value:6.3f}")
+    differ = different_finals(results)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": vars(args), "summary": summary,
                                "tasks": [r.__dict__ for r in results]}, indent=2))
+    if differ:
+        print(f"the chat arms' final messages differ on tasks {[i + 1 for i in differ]}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -3,9 +3,10 @@ tool loop of several turns, 1-4 tools of 50-800 ms per turn run in parallel, a s
 prompt of a few thousand tokens every turn, tool results as the next input) through the suite's
 server and network (``--network wan``/``lan``), for the four arms: the official client over
 HTTP (``responses.create(stream=True)``, ``previous_response_id``, ``store=True``) and over its
-WebSocket mode (``responses.connect()``, ``store=False``), llmclient the same two ways.
+WebSocket mode (``responses.connect()``, ``store=False``), llmclient the same two ways; and the
+same tasks as a chat-completions tool loop, official against llmclient.
 
-Two parts:
+Three parts:
 
 * ``time``: each task runs through every arm in turn (the order flipped per task), so the arms'
   lists are paired by task and the harness's bootstrap resamples the pairs. One record per task:
@@ -25,9 +26,23 @@ Two parts:
   ``TURN_DEADLINE_S``, a hang guard, has its connection closed: the official client, reconnected
   after a cut, waits forever for the lost response's events).
 
-Full pass only: one task takes 6-15 s on wan, so four arms cannot give the five pairs a p50
-needs within the quick pass's share. ``BENCH_AGENTS_TASKS``, ``BENCH_AGENTS_TURNS`` ("6,8"),
-``BENCH_AGENTS_CUT_TASKS`` and ``BENCH_AGENTS_PARTS`` ("time", "cut") size a run.
+* ``chat``: the chat-completions tool loop of ``agents.run_chat``, ``official-chat`` (the app
+  reads each whole stream, then runs the turn's tools in parallel) against ``llmclient-chat``
+  (``prefetch="prefix"``: the next turn's prefix warmed while the tools run; each tool started
+  as ``stream.tool_calls()`` hands its call over), the same drawn tasks paired as in ``time``.
+  The tool-call turns ask the reference server for the task's calls (its ``n_tool_calls``: the
+  calls written one after the other at its token rate, ``agents.CALL_TOKENS`` argument tokens
+  each), so an early start is measured against the server's pacing. ``extra`` per task: the
+  tools' head start before their streams ended, the wait from each stream's end to the turn's
+  last tool result, warm-ups sent, prompt and cached tokens (the server's usage), the final
+  message (the notes count the pairs whose final messages differ: none should). Tool results of
+  ``CHAT_RESULT_WORDS`` words, so the whole conversation fits the profile's context window.
+
+Full pass only: one task takes 6-15 s on wan (a chat task 10-20 s), so four arms cannot give
+the five pairs a p50 needs within the quick pass's share, nor can the two chat arms (the quick
+pass has 22 s of its 300 left, one chat pair takes 20-40 s). ``BENCH_AGENTS_TASKS``,
+``BENCH_AGENTS_TURNS`` ("6,8", the time and chat parts), ``BENCH_AGENTS_CUT_TASKS``,
+``BENCH_AGENTS_CHAT_TASKS`` and ``BENCH_AGENTS_PARTS`` ("time", "cut", "chat") size a run.
 """
 
 from __future__ import annotations
@@ -58,7 +73,13 @@ CUT_TURNS = (2, 4)
 # output token (53-56 for 64 tokens, counted 2026-12-07), so a cut is drawn over the head and the
 # first 3/4 of the tokens' worth of events: always inside the first response, mid-answer.
 HEAD_EVENTS = 4
-PARTS = ("time", "cut")
+PARTS = ("time", "cut", "chat")
+CHAT_TASKS = 10            # paired chat tasks per arm (full pass): a p50 from 10 pairs
+# A chat tool result's words: the chat loop resends the whole conversation (the calls' JSON too),
+# and the suite's profile (h100-8b) has an 8,192-token context window: with 150-word results 14
+# of 40 drawn tasks of 6-12 turns overflow it, with 60 the largest last prompt is 7,473 tokens
+# (counted 2026-12-07 with the server's tokenizer).
+CHAT_RESULT_WORDS = 60
 # Hang guard of a cut-part turn (a clean one takes 1-3 s on wan): the official client, reconnected
 # after a cut, waits forever for the lost response; past this its task counts as lost.
 TURN_DEADLINE_S = 30.0
@@ -70,6 +91,7 @@ class Settings:
     turns: tuple[int, int]
     cut_tasks: int
     parts: tuple[str, ...]
+    chat_tasks: int = CHAT_TASKS
 
 
 def settings(env: dict[str, str] | None = None) -> Settings:
@@ -97,7 +119,8 @@ def settings(env: dict[str, str] | None = None) -> Settings:
         if unknown or not parts:
             raise ValueError(f"BENCH_AGENTS_PARTS: unknown part(s) {unknown}; known: {', '.join(PARTS)}")
     return Settings(number("BENCH_AGENTS_TASKS", TASKS), turns,
-                    number("BENCH_AGENTS_CUT_TASKS", CUT_TASKS), parts)
+                    number("BENCH_AGENTS_CUT_TASKS", CUT_TASKS), parts,
+                    number("BENCH_AGENTS_CHAT_TASKS", CHAT_TASKS))
 
 
 def plan_cuts(n: int, share: float, tokens: int, rng: random.Random) -> dict[int, int]:
@@ -121,11 +144,20 @@ def _record(ctx: Context, variant: str, started: float, result: agents.TaskResul
                          latency_ms=result.task_s * 1000.0, status=200,
                          ttft_ms=statistics.median(result.ttft_ms) if result.ttft_ms else None,
                          extra={"cpu_ms": result.cpu_s * 1000.0, "reload_ms": result.reload_ms,
-                                "turns": len(result.ttft_ms), **extra})
+                                "turns": len(result.ttft_ms), **_chat_extra(result), **extra})
+
+
+def _chat_extra(result: agents.TaskResult) -> dict[str, Any]:
+    if result.arm not in agents.CHAT_ARMS:
+        return {}
+    return {"tool_head_start_ms": result.early_ms, "tool_wait_ms": result.tool_wait_ms,
+            "stream_ms": result.stream_ms, "early_calls": result.early_calls,
+            "warmups": result.warmups, "prompt_tokens": result.prompt_tokens,
+            "cached_tokens": result.cached_tokens, "final": result.final}
 
 
 def _one(ctx: Context, client: Any, arm: str, task: agents.Task, variant: str, **kw: Any) -> RequestRecord:
-    run = agents.run_ws if arm.endswith("-ws") else agents.run_http
+    run = agents.runner(arm)
     started = time.perf_counter()
     try:
         result = run(client, task, arm, TOKENS, **kw)
@@ -135,7 +167,7 @@ def _one(ctx: Context, client: Any, arm: str, task: agents.Task, variant: str, *
 
 
 def _time(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[RequestRecord]]:
-    arms = list(agents.ARMS)
+    arms = list(agents.RESPONSES_ARMS)
     records: dict[str, list[RequestRecord]] = {arm: [] for arm in arms}
     for arm in arms:  # a warm-up task each (connections, imports), not counted
         warm = agents.draw_task(ctx.seed, -1, (2, 2), 50, 10)
@@ -147,6 +179,50 @@ def _time(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[
             records[arm].append(_one(ctx, clients[arm], arm, task, arm,
                                      connect=agents.ws_options(arm, ctx.verify)))
     return records
+
+
+def _chat(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[RequestRecord]]:
+    """The chat-completions tool loop, official against llmclient (warm-up and early tools),
+    paired by task as the time part."""
+    arms = list(agents.CHAT_ARMS)
+    records: dict[str, list[RequestRecord]] = {arm: [] for arm in arms}
+    for arm in arms:  # a warm-up task each, not counted
+        _one(ctx, clients[arm], arm, agents.draw_task(ctx.seed, -1, (2, 2), 50, 10), arm)
+    for i in range(s.chat_tasks):
+        task = agents.draw_task(ctx.seed + 44, i, s.turns, SYSTEM_WORDS, CHAT_RESULT_WORDS)
+        for arm in (arms if i % 2 == 0 else arms[::-1]):
+            ctx.progress(f"  agents/chat: task {i + 1}/{s.chat_tasks} ({task.turns} turns): {arm}")
+            records[arm].append(_one(ctx, clients[arm], arm, task, arm))
+    return records
+
+
+def chat_split(records: dict[str, list[RequestRecord]]) -> dict[str, dict[str, float]]:
+    """Per chat arm, medians over its finished tasks (pure): the streams' time (each turn's
+    request to its stream's end, summed per task), the median TTFT, the tools' head start (each
+    tool's start before its stream ended, summed per task), the wait from each stream's end to
+    its turn's last tool result (summed per task), warm-ups sent per task, and the share of
+    prompt tokens the server found cached (its usage). Streams plus tool waits are the task
+    time but the app's own work, so a gain splits into the two."""
+    out: dict[str, dict[str, float]] = {}
+    for arm in agents.CHAT_ARMS:
+        ok = [r for r in records.get(arm, []) if r.ok]
+        if not ok:
+            continue
+        out[arm] = {
+            "tool_head_start_ms": statistics.median(r.extra["tool_head_start_ms"] for r in ok),
+            "tool_wait_ms": statistics.median(r.extra["tool_wait_ms"] for r in ok),
+            "stream_ms": statistics.median(r.extra.get("stream_ms", 0.0) for r in ok),
+            "ttft_ms": statistics.median(r.ttft_ms for r in ok if r.ttft_ms is not None),
+            "warmups": statistics.median(r.extra["warmups"] for r in ok),
+            "cached_share": sum(r.extra["cached_tokens"] for r in ok) / max(1, sum(r.extra["prompt_tokens"] for r in ok)),
+        }
+    return out
+
+
+def different_finals(records: dict[str, list[RequestRecord]]) -> int:
+    """Paired chat tasks whose final messages differ between the arms (pure; both finished)."""
+    pairs = zip(records.get("official-chat", []), records.get("llmclient-chat", []), strict=False)
+    return sum(a.ok and b.ok and a.extra.get("final") != b.extra.get("final") for a, b in pairs)
 
 
 def _cut(ctx: Context, s: Settings) -> dict[str, list[RequestRecord]]:
@@ -205,26 +281,31 @@ def reconnected(records: list[RequestRecord]) -> int:
 class Agents:
     name = "agents"
     description = ("Responses tool loops (6-12 turns, 1-4 tools of 50-800 ms a turn): task time, official "
-                   "client vs llmclient over HTTP and the WebSocket mode; tasks lost with 5% of sockets cut")
+                   "client vs llmclient over HTTP and the WebSocket mode; tasks lost with 5% of sockets cut; "
+                   "a chat-completions tool loop with warm-ups and early tools")
     requires = ("llmclient", "openai", "reference_server", "faults")
     quick = False
-    full_adds = ("agent tasks: task time p50 of 4 arms (12 paired tasks each), and tasks lost with "
-                 "5% of WebSocket sockets cut mid-response")
+    full_adds = ("agent tasks: task time p50 of 4 arms (12 paired tasks each), tasks lost with "
+                 "5% of WebSocket sockets cut mid-response, and a chat tool loop's task time (10 pairs)")
 
     def run(self, ctx: Context) -> ScenarioResult:
-        try:
-            import websockets  # noqa: F401
-        except ImportError as exc:
-            raise NotAvailable("the websockets package is not installed (pip install 'llmclient[ws]')") from exc
         s = settings()
+        if {"time", "cut"} & set(s.parts):
+            try:
+                import websockets  # noqa: F401
+            except ImportError as exc:
+                raise NotAvailable("the websockets package is not installed (pip install 'llmclient[ws]')") from exc
         api_key = ctx.api_key
-        clients = {arm: agents.make_client(arm, ctx.base_url, ctx.verify, api_key) for arm in agents.ARMS}
+        wanted = (agents.RESPONSES_ARMS if "time" in s.parts else ()) + (agents.CHAT_ARMS if "chat" in s.parts else ())
+        clients = {arm: agents.make_client(arm, ctx.base_url, ctx.verify, api_key) for arm in wanted}
         variants: dict[str, list[RequestRecord]] = {}
         try:
             if "time" in s.parts:
                 variants.update(_time(ctx, s, clients))
             if "cut" in s.parts:
                 variants.update(_cut(ctx, s))
+            if "chat" in s.parts:
+                variants.update(_chat(ctx, s, clients))
         finally:
             for client in clients.values():
                 client.close()
@@ -270,6 +351,30 @@ class Agents:
                          f"{cb} sockets cut before a drawn event of their first response (x-fault cut_after, "
                          "close 1011) on a server of its own that honours x-fault; both clients with "
                          "on_reconnecting set (the official client reconnects only then)")
+        if "chat" in s.parts:
+            split = chat_split(variants)
+            series["chat"] = split
+            differ = different_finals(variants)
+            context = "; ".join(
+                f"{a}: streams {v['stream_ms']:.0f} ms/task (TTFT {v['ttft_ms']:.0f} ms), tools' head start "
+                f"{v['tool_head_start_ms']:.0f} ms/task, tool wait after the streams "
+                f"{v['tool_wait_ms']:.0f} ms/task, warm-ups {v['warmups']:.1f}/task, cached prompt share "
+                f"{v['cached_share']:.2f}" for a, v in split.items())
+            for stat in ("p50", "p95"):
+                rows.append(Row(f"agents: chat tool loop task time {stat}, official -> llmclient "
+                                "(next turn warmed, tools started early)", "official-chat", "llmclient-chat",
+                                statistic=stat, context=context,
+                                technique=f"agents: chat tool loop with warm-ups and early tools, task {stat}"))
+            rows.append(Row("agents: chat tool loop TTFT (a task's median turn), official -> llmclient "
+                            "(next turn warmed)", "official-chat", "llmclient-chat", metric="ttft_ms",
+                            context=context, technique="agents: chat tool loop TTFT with warm-ups"))
+            cpu = {a: statistics.median(r.extra["cpu_ms"] for r in variants[a] if r.ok)
+                   for a in agents.CHAT_ARMS if any(r.ok for r in variants[a])}
+            notes.append(f"chat part: {s.chat_tasks} tasks of {s.turns[0]}-{s.turns[1]} turns, each through both "
+                         f"arms in turn, tool results of {CHAT_RESULT_WORDS} words; tool-call turns ask the reference server for the drawn calls "
+                         f"(n_tool_calls, {agents.CALL_TOKENS} argument tokens each, written at its token rate); "
+                         f"final messages that differ between the arms: {differ}; client CPU per task (median): "
+                         + ", ".join(f"{a} {v:.0f} ms" for a, v in cpu.items()))
         if "llmclient-ws" in variants:
             # the same tasks, as an app change: moving the loop from HTTP calls to the WebSocket
             # mode (against the official HTTP arm); against the official WebSocket arm a drop-in
@@ -277,7 +382,10 @@ class Agents:
         arms = {"official-http": Arm("openai"), "official-ws": Arm("openai"),
                 "llmclient-http": Arm("llmclient"), "llmclient-ws": Arm("llmclient"),
                 "llmclient-ws/app": Arm("llmclient", {"responses.connect()": "the tool loop on the WebSocket mode"}),
-                "official-ws/cut": Arm("openai"), "llmclient-ws/cut": Arm("llmclient")}
+                "official-ws/cut": Arm("openai"), "llmclient-ws/cut": Arm("llmclient"),
+                "official-chat": Arm("openai"),
+                "llmclient-chat": Arm("llmclient", {"prefetch": "prefix",
+                                                    "stream.tool_calls()": "each tool started when its call is complete"})}
         return ScenarioResult.of(self, variants, rows=rows, notes=notes, series=series, arms=arms)
 
 

@@ -82,6 +82,9 @@ class ChatParams:
     # continue_final_message (vLLM): the last, assistant message is the answer's beginning; the
     # answer goes on from it (the prompt is the messages before it)
     continue_prefix: str = ""
+    # n_tool_calls (this server's extension, toolcalls.py): the calls the answer writes one after
+    # the other, token by token; empty: the one call of ``tool`` (written whole at the end)
+    tool_calls: tuple[ToolChoice, ...] = ()
 
 
 # What a json_object answer looks like (any JSON object is allowed; this one is small).
@@ -275,14 +278,20 @@ def _message_text(msg: Any, i: int, images: list[ImagePart]) -> str:
     return f"{role}: {text}\n"
 
 
-def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str]:
-    """The forced tool (if tool_choice forces one), whether it was 'required', prompt text."""
+def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str, tuple[ToolChoice, ...]]:
+    """The forced tool (if tool_choice forces one), whether it was 'required', prompt text, and
+    the calls ``n_tool_calls`` asks for (toolcalls.py: a named function N times, or with
+    'required' the offered tools in order, round and round)."""
     tools = body.get("tools")
     choice = body.get("tool_choice")
+    count = _tool_call_count(body)
     if tools is None:
         if choice not in (None, "none", "auto"):
             raise InvalidRequest("'tool_choice' needs 'tools'", "tool_choice")
-        return None, False, ""
+        if count is not None:
+            raise InvalidRequest("'n_tool_calls' needs 'tools' and a 'tool_choice' that forces a call "
+                                 "('required' or a named function)", "n_tool_calls")
+        return None, False, "", ()
     if not isinstance(tools, list) or not tools:
         raise InvalidRequest("'tools' must be a non-empty list", "tools")
     by_name: dict[str, dict[str, Any]] = {}
@@ -299,16 +308,39 @@ def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str]:
         by_name[name] = params
     text = "tools: " + orjson.dumps(tools).decode() + "\n"
     if choice in (None, "none", "auto"):
-        return None, False, text
+        if count is not None:
+            raise InvalidRequest("'n_tool_calls' needs a 'tool_choice' that forces a call ('required' "
+                                 f"or a named function), got {choice!r}", "n_tool_calls")
+        return None, False, text, ()
     if choice == "required":
         name = next(iter(by_name))
-        return ToolChoice(name, by_name[name]), True, text
+        names = list(by_name)
+        calls = tuple(ToolChoice(names[k % len(names)], by_name[names[k % len(names)]])
+                      for k in range(count or 0))
+        return ToolChoice(name, by_name[name]), True, text, calls
     fn = choice.get("function") if isinstance(choice, dict) else None
     name = fn.get("name") if isinstance(fn, dict) else None
     if name not in by_name:
         raise InvalidRequest("'tool_choice' must be none, auto, required or name a function in "
                              "'tools'", "tool_choice")
-    return ToolChoice(name, by_name[name]), False, text
+    forced = ToolChoice(name, by_name[name])
+    return forced, False, text, (forced,) * (count or 0)
+
+
+def _tool_call_count(body: dict[str, Any]) -> int | None:
+    """``n_tool_calls``: a whole number 1-16, not with ``parallel_tool_calls: false`` above 1."""
+    from .toolcalls import MAX_TOOL_CALLS
+
+    value = body.get("n_tool_calls")
+    if value is None:
+        return None
+    if not _is_int(value) or not 1 <= value <= MAX_TOOL_CALLS:
+        raise InvalidRequest(f"'n_tool_calls' must be a whole number from 1 to {MAX_TOOL_CALLS}, got "
+                             f"{value!r}", "n_tool_calls")
+    if value > 1 and body.get("parallel_tool_calls") is False:
+        raise InvalidRequest(f"'n_tool_calls' {value} asks for several calls, and 'parallel_tool_calls' "
+                             "false for at most one", "n_tool_calls")
+    return int(value)
 
 
 def request_priority(body: Any, policy: str, header_low: bool) -> int:
@@ -349,7 +381,7 @@ def parse_chat(body: dict[str, Any], context_window: int) -> ChatParams:
     if prefix:
         messages = messages[:-1]
     text = "".join(_message_text(m, i, images) for i, m in enumerate(messages))
-    tool, required, tool_text = _tools(body)
+    tool, required, tool_text, tool_calls = _tools(body)
     stream, include_usage = _stream(body)
     logprobs, top_logprobs = _chat_logprobs(body)
     if prefix and (tool is not None or logprobs or _response_format(body) is not None):
@@ -361,7 +393,7 @@ def parse_chat(body: dict[str, Any], context_window: int) -> ChatParams:
         temperature=_temperature(body), seed=_seed(body), stop=_stop(body), stream=stream,
         include_usage=include_usage, tool=tool, tool_required=required,
         json_schema=_response_format(body), logprobs=logprobs, top_logprobs=top_logprobs,
-        continue_prefix=prefix,
+        continue_prefix=prefix, tool_calls=tool_calls,
     )
 
 

@@ -73,6 +73,7 @@ from .engine.base import (
     RequestTiming,
     TokenEvent,
 )
+from .engine.textgen import sample_key
 from .faults import FaultInjector, FaultSpec, FaultSpecError
 from .limits import Limits
 from .logprobs import (
@@ -86,6 +87,7 @@ from .logprobs import (
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import HttpCounters, render_metrics, sample_gpu
 from .tokenizer import count_tokens, encode_capped, tokenize
+from .toolcalls import CallSpec, ToolCallWriter
 from .vision import ImageError, decode_data_url, process_image
 
 __all__ = ["App", "AppConfig"]
@@ -609,6 +611,13 @@ class App:
             results = [(text[len(p.continue_prefix):], finish, t) for text, finish, t in results]
         choices = [_chat_choice(i, text, finish, p, req.request_id)
                    for i, (text, finish, _) in enumerate(results)]
+        if p.tool_calls:  # n_tool_calls: the same writer over the answer's tokens
+            for choice, writer, (text, _, _) in zip(choices, _call_writers(p, ereqs, req.request_id),
+                                                    results, strict=True):
+                for token in tokenize(text):
+                    writer.feed(token.lower() if token.isalnum() else None)
+                writer.finish()
+                choice["message"]["tool_calls"] = writer.calls()
         if tracks is not None:
             for choice, ereq, track, (text, _, _) in zip(choices, ereqs, tracks, results, strict=True):
                 choice["logprobs"] = _chat_choice_logprobs(choice, ereq, track, text, p)
@@ -763,13 +772,16 @@ class App:
         results: list[tuple[str, str, RequestTiming | None]] = [("", "length", None)] * len(iters)
         tool = p.tool if isinstance(p, ChatParams) else None
         document = p if isinstance(p, ChatParams) and p.json_schema is not None and tool is None else None
+        writers = (_call_writers(p, ereqs, req.request_id)
+                   if isinstance(p, ChatParams) and p.tool_calls and ereqs is not None else None)
         if chat:
             for i in range(len(iters)):
                 await emit({"choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
                                          "logprobs": None, "finish_reason": None}]})
         merged = _merge([_paced(it, req.fault) for it in iters])
         try:
-            await self._relay(req, merged, texts, words, results, tool, chat, emit, logprobs, document)
+            await self._relay(req, merged, texts, words, results, tool, chat, emit, logprobs, document,
+                              writers)
         finally:
             await merged.aclose()  # type: ignore[attr-defined]
         return results
@@ -778,10 +790,12 @@ class App:
                      texts: list[TextStream], words: list[list[int]],
                      results: list[tuple[str, str, RequestTiming | None]], tool: ToolChoice | None,
                      chat: bool, emit: Callable[[dict[str, Any]], Any],
-                     logprobs: _StreamLogprobs | None = None, document: ChatParams | None = None) -> None:
+                     logprobs: _StreamLogprobs | None = None, document: ChatParams | None = None,
+                     writers: list[ToolCallWriter] | None = None) -> None:
         """``document``: the request asked for a response_format document, streamed once its
         choice is generated (its strings are drawn from the generated words, as in the
-        non-streamed answer), in chunks of a few tokens."""
+        non-streamed answer), in chunks of a few tokens. ``writers`` (``n_tool_calls``): each
+        choice's tool calls, written as its tokens come (toolcalls.py)."""
         held = [""] * len(texts) if document is not None else None
         async for i, ev in merged:
             if results[i][2] is not None or texts[i].stopped:
@@ -797,7 +811,10 @@ class App:
                 # Stopped by a stop sequence: the engine's own timing never comes (we close
                 # the request early); usage still counts the tokens generated so far.
                 results[i] = ("", finish, ev.timing or RequestTiming(completion_tokens=len(words[i])))
-            if held is not None:
+            if writers is not None:
+                for fragment in _writer_feed(writers[i], ev.token_ids, finish is not None):
+                    await emit(_tool_fragment(i, fragment))
+            elif held is not None:
                 held[i] += delta
             elif delta and tool is None:
                 chunk = _stream_choice(i, delta, None, chat)
@@ -806,7 +823,8 @@ class App:
                 await emit(chunk)
             if finish is not None:
                 if tool is not None:
-                    await emit(_tool_delta(i, tool, words[i], req.request_id))
+                    if writers is None:
+                        await emit(_tool_delta(i, tool, words[i], req.request_id))
                     finish = "tool_calls"
                 if held is not None and document is not None:
                     finish = await self._emit_document(i, held[i], document, emit, logprobs)
@@ -949,6 +967,37 @@ def _stream_choice(i: int, delta: str, finish: str | None, chat: bool) -> dict[s
         d = {"content": delta} if delta else {}
         return {"choices": [{"index": i, "delta": d, "logprobs": None, "finish_reason": finish}]}
     return {"choices": [{"index": i, "text": delta, "logprobs": None, "finish_reason": finish}]}
+
+
+def _call_writers(p: ChatParams, ereqs: list[EngineRequest], request_id: str) -> list[ToolCallWriter]:
+    """Each choice's ``n_tool_calls`` writer; the calls' ids hash the answer's sample key when
+    the answer is deterministic (temperature 0 or a seed: the same conversation, the same ids),
+    else the request id and the choice."""
+    specs = [CallSpec(t.name, t.parameters) for t in p.tool_calls]
+    out = []
+    for i, ereq in enumerate(ereqs):
+        key = sample_key(ereq)
+        out.append(ToolCallWriter(specs, ereq.max_tokens, f"{key:x}" if key is not None else f"{request_id}-{i}"))
+    return out
+
+
+def _writer_feed(writer: ToolCallWriter, ids: tuple[int, ...], last: bool) -> list[dict[str, Any]]:
+    """The fragments one engine event's tokens write (each token's word, if it is one; lower
+    case, as the non-streamed answer's words, which come from the decoded text)."""
+    from .tokenizer import decode
+
+    out: list[dict[str, Any]] = []
+    for tid in ids:
+        word = decode((tid,)).strip()
+        out += writer.feed(word.lower() if word.isalnum() else None)
+    if last:
+        out += writer.finish()
+    return out
+
+
+def _tool_fragment(i: int, fragment: dict[str, Any]) -> dict[str, Any]:
+    return {"choices": [{"index": i, "delta": {"tool_calls": [fragment]}, "logprobs": None,
+                         "finish_reason": None}]}
 
 
 def _tool_delta(i: int, tool: ToolChoice, ids: list[int], request_id: str) -> dict[str, Any]:

@@ -12,7 +12,16 @@ import pytest
 
 from benchmarks import agents
 from benchmarks.harness.records import RequestRecord
-from benchmarks.scenarios.agents import HEAD_EVENTS, PARTS, TURNS, lost_tasks, plan_cuts, settings
+from benchmarks.scenarios.agents import (
+    HEAD_EVENTS,
+    PARTS,
+    TURNS,
+    chat_split,
+    different_finals,
+    lost_tasks,
+    plan_cuts,
+    settings,
+)
 from tests.conftest import FAULT_HEADERS, RefServer, start_ref_server, stop_ref_server
 
 pytest.importorskip("websockets")
@@ -22,8 +31,10 @@ def test_the_run_is_sized_by_the_environment_and_a_bad_value_is_named() -> None:
     s = settings({})
     assert (s.turns, s.parts) == (TURNS, PARTS) and s.tasks >= 5
     s = settings({"BENCH_AGENTS_TASKS": "3", "BENCH_AGENTS_TURNS": "6,8", "BENCH_AGENTS_CUT_TASKS": "20",
-                  "BENCH_AGENTS_PARTS": "cut"})
-    assert (s.tasks, s.turns, s.cut_tasks, s.parts) == (3, (6, 8), 20, ("cut",))
+                  "BENCH_AGENTS_PARTS": "cut,chat", "BENCH_AGENTS_CHAT_TASKS": "4"})
+    assert (s.tasks, s.turns, s.cut_tasks, s.parts, s.chat_tasks) == (3, (6, 8), 20, ("cut", "chat"), 4)
+    with pytest.raises(ValueError, match="BENCH_AGENTS_CHAT_TASKS='x'"):
+        settings({"BENCH_AGENTS_CHAT_TASKS": "x"})
     with pytest.raises(ValueError, match="BENCH_AGENTS_TASKS='0'"):
         settings({"BENCH_AGENTS_TASKS": "0"})
     with pytest.raises(ValueError, match="BENCH_AGENTS_TURNS='8,6'"):
@@ -47,6 +58,24 @@ def test_lost_tasks_are_the_failed_records_and_cuts_are_counted_apart() -> None:
                              status=200 if ok else None, error_kind=None if ok else "RuntimeError",
                              extra={"cut_after": cut})
     assert lost_tasks([rec(True, None), rec(False, 7), rec(True, 3), rec(True, None)]) == (1, 4, 2)
+
+
+def test_the_chat_split_takes_medians_of_finished_tasks_and_finals_are_compared_in_pairs() -> None:
+    def rec(arm: str, ok: bool, early: float, final: str, cached: int = 0) -> RequestRecord:
+        return RequestRecord(variant=arm, trace_id="", start_s=0.0, latency_ms=1.0, ttft_ms=early + 1,
+                             status=200 if ok else None, error_kind=None if ok else "RuntimeError",
+                             extra={"tool_head_start_ms": early, "tool_wait_ms": 2 * early, "warmups": 1,
+                                    "stream_ms": 3 * early,
+                                    "prompt_tokens": 100, "cached_tokens": cached, "final": final})
+    records = {"official-chat": [rec("official-chat", True, 0, "a"), rec("official-chat", True, 0, "b"),
+                                 rec("official-chat", False, 0, "z")],
+               "llmclient-chat": [rec("llmclient-chat", True, 100, "a", 50), rec("llmclient-chat", True, 300, "c", 70),
+                                  rec("llmclient-chat", True, 900, "y")]}
+    split = chat_split(records)
+    assert split["llmclient-chat"] == {"tool_head_start_ms": 300, "tool_wait_ms": 600, "stream_ms": 900,
+                                       "ttft_ms": 301, "warmups": 1, "cached_share": 0.4}
+    assert split["official-chat"]["tool_head_start_ms"] == 0
+    assert different_finals(records) == 1      # the second pair; the third has a lost task
 
 
 @pytest.fixture(scope="module")
