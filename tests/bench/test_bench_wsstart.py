@@ -62,4 +62,7 @@ def test_the_scenario_runs_in_the_suite_with_every_arm_answered(tmp_path: Path) 
     assert [r["extra"]["reused"] for r in records["llmclient"]] == [True] * 8
     assert not any(r["extra"]["reused"] for r in records["llmclient/own-socket"] + records["official"])
     assert scenario["series"]["reused"] == 8
-    assert "wsstart: a new WebSocket conversation, official -> llmclient" in proc.stdout
+    rows = {r["label"]: r for r in scenario["rows"]}
+    row = rows["wsstart: a new WebSocket conversation, official -> llmclient"]
+    assert (row["baseline"], row["candidate"], row["ratio"] > 0) == ("official", "llmclient", True)
+    assert "wsstart" in proc.stdout  # the table (its labels are cut to the terminal's width)
