@@ -87,7 +87,7 @@ from .logprobs import (
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import HttpCounters, render_metrics, sample_gpu
 from .tokenizer import count_tokens, encode_capped, tokenize
-from .toolcalls import CallSpec, ToolCallWriter
+from .toolcalls import ToolCallWriter
 from .vision import ImageError, decode_data_url, process_image
 
 __all__ = ["App", "AppConfig"]
@@ -973,7 +973,7 @@ def _call_writers(p: ChatParams, ereqs: list[EngineRequest], request_id: str) ->
     """Each choice's ``n_tool_calls`` writer; the calls' ids hash the answer's sample key when
     the answer is deterministic (temperature 0 or a seed: the same conversation, the same ids),
     else the request id and the choice."""
-    specs = [CallSpec(t.name, t.parameters) for t in p.tool_calls]
+    specs = list(p.tool_calls)
     out = []
     for i, ereq in enumerate(ereqs):
         key = sample_key(ereq)

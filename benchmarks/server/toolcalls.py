@@ -32,18 +32,17 @@ from typing import Any
 
 import orjson
 
+from ._validate import ToolChoice
+
 __all__ = ["MAX_TOOL_CALLS", "CallSpec", "ToolCallWriter", "call_id"]
 
 MAX_TOOL_CALLS = 16  # this server's cap on ``n_tool_calls`` (OpenAI documents none)
 _DEFAULT_WORD = "value"  # as tool_arguments fills a scalar it has no word for
 
 
-@dataclass(frozen=True)
-class CallSpec:
-    """One planned call: its function's name and parameters schema."""
-
-    name: str
-    parameters: dict[str, Any]
+# One planned call: its function's name and parameters schema, as the request's validation
+# names a forced tool (the same two fields).
+CallSpec = ToolChoice
 
 
 @dataclass(frozen=True)
