@@ -30,8 +30,10 @@ from .api.anthropic import (
     DEFAULT_BASE_URL,
     MESSAGES_PATH,
     PREFETCH_UNSUPPORTED,
+    AnthropicTimeout,
     anthropic_headers,
     credentials_from_env,
+    official_timeout,
 )
 from .api.anthropic import finish as anthropic_finish
 from .api.anthropic import message as anthropic_message
@@ -85,6 +87,8 @@ def anthropic_config(options: Mapping[str, Any], where: str) -> tuple[Config, st
     if base_url is None or not is_given(base_url):
         base_url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
     rest = {k: v for k, v in options.items() if k not in ("api_key", "auth_token")}
+    if "timeout" in rest:  # the official client's anthropic.Timeout (httpx2's) as llmclient's
+        rest["timeout"] = official_timeout(rest["timeout"])
     config = make_config(
         rest,
         credentials=Credentials(api_key=api_key or "", default_headers=options.get("default_headers") or {},
@@ -109,6 +113,8 @@ class AnthropicBase(BaseClient):
         config, self.auth_token = anthropic_config(options, f"{type(self).__name__}.__init__")
         self._setup(config, _copying.get())
         self.api_key = self.api_key or None  # type: ignore[assignment]  # an auth_token alone
+        # equal to the official client's anthropic.Timeout of the same values (AnthropicTimeout)
+        self.timeout = AnthropicTimeout(**self.timeout.as_dict())
 
     def _default_headers(self) -> dict[str, str]:
         return anthropic_headers(self.api_key or None, self.auth_token, self._on_event_loop, self._custom_headers)

@@ -51,9 +51,11 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "MESSAGES_PATH",
     "PREFETCH_UNSUPPORTED",
+    "AnthropicTimeout",
     "anthropic_headers",
     "check_create",
     "finish",
+    "official_timeout",
 ]
 
 # The API version header every request carries (https://docs.anthropic.com/en/api/versioning,
@@ -96,6 +98,35 @@ def anthropic_headers(api_key: str | None, auth_token: str | None, is_async: boo
     if auth_token is not None:
         headers["authorization"] = f"Bearer {auth_token}"
     return merge_custom(headers, custom)
+
+
+def official_timeout(value: Any) -> Any:
+    """A ``timeout=`` as llmclient's calls take it: the official client's own ``anthropic.Timeout``
+    (anthropic 2.x's is ``httpx2.Timeout``, which code written for it passes, as pydantic-ai does
+    per call) as the ``httpx.Timeout`` of the same four values; anything else as given (numbers,
+    None, ``httpx.Timeout``, and what the config then refuses). Pure: httpx2 is not imported."""
+    if isinstance(value, httpx.Timeout):
+        return value
+    as_dict = getattr(value, "as_dict", None)
+    if type(value).__name__ == "Timeout" and callable(as_dict):
+        return httpx.Timeout(**as_dict())
+    return value
+
+
+class AnthropicTimeout(httpx.Timeout):
+    """The face's ``client.timeout``: an ``httpx.Timeout`` that is also equal to the official
+    client's ``anthropic.Timeout`` of the same values. Code written for the official client
+    compares them: pydantic-ai (2.78) sends a long answer as a stream at once when
+    ``client.timeout != anthropic DEFAULT_TIMEOUT``, where with the official client it sends it
+    whole first; llmclient's default is the official one, so it must compare equal."""
+
+    def __eq__(self, other: object) -> bool:
+        as_dict = getattr(other, "as_dict", None)
+        if not isinstance(other, httpx.Timeout) and not (type(other).__name__ == "Timeout" and callable(as_dict)):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # as httpx.Timeout's (it defines __eq__ alone)
 
 
 def credentials_from_env(api_key: str | None, auth_token: str | None) -> tuple[str | None, str | None]:
@@ -431,7 +462,7 @@ class AnthropicResource(_Resource):
             beta = ",".join(str(b) for b in betas) if not isinstance(betas, str) else betas
             extra_headers = {**(extra_headers or {}), "anthropic-beta": beta}
         return client._build_call(method, path, body, options=options, stream=stream, extra_headers=extra_headers,
-                                  extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+                                  extra_query=extra_query, extra_body=extra_body, timeout=official_timeout(timeout))
 
 
 _HELPER_MISSING = "client.messages.stream() needs the official `anthropic` package's helper: pip install anthropic"

@@ -11,6 +11,7 @@ a ``ping`` does not fool, overload retried, the cache keyed over the whole reque
 
 from __future__ import annotations
 
+import operator
 import os
 import subprocess
 import sys
@@ -341,3 +342,35 @@ def test_a_pass_through_call_to_a_dead_port_is_a_connection_error(drive: Drive) 
     with pytest.raises(llmclient.APIConnectionError) as caught:  # httpx2's error, as the official client reads it
         drive(c.beta.models.list())
     assert isinstance(caught.value, anthropic.APIConnectionError) and f":{port}" in str(caught.value)
+
+
+def test_the_official_timeout_class_is_taken_at_construction_and_per_call(drive: Drive,
+                                                                         server: RefServer) -> None:  # noqa: F811
+    """anthropic 2.x's own ``anthropic.Timeout`` (httpx2's), as code written for it passes it
+    (pydantic-ai per call): the client's timeout of its values, and a call's own honoured (a
+    first byte 3 s late against a 0.3 s read timeout times out)."""
+    c = _face(drive, server, timeout=anthropic.Timeout(10.0, connect=2.0))
+    assert c.timeout == httpx.Timeout(10.0, connect=2.0)
+    assert c.with_options(timeout=anthropic.Timeout(7.0)).timeout == httpx.Timeout(7.0)
+    m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, timeout=anthropic.Timeout(30.0, connect=5.0)))
+    assert m.content[0].text
+    with pytest.raises(anthropic.APITimeoutError):
+        drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, timeout=anthropic.Timeout(0.3, connect=5.0),
+                                extra_headers={"x-fault": "stall_ms=3000"}))
+
+
+def test_the_default_timeout_equals_the_official_clients(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``client.timeout == anthropic``'s ``DEFAULT_TIMEOUT`` (pydantic-ai streams a long answer at
+    once where they differ, and sends it whole first with the official client); other values and
+    other kinds compare as httpx's."""
+    from anthropic._constants import DEFAULT_TIMEOUT
+
+    c = _face(drive, server)
+    official = anthropic.AsyncAnthropic if drive.is_async else anthropic.Anthropic
+    assert official(api_key=KEY).timeout == DEFAULT_TIMEOUT  # the control
+    # both operators, both ways round (pydantic-ai writes `client.timeout != DEFAULT_TIMEOUT`)
+    assert operator.eq(c.timeout, DEFAULT_TIMEOUT) and not operator.ne(c.timeout, DEFAULT_TIMEOUT)
+    assert operator.eq(DEFAULT_TIMEOUT, c.timeout) and not operator.ne(DEFAULT_TIMEOUT, c.timeout)
+    assert c.timeout == httpx.Timeout(600.0, connect=5.0) == c.timeout
+    assert c.timeout != anthropic.Timeout(60.0) and c.timeout != httpx.Timeout(60.0) and c.timeout != 600.0
+    assert _face(drive, server, timeout=60.0).timeout != DEFAULT_TIMEOUT
