@@ -73,12 +73,27 @@ PREFETCH_UNSUPPORTED: Final = (
 CREATE_PARAMS: Final = frozenset({
     "max_tokens", "messages", "model", "container", "context_management", "inference_geo", "mcp_servers",
     "metadata", "output_config", "output_format", "service_tier", "stop_sequences", "stream", "system",
-    "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p", "betas",
+    "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p", "betas", "user_profile_id", "workspace_id",
     "extra_headers", "extra_query", "extra_body", "timeout",
 })
 COUNT_PARAMS: Final = frozenset({"messages", "model", "system", "thinking", "tool_choice", "tools",
-                                 "mcp_servers", "context_management", "output_config", "output_format",
+                                 "mcp_servers", "context_management", "output_config", "output_format", "user_profile_id",
+                                 "workspace_id",
                                  "extra_headers", "extra_query", "extra_body", "timeout"})
+
+
+# The keywords the official client sends as headers, not in the body (anthropic 2.17,
+# resources/messages/messages.py and resources/models.py: ``strip_not_given({...})`` merged under
+# ``extra_headers``); in the body the API refuses them ("Extra inputs are not permitted").
+HEADER_PARAMS: Final = {"user_profile_id": "anthropic-user-profile-id", "workspace_id": "anthropic-workspace-id"}
+
+
+def header_params(params: dict[str, Any], extra_headers: Headers) -> Headers:
+    """Take the keywords of ``HEADER_PARAMS`` out of ``params``; ``extra_headers`` with the given
+    ones added under it (the caller's own headers win, as the official client merges them)."""
+    moved = {HEADER_PARAMS[k]: params.pop(k) for k in [k for k in params if k in HEADER_PARAMS]}
+    given = {k: str(v) for k, v in moved.items() if v is not None and is_given(v)}
+    return {**given, **(extra_headers or {})} if given else extra_headers
 
 
 def anthropic_headers(api_key: str | None, auth_token: str | None, is_async: bool,
@@ -453,6 +468,7 @@ class AnthropicResource(_Resource):
         body: dict[str, Any] | None = None
         options = None
         if params is not None:
+            extra_headers = header_params(params, extra_headers)
             body, options = split_options(jsonable(params), client._options)
             if options.prefetch:  # only a call's own: the client's is refused at construction
                 raise ValueError(PREFETCH_UNSUPPORTED)

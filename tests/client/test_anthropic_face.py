@@ -374,3 +374,39 @@ def test_the_default_timeout_equals_the_official_clients(drive: Drive, server: R
     assert c.timeout == httpx.Timeout(600.0, connect=5.0) == c.timeout
     assert c.timeout != anthropic.Timeout(60.0) and c.timeout != httpx.Timeout(60.0) and c.timeout != 600.0
     assert _face(drive, server, timeout=60.0).timeout != DEFAULT_TIMEOUT
+
+
+def test_workspace_and_user_profile_go_as_headers_as_the_official_client_sends_them(
+        drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``workspace_id`` / ``user_profile_id`` are headers (``anthropic-workspace-id``,
+    ``anthropic-user-profile-id``), not body fields, which the API refuses: on ``messages.create``,
+    ``count_tokens``, ``models.list`` (with ``lifecycle`` in the query) and ``models.retrieve``,
+    the caller's ``extra_headers`` winning; the official client (the control) sends the same."""
+    import httpx2
+
+    ids = {"workspace_id": "ws_1", "user_profile_id": "up_1"}
+    wanted = {"anthropic-workspace-id": "ws_1", "anthropic-user-profile-id": "up_1"}
+    official_seen: list[Any] = []
+    official = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0,
+                                   http_client=httpx2.Client(event_hooks={"request": [official_seen.append]}))
+    official.messages.create(model=MODEL, max_tokens=4, messages=ASK, **ids)  # type: ignore[arg-type]
+    assert {k: official_seen[-1].headers.get(k) for k in wanted} == wanted
+    assert b"ws_1" not in official_seen[-1].content
+    official.close()
+
+    http, seen = _recording(drive)
+    c = _face(drive, server, http_client=http)
+    assert drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, **ids)).content[0].text
+    assert {k: seen[-1].headers.get(k) for k in wanted} == wanted and b"ws_1" not in seen[-1].content
+    drive(c.messages.count_tokens(model=MODEL, messages=ASK, **ids))
+    assert {k: seen[-1].headers.get(k) for k in wanted} == wanted and b"up_1" not in seen[-1].content
+    drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, workspace_id="ws_1",
+                            extra_headers={"anthropic-workspace-id": "ws_2"}))
+    assert seen[-1].headers["anthropic-workspace-id"] == "ws_2"  # the caller's own header wins
+    drive(c.models.list(limit=1, lifecycle="active", workspace_id="ws_1", _raw=True))
+    assert seen[-1].headers["anthropic-workspace-id"] == "ws_1"
+    assert dict(seen[-1].url.params) == {"limit": "1", "lifecycle": "active"}
+    assert drive(c.models.retrieve(MODEL, workspace_id="ws_1")).id == MODEL
+    assert seen[-1].headers["anthropic-workspace-id"] == "ws_1"
+    with pytest.raises(TypeError, match="'lifecycel'"):
+        c.models.list(lifecycel="active")

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...pipeline.call import NOT_GIVEN
+from ...pipeline.call import NOT_GIVEN, is_given
 from .. import anthropic as _anth
 from ..resources import Headers, _is_stream
 
@@ -79,12 +79,13 @@ class AsyncModels(_anth.AnthropicResource):
     def list(self, *, extra_headers: Headers = None, extra_query: Mapping[str, Any] | None = None,
              extra_body: Mapping[str, Any] | None = None, timeout: Any = NOT_GIVEN, betas: Any = NOT_GIVEN,
              _raw: bool = False, **query: Any) -> Any:
-        """A page of models (``limit``, ``after_id``, ``before_id``), iterated through every page
+        """A page of models (``limit``, ``after_id``, ``before_id``, ``lifecycle``), iterated through every page
         after it as the official client's pages are."""
-        q = {k: v for k, v in query.items() if v is not None and v is not NOT_GIVEN}
-        unknown = set(q) - {"limit", "after_id", "before_id"}
+        q = {k: v for k, v in query.items() if v is not None and is_given(v)}
+        unknown = set(q) - {"limit", "after_id", "before_id", "lifecycle", "workspace_id"}
         if unknown:
             raise TypeError(f"Models.list() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        extra_headers = _anth.header_params(q, extra_headers)  # workspace_id: a header
 
         def fetch(after_id: str | None = None) -> Any:
             page_query = {**q, "after_id": after_id} if after_id is not None else q
@@ -96,9 +97,11 @@ class AsyncModels(_anth.AnthropicResource):
 
     async def retrieve(self, model_id: str, *, extra_headers: Headers = None,
                        extra_query: Mapping[str, Any] | None = None, extra_body: Mapping[str, Any] | None = None,
-                       timeout: Any = NOT_GIVEN, betas: Any = NOT_GIVEN, _raw: bool = False) -> Any:
+                       timeout: Any = NOT_GIVEN, betas: Any = NOT_GIVEN, workspace_id: Any = NOT_GIVEN,
+                       _raw: bool = False) -> Any:
         if not model_id:
             raise ValueError(f"Expected a non-empty value for `model_id` but received {model_id!r}")
+        extra_headers = _anth.header_params({"workspace_id": workspace_id}, extra_headers)
         call = self._anthropic_call("GET", f"/v1/models/{model_id}", None, False, extra_headers, extra_query,
                                     extra_body, timeout, betas)
         return await self._client._request(call, _anth.model_info, _raw)
