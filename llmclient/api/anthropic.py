@@ -76,6 +76,9 @@ CREATE_PARAMS: Final = frozenset({
     "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p", "betas", "user_profile_id", "workspace_id",
     "extra_headers", "extra_query", "extra_body", "timeout",
 })
+# ``beta.messages.create``'s own on top (anthropic 2.17's signature, read 2026-12-07).
+BETA_CREATE_PARAMS: Final = frozenset({"billing_policy", "cache_control", "compaction", "diagnostics",
+                                       "fallback_credit_token", "fallbacks", "speed", "thread"})
 COUNT_PARAMS: Final = frozenset({"messages", "model", "system", "thinking", "tool_choice", "tools",
                                  "mcp_servers", "context_management", "output_config", "output_format", "user_profile_id",
                                  "workspace_id",
@@ -159,32 +162,32 @@ def credentials_from_env(api_key: str | None, auth_token: str | None) -> tuple[s
     return api_key, auth_token
 
 
-def _official_params(method: str) -> frozenset[str] | None:
-    """The keywords the installed anthropic's ``Messages.<method>`` takes (None: not installed,
-    or ``LLMCLIENT_TYPES=light`` and not imported by the app: then the names known here)."""
+def _official_params(method: str, beta: bool = False) -> frozenset[str] | None:
+    """The keywords the installed anthropic's ``Messages.<method>`` (``beta.messages``'s with
+    ``beta``) takes (None: not installed, or ``LLMCLIENT_TYPES=light`` and not imported by the
+    app: then the names known here)."""
     if os.environ.get("LLMCLIENT_TYPES", "").lower() == "light" and "anthropic" not in sys.modules:
         return None
     try:
-        from anthropic.resources.messages import (
-            Messages,  # its signature: only when a check needs it
-        )
-    except ImportError:
+        module = importlib.import_module("anthropic.resources.beta.messages" if beta else "anthropic.resources.messages")
+    except ImportError:  # (its signature: only when a check needs it)
         return None
-    return frozenset(inspect.signature(getattr(Messages, method)).parameters) - {"self"}
+    return frozenset(inspect.signature(getattr(module.Messages, method)).parameters) - {"self"}
 
 
-_known: dict[str, frozenset[str]] = {}
+_known: dict[tuple[str, bool], frozenset[str]] = {}
 
 
-def check_create(where: str, params: Mapping[str, Any], method: str = "create") -> None:
+def check_create(where: str, params: Mapping[str, Any], method: str = "create", *, beta: bool = False) -> None:
     """Raise, before sending, the official TypeError for what ``messages.create`` (or
-    ``count_tokens``) cannot take: a missing required keyword, an unknown one with the closest
-    real name."""
-    known = _known.get(method)
+    ``count_tokens``; ``beta.messages``' with ``beta``) cannot take: a missing required keyword,
+    an unknown one with the closest real name."""
+    known = _known.get((method, beta))
     if known is None:
-        official = _official_params(method)
+        official = _official_params(method, beta)
         base = CREATE_PARAMS if method == "create" else COUNT_PARAMS
-        known = _known[method] = (official if official is not None else base) | OPTION_KEYS
+        base = base | BETA_CREATE_PARAMS if beta else base
+        known = _known[method, beta] = (official if official is not None else base) | OPTION_KEYS
     required = ("max_tokens", "messages", "model") if method == "create" else ("messages", "model")
     missing = [name for name in required if name not in params]
     if missing:
@@ -401,6 +404,10 @@ message = _MessageFactory("anthropic.types:Message", BaseModel, "content", "anth
 stream_event = _EventFactory("anthropic.types:RawMessageStreamEvent", BaseModel)
 token_count = _AnthropicFactory("anthropic.types:MessageTokensCount", BaseModel)
 model_info = _AnthropicFactory("anthropic.types:ModelInfo", BaseModel)
+# ``client.beta.messages.create``'s answers: the same JSON, as the beta types
+beta_message = _MessageFactory("anthropic.types.beta:BetaMessage", BaseModel, "content",
+                               "anthropic.types.beta:BetaContentBlock")
+beta_stream_event = _EventFactory("anthropic.types.beta:BetaRawMessageStreamEvent", BaseModel)
 
 
 class ModelPage(BaseModel):

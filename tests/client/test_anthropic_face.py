@@ -410,3 +410,36 @@ def test_workspace_and_user_profile_go_as_headers_as_the_official_client_sends_t
     assert seen[-1].headers["anthropic-workspace-id"] == "ws_1"
     with pytest.raises(TypeError, match="'lifecycel'"):
         c.models.list(lifecycel="active")
+
+
+def test_beta_messages_create_runs_on_llmclients_chain(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``client.beta.messages.create`` (where pydantic-ai's ``AnthropicModel`` sends every call):
+    llmclient's own call, whole and streamed, its answers the official beta types with llmclient's
+    trace id, the ``betas`` in ``anthropic-beta``, the beta keywords checked before sending; the
+    official client (the control) gives the same types. The rest of ``beta`` is passed through."""
+    official = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0)
+    control = official.beta.messages.create(model=MODEL, max_tokens=4, messages=ASK, betas=["b-1"])
+    official.close()
+
+    http, seen = _recording(drive)
+    c = _face(drive, server, http_client=http)
+    m = drive(c.beta.messages.create(model=MODEL, max_tokens=4, messages=ASK, betas=["b-1", "b-2"],
+                                     speed=anthropic.omit, system=anthropic.omit))
+    assert type(m) is type(control) is anthropic.types.beta.BetaMessage
+    assert type(m.content[0]) is type(control.content[0]) and m.content[0].text and m.trace_id
+    assert m._request_id and m.usage.output_tokens == control.usage.output_tokens == 4
+    assert seen[-1].url.path == "/v1/messages" and seen[-1].headers["anthropic-beta"] == "b-1,b-2"
+    assert b"speed" not in seen[-1].content  # an omitted keyword is not sent
+    events = drive.iterate(drive(c.beta.messages.create(model=MODEL, max_tokens=8, messages=ASK, stream=True)))
+    assert [type(e).__name__ for e in events[:2]] == ["BetaRawMessageStartEvent", "BetaRawContentBlockStartEvent"]
+    assert "".join(e.delta.text for e in events if e.type == "content_block_delta")
+    raw = drive(c.beta.messages.with_raw_response.create(model=MODEL, max_tokens=4, messages=ASK))
+    assert isinstance(raw.parse(), anthropic.types.beta.BetaMessage) and raw.headers["request-id"]
+    sent = len(seen)
+    with pytest.raises(TypeError, match=r"'speeed'.*did you mean 'speed'"):
+        drive(c.beta.messages.create(model=MODEL, max_tokens=4, messages=ASK, speeed="fast"))
+    assert len(seen) == sent  # nothing sent
+    c = _face(drive, server)  # (the pass-through takes no httpx client: anthropic 2.x sends with httpx2)
+    assert drive(c.beta.messages.count_tokens(model=MODEL, messages=ASK)).input_tokens  # passed through
+    assert c.beta.messages.batches.__class__.__module__.startswith("anthropic.resources.beta")  # the official one
+    assert c.beta is c.beta

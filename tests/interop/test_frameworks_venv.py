@@ -69,17 +69,18 @@ def instructor_anthropic_python() -> Any:
 def same_outcomes(ours: dict[str, Any], theirs: dict[str, Any], versions: tuple[str, ...],
                   count: int) -> None:
     """Every scenario passes with the official client (the control) and comes out the same
-    with llmclient's; where the scenario looked for llmclient's trace id on the raw answer,
-    it is there (the call went through llmclient, not around it)."""
+    with llmclient's; where the scenario looked for llmclient's trace id on the raw answer (or
+    for llmclient's chain having run the call, ``chain``), it is there (the call went through
+    llmclient, not around it)."""
+    mine_only = ("trace_id", "chain")
     scenarios = [k for k in theirs if k not in versions]
     assert len(scenarios) == count and all(theirs[k]["ok"] for k in scenarios), theirs
     for name in scenarios:
         mine = dict(ours[name])
-        trace_id = mine.pop("trace_id", None)
-        control = {k: v for k, v in theirs[name].items() if k != "trace_id"}
+        seen = [mine.pop(key) for key in mine_only if key in mine]
+        control = {k: v for k, v in theirs[name].items() if k not in mine_only}
         assert mine == control, (name, ours[name], theirs[name])
-        if trace_id is not None:
-            assert trace_id, (name, ours[name])
+        assert all(seen), (name, ours[name])
     assert {k: ours[k] for k in versions} == {k: theirs[k] for k in versions}
 
 
@@ -147,7 +148,8 @@ def test_pydantic_ai_anthropic_model_runs_on_llmclients_client(ref_server: Any,
                                                                pydantic_ai_anthropic_python: Any) -> None:
     """pydantic-ai's ``AnthropicModel(provider=AnthropicProvider(anthropic_client=...))`` handed
     ``llmclient.AsyncAnthropic``: a plain ``run_sync``, a structured ``output_type`` run, a
-    ``run_stream`` of text deltas, as with the official client; a 404 and a 429 mapped to
+    ``run_stream`` of text deltas, as with the official client, each run by llmclient's chain
+    (pydantic-ai sends with ``client.beta.messages.create``); a 404 and a 429 mapped to
     pydantic-ai's ``ModelNotFoundError`` / ``ModelRateLimitError`` with the same status codes,
     their cause llmclient's class (and anthropic's ``APIStatusError`` to ``except``)."""
     args = ("pydantic_ai_anthropic_scenarios.py", ref_server.url)  # the root: the client adds /v1
@@ -156,6 +158,7 @@ def test_pydantic_ai_anthropic_model_runs_on_llmclients_client(ref_server: Any,
     errors = ("404", "429")
     same_outcomes({k: v for k, v in ours.items() if k not in errors},
                   {k: v for k, v in theirs.items() if k not in errors}, ("pydantic_ai", "anthropic"), 3)
+    assert all("chain" in ours[k] for k in ("plain", "structured", "streamed")), ours
     for status, expected in zip(errors, ("ModelNotFoundError", "ModelRateLimitError"), strict=True):
         assert theirs[status]["error"][0] == expected and "ModelHTTPError" in theirs[status]["error"], theirs
         assert ours[status]["error"] == theirs[status]["error"], (ours[status], theirs[status])

@@ -1,7 +1,7 @@
 # Generated from llmclient/api/_async/anthropic.py by scripts/unasync.py: do not edit here, edit that
 # file and run `python scripts/unasync.py` (make lint checks that this file is current).
 """The Anthropic face's resources, written once: ``client.messages.create / stream /
-count_tokens``, ``client.models.list / retrieve``. Each method checks its keywords (before
+count_tokens``, ``client.beta.messages.create``, ``client.models.list / retrieve``. Each method checks its keywords (before
 anything is sent), turns them into a ``Call`` and names the answer's type (``api/anthropic.py``);
 ``scripts/unasync.py`` generates the blocking twin (``api/_sync/anthropic.py``). The rest of the
 official resources (``messages.batches``, ``models`` beyond these ...) is the official client's,
@@ -21,12 +21,13 @@ from ..resources import Headers, _is_stream
 if TYPE_CHECKING:
     from ..._anthropic import Anthropic
 
-__all__ = ["Messages", "Models"]
+__all__ = ["Beta", "BetaMessages", "Messages", "Models"]
 
 
 class Messages(_anth.AnthropicResource):
     _client: Anthropic
-    _official = ("messages",)  # batches, and what a newer anthropic adds
+    _official: tuple[str, ...] = ("messages",)  # batches, and what a newer anthropic adds
+    _beta = False  # the beta namespace's twin (BetaMessages): its keywords and types
 
     def create(
         self,
@@ -40,12 +41,14 @@ class Messages(_anth.AnthropicResource):
         _raw: bool = False,
         **params: Any,
     ) -> Any:
-        _anth.check_create("Messages.create()", params)
+        _anth.check_create("Messages.create()", params, beta=self._beta)
         streamed = _is_stream(stream)
         if stream is False:  # sent, as the official client sends a given False
             params["stream"] = False
         call = self._anthropic_call("POST", _anth.MESSAGES_PATH, params, streamed, extra_headers, extra_query,
                                     extra_body, timeout, betas)
+        if self._beta:
+            return self._client._request(call, _anth.beta_message, _raw, _anth.beta_stream_event)
         return self._client._request(call, _anth.message, _raw, _anth.stream_event)
 
     def stream(self, **params: Any) -> Any:
@@ -107,3 +110,31 @@ class Models(_anth.AnthropicResource):
         call = self._anthropic_call("GET", f"/v1/models/{model_id}", None, False, extra_headers, extra_query,
                                     extra_body, timeout, betas)
         return self._client._request(call, _anth.model_info, _raw)
+
+
+class BetaMessages(Messages):
+    """``client.beta.messages``: ``create`` run by llmclient as ``messages.create`` is (the same
+    path and body, the beta keywords, answers as ``anthropic.types.beta``: pydantic-ai's
+    ``AnthropicModel`` sends every call here); ``stream``, ``count_tokens``, ``parse``,
+    ``batches``, ``tool_runner`` ... are the official client's, passed through."""
+
+    _official = ("beta", "messages")
+    _beta = True
+
+    def stream(self, **params: Any) -> Any:
+        return self._passed().stream(**params)
+
+    def count_tokens(self, **params: Any) -> Any:
+        return self._passed().count_tokens(**params)
+
+
+class Beta(_anth.AnthropicResource):
+    """``client.beta``: its ``messages`` llmclient's (``BetaMessages``), the rest
+    (``models``, ``files``, ``skills`` ...) the official client's, passed through."""
+
+    _client: Anthropic
+    _official = ("beta",)
+
+    def __init__(self, client: Anthropic) -> None:
+        super().__init__(client)
+        self.messages = BetaMessages(client)

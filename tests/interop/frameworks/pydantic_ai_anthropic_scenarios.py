@@ -1,12 +1,13 @@
 """pydantic-ai's Anthropic model handed a client (``AnthropicProvider(anthropic_client=...)``):
 a plain run, a structured ``output_type`` run (pydantic-ai forces its output tool), a streamed
 run, and the error mapping for a 404 (unknown model) and a 429 (the reference server's
-``x-fault``). pydantic-ai sends with ``client.beta.messages.create``, which llmclient passes
-through to the official client over its own connections (its errors llmclient's classes).
+``x-fault``). pydantic-ai sends every call with ``client.beta.messages.create``.
 ``python pydantic_ai_anthropic_scenarios.py BASE_URL llmclient|anthropic`` (``BASE_URL``: the
 server's root, the anthropic clients add ``/v1/messages``); prints one JSON object: per
 scenario what pydantic-ai made of the answer (or its error class, status code and the class of
-its cause), which on our side is llmclient's (the call went through llmclient)."""
+its cause, llmclient's on our side), and, with llmclient's client, whether the call ran through
+llmclient's chain of layers (``chain``: its retry layer keeps a budget for the origin it
+called; a call passed through to the official client leaves none)."""
 
 from __future__ import annotations
 
@@ -39,9 +40,13 @@ def client(kind: str, base_url: str) -> Any:
     return anthropic.AsyncAnthropic(base_url=base_url, api_key="k", max_retries=0)
 
 
-def model(kind: str, base_url: str, name: str = MODEL, given: Any = None) -> AnthropicModel:
-    given = given if given is not None else client(kind, base_url)
+def model(given: Any, name: str = MODEL) -> AnthropicModel:
     return AnthropicModel(name, provider=AnthropicProvider(anthropic_client=given))
+
+
+def chain(given: Any) -> dict[str, bool]:
+    """With llmclient's client: whether its chain ran the calls (its retry budgets, per origin)."""
+    return {"chain": bool(given.retry_budgets)} if hasattr(given, "retry_budgets") else {}
 
 
 def error(exc: BaseException) -> dict[str, Any]:
@@ -56,21 +61,23 @@ def error(exc: BaseException) -> dict[str, Any]:
 
 
 def plain(kind: str, base_url: str) -> dict[str, Any]:
-    result = Agent(model(kind, base_url)).run_sync("Say hi.", model_settings={"max_tokens": 8})
+    given = client(kind, base_url)
+    result = Agent(model(given)).run_sync("Say hi.", model_settings={"max_tokens": 8})
     usage = result.usage
     return {"ok": isinstance(result.output, str) and bool(result.output),
-            "input_tokens": bool(usage.input_tokens), "output_tokens": bool(usage.output_tokens)}
+            "input_tokens": bool(usage.input_tokens), "output_tokens": bool(usage.output_tokens), **chain(given)}
 
 
 def structured(kind: str, base_url: str) -> dict[str, Any]:
-    result = Agent(model(kind, base_url), output_type=City).run_sync("Name a city.")
-    return {"ok": isinstance(result.output, City), "requests": result.usage.requests}
+    given = client(kind, base_url)
+    result = Agent(model(given), output_type=City).run_sync("Name a city.")
+    return {"ok": isinstance(result.output, City), "requests": result.usage.requests, **chain(given)}
 
 
 def streamed(kind: str, base_url: str) -> dict[str, Any]:
     async def run() -> dict[str, Any]:
         given = client(kind, base_url)
-        agent = Agent(model(kind, base_url, given=given))
+        agent = Agent(model(given))
         async with agent.run_stream("Tell me a story.", model_settings={"max_tokens": 16}) as result:
             # debounce_by=None: each text delta as it came (not grouped by time)
             deltas = [d async for d in result.stream_text(delta=True, debounce_by=None)]
@@ -78,14 +85,14 @@ def streamed(kind: str, base_url: str) -> dict[str, Any]:
         await given.close()  # on this loop (asyncio.run closes it after)
         return {"ok": len(deltas) > 1 and all(isinstance(d, str) for d in deltas),
                 "whole": "".join(deltas) == await result.get_output(),
-                "output_tokens": bool(usage.output_tokens)}
+                "output_tokens": bool(usage.output_tokens), **chain(given)}
 
     return asyncio.run(run())
 
 
 def failing(kind: str, base_url: str, name: str, headers: dict[str, str]) -> dict[str, Any]:
     try:
-        Agent(model(kind, base_url, name)).run_sync("Say hi.", model_settings={"max_tokens": 4,
+        Agent(model(client(kind, base_url), name)).run_sync("Say hi.", model_settings={"max_tokens": 4,
                                                                               "extra_headers": headers})
     except Exception as exc:
         return error(exc)
