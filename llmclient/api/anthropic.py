@@ -99,6 +99,15 @@ def header_params(params: dict[str, Any], extra_headers: Headers) -> Headers:
     return {**given, **(extra_headers or {})} if given else extra_headers
 
 
+def beta_tool_params(tools: Any) -> Any:
+    """``beta.messages.create``'s ``tools``: each object with a ``to_dict()`` (a ``@beta_tool``
+    function, a builtin tool) as its entry, as the official client sends it (anthropic 2.17,
+    ``lib/tools/_tool_params.to_tool_params``); entries and an omitted value as given. Pure."""
+    if not is_given(tools) or tools is None:
+        return tools
+    return [t.to_dict() if callable(getattr(t, "to_dict", None)) else t for t in tools]
+
+
 def anthropic_headers(api_key: str | None, auth_token: str | None, is_async: bool,
                       custom: Mapping[str, str | None]) -> dict[str, str]:
     """What the official anthropic client sends on every request: accept, content-type, its

@@ -433,6 +433,14 @@ def test_beta_messages_create_runs_on_llmclients_chain(drive: Drive, server: Ref
     events = drive.iterate(drive(c.beta.messages.create(model=MODEL, max_tokens=8, messages=ASK, stream=True)))
     assert [type(e).__name__ for e in events[:2]] == ["BetaRawMessageStartEvent", "BetaRawContentBlockStartEvent"]
     assert "".join(e.delta.text for e in events if e.type == "content_block_delta")
+    @anthropic.beta_tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    forced = {"type": "tool", "name": "weather"}  # a @beta_tool function goes as its entry
+    used = drive(c.beta.messages.create(model=MODEL, max_tokens=64, messages=ASK, tools=[weather], tool_choice=forced))
+    assert used.content[0].type == "tool_use" and isinstance(used.content[0].input["city"], str)
     raw = drive(c.beta.messages.with_raw_response.create(model=MODEL, max_tokens=4, messages=ASK))
     assert isinstance(raw.parse(), anthropic.types.beta.BetaMessage) and raw.headers["request-id"]
     sent = len(seen)

@@ -40,6 +40,8 @@ class AsyncMessages(_anth.AnthropicResource):
         **params: Any,
     ) -> Any:
         _anth.check_create("Messages.create()", params, beta=self._beta)
+        if self._beta and "tools" in params:  # @beta_tool functions and builtin tools: their entries
+            params["tools"] = _anth.beta_tool_params(params["tools"])
         streamed = _is_stream(stream)
         if stream is False:  # sent, as the official client sends a given False
             params["stream"] = False
