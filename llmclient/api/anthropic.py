@@ -108,6 +108,39 @@ def beta_tool_params(tools: Any) -> Any:
     return [t.to_dict() if callable(getattr(t, "to_dict", None)) else t for t in tools]
 
 
+# The official client's rule for a whole (not streamed) answer (anthropic 2.17,
+# ``resources/messages/messages.py`` ``create`` and ``_base_client._calculate_nonstreaming_timeout``,
+# read 2026-12-07): with the client's default timeout and none given for the call, a
+# ``max_tokens`` that may take over 10 minutes (an hour per 128,000 tokens) or above the model's
+# non-streaming limit is refused before sending. Code written for it relies on the refusal:
+# pydantic-ai's ``AnthropicModel`` catches it and streams the call instead.
+OFFICIAL_DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)  # anthropic 2.17 DEFAULT_TIMEOUT
+NONSTREAMING_MAX_S: Final = 10 * 60
+TOKENS_PER_HOUR: Final = 128_000
+# ``MODEL_NONSTREAMING_TOKENS`` (anthropic 2.17 ``_constants.py``, read 2026-12-07)
+MODEL_NONSTREAMING_TOKENS: Final = {
+    "claude-opus-4-20250514": 8192, "claude-opus-4-0": 8192, "claude-4-opus-20250514": 8192,
+    "anthropic.claude-opus-4-20250514-v1:0": 8192, "claude-opus-4@20250514": 8192,
+    "anthropic.claude-opus-4-1-20250805-v1:0": 8192, "claude-opus-4-1@20250805": 8192,
+}
+STREAMING_REQUIRED: Final = (
+    "Streaming is required for operations that may take longer than 10 minutes. See "
+    "https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details")
+
+
+def check_whole_answer(params: Mapping[str, Any], timeout: Any, client_timeout: Any) -> None:
+    """Raise the official ValueError for a whole answer the official client refuses to wait for
+    (see ``STREAMING_REQUIRED``): only with the default timeout and none given for the call."""
+    if is_given(timeout) or client_timeout != OFFICIAL_DEFAULT_TIMEOUT:
+        return
+    max_tokens = params.get("max_tokens")
+    if not isinstance(max_tokens, int):
+        return
+    limit = MODEL_NONSTREAMING_TOKENS.get(params.get("model"))  # type: ignore[arg-type]
+    if 3600 * max_tokens / TOKENS_PER_HOUR > NONSTREAMING_MAX_S or (limit and max_tokens > limit):
+        raise ValueError(STREAMING_REQUIRED)
+
+
 def anthropic_headers(api_key: str | None, auth_token: str | None, is_async: bool,
                       custom: Mapping[str, str | None]) -> dict[str, str]:
     """What the official anthropic client sends on every request: accept, content-type, its

@@ -451,3 +451,29 @@ def test_beta_messages_create_runs_on_llmclients_chain(drive: Drive, server: Ref
     assert drive(c.beta.messages.count_tokens(model=MODEL, messages=ASK)).input_tokens  # passed through
     assert c.beta.messages.batches.__class__.__module__.startswith("anthropic.resources.beta")  # the official one
     assert c.beta is c.beta
+
+
+@pytest.mark.parametrize(("kw", "refused"), [
+    ({"max_tokens": 21_334}, True),  # over 10 minutes at an hour per 128k tokens
+    ({"max_tokens": 21_333}, False),
+    ({"max_tokens": 9_000, "model": "claude-opus-4-0"}, True),  # over the model's non-streaming limit
+    ({"max_tokens": 64_000, "stream": True}, False),
+    ({"max_tokens": 64_000, "timeout": 900.0}, False),  # a timeout of the call's own
+    ({"max_tokens": 64_000, "client_timeout": 900.0}, False),  # not the default timeout
+])
+def test_a_long_whole_answer_is_refused_as_the_official_client_refuses_it(
+        drive: Drive, kw: dict[str, Any], refused: bool) -> None:
+    """A whole answer that may take over 10 minutes, with the default timeout: the official
+    ValueError before sending (pydantic-ai streams the call when it sees it); otherwise sent
+    (here to a closed port: a connection error). The official client is the control."""
+    kw = dict(kw)
+    options: dict[str, Any] = {"base_url": "http://127.0.0.1:9", "api_key": KEY, "max_retries": 0}
+    if "client_timeout" in kw:
+        options["timeout"] = kw.pop("client_timeout")
+    call = {"model": MODEL, "messages": ASK, **kw}
+    outcomes = []
+    for face in (drive.client(anthropic, face="Anthropic", **options), drive.client(llmclient, face="Anthropic", **options)):
+        with pytest.raises((ValueError, anthropic.APIConnectionError)) as caught:
+            drive(face.messages.create(**call))
+        outcomes.append((type(caught.value) is ValueError, "Streaming is required" in str(caught.value)))
+    assert outcomes[0] == outcomes[1] == (refused, refused)

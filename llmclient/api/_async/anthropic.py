@@ -43,6 +43,8 @@ class AsyncMessages(_anth.AnthropicResource):
         if self._beta and "tools" in params:  # @beta_tool functions and builtin tools: their entries
             params["tools"] = _anth.beta_tool_params(params["tools"])
         streamed = _is_stream(stream)
+        if not streamed:  # a long whole answer: refused as the official client refuses it
+            _anth.check_whole_answer(params, timeout, self._client.timeout)
         if stream is False:  # sent, as the official client sends a given False
             params["stream"] = False
         call = self._anthropic_call("POST", _anth.MESSAGES_PATH, params, streamed, extra_headers, extra_query,
