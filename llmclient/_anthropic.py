@@ -5,8 +5,9 @@ settings (``ANTHROPIC_API_KEY`` / ``ANTHROPIC_AUTH_TOKEN`` / ``ANTHROPIC_BASE_UR
 client's keywords, its timeout and retries), headers (``x-api-key``, ``anthropic-version``),
 errors (anthropic's finer classes: 529 ``OverloadedError`` ...), the ``request-id`` as
 ``_request_id``, and its resources (``messages``, ``models``: ``api/_async/anthropic.py``).
-What llmclient does not run itself (``beta``, ``messages.batches``, ``completions`` ...) is the
-official ``anthropic`` client's, built on first use from the same settings. ``AsyncAnthropic``
+What llmclient does not run itself (``beta`` but for ``beta.messages.create``,
+``messages.batches``, ``completions`` ...) is the official ``anthropic`` client's, built on first
+use from the same settings. ``AsyncAnthropic``
 is in ``_anthropic_async.py`` (loaded only when asked for).
 """
 
@@ -23,15 +24,17 @@ from ._config import OPTION_NAMES, Config, Credentials, make_config
 from ._keywords import check_keywords
 from ._sync.client import ClientIO
 from .api._async.passthrough import async_httpx2_client
-from .api._sync.anthropic import Messages, Models
+from .api._sync.anthropic import Beta, Messages, Models
 from .api._sync.passthrough import sync_httpx2_client
 from .api.anthropic import (
     ANTHROPIC_ERRORS,
     DEFAULT_BASE_URL,
     MESSAGES_PATH,
     PREFETCH_UNSUPPORTED,
+    AnthropicTimeout,
     anthropic_headers,
     credentials_from_env,
+    official_timeout,
 )
 from .api.anthropic import finish as anthropic_finish
 from .api.anthropic import message as anthropic_message
@@ -55,7 +58,7 @@ OFFICIAL_SETTINGS = frozenset({
     "_strict_response_validation",
 })
 # The official client's attributes llmclient does not run itself: passed through to it.
-PASSED = frozenset({"beta", "completions", "with_raw_response", "with_streaming_response",
+PASSED = frozenset({"completions", "with_raw_response", "with_streaming_response",
                     "get", "post", "patch", "put", "delete", "get_api_list", "request"})
 
 
@@ -85,6 +88,8 @@ def anthropic_config(options: Mapping[str, Any], where: str) -> tuple[Config, st
     if base_url is None or not is_given(base_url):
         base_url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
     rest = {k: v for k, v in options.items() if k not in ("api_key", "auth_token")}
+    if "timeout" in rest:  # the official client's anthropic.Timeout (httpx2's) as llmclient's
+        rest["timeout"] = official_timeout(rest["timeout"])
     config = make_config(
         rest,
         credentials=Credentials(api_key=api_key or "", default_headers=options.get("default_headers") or {},
@@ -109,6 +114,8 @@ class AnthropicBase(BaseClient):
         config, self.auth_token = anthropic_config(options, f"{type(self).__name__}.__init__")
         self._setup(config, _copying.get())
         self.api_key = self.api_key or None  # type: ignore[assignment]  # an auth_token alone
+        # equal to the official client's anthropic.Timeout of the same values (AnthropicTimeout)
+        self.timeout = AnthropicTimeout(**self.timeout.as_dict())
 
     def _default_headers(self) -> dict[str, str]:
         return anthropic_headers(self.api_key or None, self.auth_token, self._on_event_loop, self._custom_headers)
@@ -138,10 +145,16 @@ class AnthropicBase(BaseClient):
             calls.append(call)
         return calls
 
+    _beta_class: Any  # Beta / AsyncBeta (api/_async/anthropic.py)
+
     @property
     def beta(self) -> Any:
-        """The official client's ``beta`` (passed through)."""
-        return passed(self, "beta")
+        """``client.beta``: ``beta.messages.create`` run by llmclient (pydantic-ai sends there),
+        the rest of the official client's ``beta`` passed through."""
+        beta = self.__dict__.get("_beta")
+        if beta is None:
+            beta = self.__dict__["_beta"] = self._beta_class(self)
+        return beta
 
     def __getattr__(self, name: str) -> Any:
         if name in PASSED:
@@ -179,6 +192,7 @@ class Anthropic(ClientIO, AnthropicBase):
     """Synchronous client (drop-in for ``anthropic.Anthropic``)."""
 
     _transport: SyncTransport | None
+    _beta_class = Beta
 
     def __init__(self, **options: Unpack[AnthropicOptions]) -> None:
         super().__init__(**options)

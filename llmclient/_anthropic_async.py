@@ -13,7 +13,7 @@ from . import _official
 from ._anthropic import AnthropicBase
 from ._async.client import AsyncClientIO
 from ._synchronization import start_task
-from .api._async.anthropic import AsyncMessages, AsyncModels
+from .api._async.anthropic import AsyncBeta, AsyncMessages, AsyncModels
 from .transport.lanes import AsyncTransport, shared_async_transport
 
 if TYPE_CHECKING:
@@ -28,6 +28,8 @@ __all__ = ["AsyncAnthropic"]
 
 class AsyncAnthropic(AsyncClientIO, AnthropicBase):
     """Asynchronous client (drop-in for ``anthropic.AsyncAnthropic``)."""
+
+    _beta_class = AsyncBeta
 
     def __init__(self, **options: Unpack[AnthropicOptions]) -> None:
         super().__init__(**options)

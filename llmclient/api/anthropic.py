@@ -51,9 +51,11 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "MESSAGES_PATH",
     "PREFETCH_UNSUPPORTED",
+    "AnthropicTimeout",
     "anthropic_headers",
     "check_create",
     "finish",
+    "official_timeout",
 ]
 
 # The API version header every request carries (https://docs.anthropic.com/en/api/versioning,
@@ -71,12 +73,72 @@ PREFETCH_UNSUPPORTED: Final = (
 CREATE_PARAMS: Final = frozenset({
     "max_tokens", "messages", "model", "container", "context_management", "inference_geo", "mcp_servers",
     "metadata", "output_config", "output_format", "service_tier", "stop_sequences", "stream", "system",
-    "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p", "betas",
+    "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p", "betas", "user_profile_id", "workspace_id",
     "extra_headers", "extra_query", "extra_body", "timeout",
 })
+# ``beta.messages.create``'s own on top (anthropic 2.17's signature, read 2026-12-07).
+BETA_CREATE_PARAMS: Final = frozenset({"billing_policy", "cache_control", "compaction", "diagnostics",
+                                       "fallback_credit_token", "fallbacks", "speed", "thread"})
 COUNT_PARAMS: Final = frozenset({"messages", "model", "system", "thinking", "tool_choice", "tools",
-                                 "mcp_servers", "context_management", "output_config", "output_format",
+                                 "mcp_servers", "context_management", "output_config", "output_format", "user_profile_id",
+                                 "workspace_id",
                                  "extra_headers", "extra_query", "extra_body", "timeout"})
+
+
+# The keywords the official client sends as headers, not in the body (anthropic 2.17,
+# resources/messages/messages.py and resources/models.py: ``strip_not_given({...})`` merged under
+# ``extra_headers``); in the body the API refuses them ("Extra inputs are not permitted").
+HEADER_PARAMS: Final = {"user_profile_id": "anthropic-user-profile-id", "workspace_id": "anthropic-workspace-id"}
+
+
+def header_params(params: dict[str, Any], extra_headers: Headers) -> Headers:
+    """Take the keywords of ``HEADER_PARAMS`` out of ``params``; ``extra_headers`` with the given
+    ones added under it (the caller's own headers win, as the official client merges them)."""
+    moved = {HEADER_PARAMS[k]: params.pop(k) for k in [k for k in params if k in HEADER_PARAMS]}
+    given = {k: str(v) for k, v in moved.items() if v is not None and is_given(v)}
+    return {**given, **(extra_headers or {})} if given else extra_headers
+
+
+def beta_tool_params(tools: Any) -> Any:
+    """``beta.messages.create``'s ``tools``: each object with a ``to_dict()`` (a ``@beta_tool``
+    function, a builtin tool) as its entry, as the official client sends it (anthropic 2.17,
+    ``lib/tools/_tool_params.to_tool_params``); entries and an omitted value as given. Pure."""
+    if not is_given(tools) or tools is None:
+        return tools
+    return [t.to_dict() if callable(getattr(t, "to_dict", None)) else t for t in tools]
+
+
+# The official client's rule for a whole (not streamed) answer (anthropic 2.17,
+# ``resources/messages/messages.py`` ``create`` and ``_base_client._calculate_nonstreaming_timeout``,
+# read 2026-12-07): with the client's default timeout and none given for the call, a
+# ``max_tokens`` that may take over 10 minutes (an hour per 128,000 tokens) or above the model's
+# non-streaming limit is refused before sending. Code written for it relies on the refusal:
+# pydantic-ai's ``AnthropicModel`` catches it and streams the call instead.
+OFFICIAL_DEFAULT_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)  # anthropic 2.17 DEFAULT_TIMEOUT
+NONSTREAMING_MAX_S: Final = 10 * 60
+TOKENS_PER_HOUR: Final = 128_000
+# ``MODEL_NONSTREAMING_TOKENS`` (anthropic 2.17 ``_constants.py``, read 2026-12-07)
+MODEL_NONSTREAMING_TOKENS: Final = {
+    "claude-opus-4-20250514": 8192, "claude-opus-4-0": 8192, "claude-4-opus-20250514": 8192,
+    "anthropic.claude-opus-4-20250514-v1:0": 8192, "claude-opus-4@20250514": 8192,
+    "anthropic.claude-opus-4-1-20250805-v1:0": 8192, "claude-opus-4-1@20250805": 8192,
+}
+STREAMING_REQUIRED: Final = (
+    "Streaming is required for operations that may take longer than 10 minutes. See "
+    "https://platform.claude.com/docs/en/cli-sdks-libraries/sdks/python#long-requests for more details")
+
+
+def check_whole_answer(params: Mapping[str, Any], timeout: Any, client_timeout: Any) -> None:
+    """Raise the official ValueError for a whole answer the official client refuses to wait for
+    (see ``STREAMING_REQUIRED``): only with the default timeout and none given for the call."""
+    if is_given(timeout) or client_timeout != OFFICIAL_DEFAULT_TIMEOUT:
+        return
+    max_tokens = params.get("max_tokens")
+    if not isinstance(max_tokens, int):
+        return
+    limit = MODEL_NONSTREAMING_TOKENS.get(params.get("model"))  # type: ignore[arg-type]
+    if 3600 * max_tokens / TOKENS_PER_HOUR > NONSTREAMING_MAX_S or (limit and max_tokens > limit):
+        raise ValueError(STREAMING_REQUIRED)
 
 
 def anthropic_headers(api_key: str | None, auth_token: str | None, is_async: bool,
@@ -98,6 +160,35 @@ def anthropic_headers(api_key: str | None, auth_token: str | None, is_async: boo
     return merge_custom(headers, custom)
 
 
+def official_timeout(value: Any) -> Any:
+    """A ``timeout=`` as llmclient's calls take it: the official client's own ``anthropic.Timeout``
+    (anthropic 2.x's is ``httpx2.Timeout``, which code written for it passes, as pydantic-ai does
+    per call) as the ``httpx.Timeout`` of the same four values; anything else as given (numbers,
+    None, ``httpx.Timeout``, and what the config then refuses). Pure: httpx2 is not imported."""
+    if isinstance(value, httpx.Timeout):
+        return value
+    as_dict = getattr(value, "as_dict", None)
+    if type(value).__name__ == "Timeout" and callable(as_dict):
+        return httpx.Timeout(**as_dict())
+    return value
+
+
+class AnthropicTimeout(httpx.Timeout):
+    """The face's ``client.timeout``: an ``httpx.Timeout`` that is also equal to the official
+    client's ``anthropic.Timeout`` of the same values. Code written for the official client
+    compares them: pydantic-ai (2.78) sends a long answer as a stream at once when
+    ``client.timeout != anthropic DEFAULT_TIMEOUT``, where with the official client it sends it
+    whole first; llmclient's default is the official one, so it must compare equal."""
+
+    def __eq__(self, other: object) -> bool:
+        as_dict = getattr(other, "as_dict", None)
+        if not isinstance(other, httpx.Timeout) and not (type(other).__name__ == "Timeout" and callable(as_dict)):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # as httpx.Timeout's (it defines __eq__ alone)
+
+
 def credentials_from_env(api_key: str | None, auth_token: str | None) -> tuple[str | None, str | None]:
     """The official client's rule: the arguments, else ``ANTHROPIC_API_KEY`` /
     ``ANTHROPIC_AUTH_TOKEN``; one of them is needed (raised here, before anything is sent)."""
@@ -113,32 +204,32 @@ def credentials_from_env(api_key: str | None, auth_token: str | None) -> tuple[s
     return api_key, auth_token
 
 
-def _official_params(method: str) -> frozenset[str] | None:
-    """The keywords the installed anthropic's ``Messages.<method>`` takes (None: not installed,
-    or ``LLMCLIENT_TYPES=light`` and not imported by the app: then the names known here)."""
+def _official_params(method: str, beta: bool = False) -> frozenset[str] | None:
+    """The keywords the installed anthropic's ``Messages.<method>`` (``beta.messages``'s with
+    ``beta``) takes (None: not installed, or ``LLMCLIENT_TYPES=light`` and not imported by the
+    app: then the names known here)."""
     if os.environ.get("LLMCLIENT_TYPES", "").lower() == "light" and "anthropic" not in sys.modules:
         return None
     try:
-        from anthropic.resources.messages import (
-            Messages,  # its signature: only when a check needs it
-        )
-    except ImportError:
+        module = importlib.import_module("anthropic.resources.beta.messages" if beta else "anthropic.resources.messages")
+    except ImportError:  # (its signature: only when a check needs it)
         return None
-    return frozenset(inspect.signature(getattr(Messages, method)).parameters) - {"self"}
+    return frozenset(inspect.signature(getattr(module.Messages, method)).parameters) - {"self"}
 
 
-_known: dict[str, frozenset[str]] = {}
+_known: dict[tuple[str, bool], frozenset[str]] = {}
 
 
-def check_create(where: str, params: Mapping[str, Any], method: str = "create") -> None:
+def check_create(where: str, params: Mapping[str, Any], method: str = "create", *, beta: bool = False) -> None:
     """Raise, before sending, the official TypeError for what ``messages.create`` (or
-    ``count_tokens``) cannot take: a missing required keyword, an unknown one with the closest
-    real name."""
-    known = _known.get(method)
+    ``count_tokens``; ``beta.messages``' with ``beta``) cannot take: a missing required keyword,
+    an unknown one with the closest real name."""
+    known = _known.get((method, beta))
     if known is None:
-        official = _official_params(method)
+        official = _official_params(method, beta)
         base = CREATE_PARAMS if method == "create" else COUNT_PARAMS
-        known = _known[method] = (official if official is not None else base) | OPTION_KEYS
+        base = base | BETA_CREATE_PARAMS if beta else base
+        known = _known[method, beta] = (official if official is not None else base) | OPTION_KEYS
     required = ("max_tokens", "messages", "model") if method == "create" else ("messages", "model")
     missing = [name for name in required if name not in params]
     if missing:
@@ -355,6 +446,10 @@ message = _MessageFactory("anthropic.types:Message", BaseModel, "content", "anth
 stream_event = _EventFactory("anthropic.types:RawMessageStreamEvent", BaseModel)
 token_count = _AnthropicFactory("anthropic.types:MessageTokensCount", BaseModel)
 model_info = _AnthropicFactory("anthropic.types:ModelInfo", BaseModel)
+# ``client.beta.messages.create``'s answers: the same JSON, as the beta types
+beta_message = _MessageFactory("anthropic.types.beta:BetaMessage", BaseModel, "content",
+                               "anthropic.types.beta:BetaContentBlock")
+beta_stream_event = _EventFactory("anthropic.types.beta:BetaRawMessageStreamEvent", BaseModel)
 
 
 class ModelPage(BaseModel):
@@ -422,6 +517,7 @@ class AnthropicResource(_Resource):
         body: dict[str, Any] | None = None
         options = None
         if params is not None:
+            extra_headers = header_params(params, extra_headers)
             body, options = split_options(jsonable(params), client._options)
             if options.prefetch:  # only a call's own: the client's is refused at construction
                 raise ValueError(PREFETCH_UNSUPPORTED)
@@ -431,7 +527,7 @@ class AnthropicResource(_Resource):
             beta = ",".join(str(b) for b in betas) if not isinstance(betas, str) else betas
             extra_headers = {**(extra_headers or {}), "anthropic-beta": beta}
         return client._build_call(method, path, body, options=options, stream=stream, extra_headers=extra_headers,
-                                  extra_query=extra_query, extra_body=extra_body, timeout=timeout)
+                                  extra_query=extra_query, extra_body=extra_body, timeout=official_timeout(timeout))
 
 
 _HELPER_MISSING = "client.messages.stream() needs the official `anthropic` package's helper: pip install anthropic"

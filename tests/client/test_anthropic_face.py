@@ -11,6 +11,7 @@ a ``ping`` does not fool, overload retried, the cache keyed over the whole reque
 
 from __future__ import annotations
 
+import operator
 import os
 import subprocess
 import sys
@@ -341,3 +342,138 @@ def test_a_pass_through_call_to_a_dead_port_is_a_connection_error(drive: Drive) 
     with pytest.raises(llmclient.APIConnectionError) as caught:  # httpx2's error, as the official client reads it
         drive(c.beta.models.list())
     assert isinstance(caught.value, anthropic.APIConnectionError) and f":{port}" in str(caught.value)
+
+
+def test_the_official_timeout_class_is_taken_at_construction_and_per_call(drive: Drive,
+                                                                         server: RefServer) -> None:  # noqa: F811
+    """anthropic 2.x's own ``anthropic.Timeout`` (httpx2's), as code written for it passes it
+    (pydantic-ai per call): the client's timeout of its values, and a call's own honoured (a
+    first byte 3 s late against a 0.3 s read timeout times out)."""
+    c = _face(drive, server, timeout=anthropic.Timeout(10.0, connect=2.0))
+    assert c.timeout == httpx.Timeout(10.0, connect=2.0)
+    assert c.with_options(timeout=anthropic.Timeout(7.0)).timeout == httpx.Timeout(7.0)
+    m = drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, timeout=anthropic.Timeout(30.0, connect=5.0)))
+    assert m.content[0].text
+    with pytest.raises(anthropic.APITimeoutError):
+        drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, timeout=anthropic.Timeout(0.3, connect=5.0),
+                                extra_headers={"x-fault": "stall_ms=3000"}))
+
+
+def test_the_default_timeout_equals_the_official_clients(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``client.timeout == anthropic``'s ``DEFAULT_TIMEOUT`` (pydantic-ai streams a long answer at
+    once where they differ, and sends it whole first with the official client); other values and
+    other kinds compare as httpx's."""
+    from anthropic._constants import DEFAULT_TIMEOUT
+
+    c = _face(drive, server)
+    official = anthropic.AsyncAnthropic if drive.is_async else anthropic.Anthropic
+    assert official(api_key=KEY).timeout == DEFAULT_TIMEOUT  # the control
+    # both operators, both ways round (pydantic-ai writes `client.timeout != DEFAULT_TIMEOUT`)
+    assert operator.eq(c.timeout, DEFAULT_TIMEOUT) and not operator.ne(c.timeout, DEFAULT_TIMEOUT)
+    assert operator.eq(DEFAULT_TIMEOUT, c.timeout) and not operator.ne(DEFAULT_TIMEOUT, c.timeout)
+    assert c.timeout == httpx.Timeout(600.0, connect=5.0) == c.timeout
+    assert c.timeout != anthropic.Timeout(60.0) and c.timeout != httpx.Timeout(60.0) and c.timeout != 600.0
+    assert _face(drive, server, timeout=60.0).timeout != DEFAULT_TIMEOUT
+
+
+def test_workspace_and_user_profile_go_as_headers_as_the_official_client_sends_them(
+        drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``workspace_id`` / ``user_profile_id`` are headers (``anthropic-workspace-id``,
+    ``anthropic-user-profile-id``), not body fields, which the API refuses: on ``messages.create``,
+    ``count_tokens``, ``models.list`` (with ``lifecycle`` in the query) and ``models.retrieve``,
+    the caller's ``extra_headers`` winning; the official client (the control) sends the same."""
+    import httpx2
+
+    ids = {"workspace_id": "ws_1", "user_profile_id": "up_1"}
+    wanted = {"anthropic-workspace-id": "ws_1", "anthropic-user-profile-id": "up_1"}
+    official_seen: list[Any] = []
+    official = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0,
+                                   http_client=httpx2.Client(event_hooks={"request": [official_seen.append]}))
+    official.messages.create(model=MODEL, max_tokens=4, messages=ASK, **ids)  # type: ignore[arg-type]
+    assert {k: official_seen[-1].headers.get(k) for k in wanted} == wanted
+    assert b"ws_1" not in official_seen[-1].content
+    official.close()
+
+    http, seen = _recording(drive)
+    c = _face(drive, server, http_client=http)
+    assert drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, **ids)).content[0].text
+    assert {k: seen[-1].headers.get(k) for k in wanted} == wanted and b"ws_1" not in seen[-1].content
+    drive(c.messages.count_tokens(model=MODEL, messages=ASK, **ids))
+    assert {k: seen[-1].headers.get(k) for k in wanted} == wanted and b"up_1" not in seen[-1].content
+    drive(c.messages.create(model=MODEL, max_tokens=4, messages=ASK, workspace_id="ws_1",
+                            extra_headers={"anthropic-workspace-id": "ws_2"}))
+    assert seen[-1].headers["anthropic-workspace-id"] == "ws_2"  # the caller's own header wins
+    drive(c.models.list(limit=1, lifecycle="active", workspace_id="ws_1", _raw=True))
+    assert seen[-1].headers["anthropic-workspace-id"] == "ws_1"
+    assert dict(seen[-1].url.params) == {"limit": "1", "lifecycle": "active"}
+    assert drive(c.models.retrieve(MODEL, workspace_id="ws_1")).id == MODEL
+    assert seen[-1].headers["anthropic-workspace-id"] == "ws_1"
+    with pytest.raises(TypeError, match="'lifecycel'"):
+        c.models.list(lifecycel="active")
+
+
+def test_beta_messages_create_runs_on_llmclients_chain(drive: Drive, server: RefServer) -> None:  # noqa: F811
+    """``client.beta.messages.create`` (where pydantic-ai's ``AnthropicModel`` sends every call):
+    llmclient's own call, whole and streamed, its answers the official beta types with llmclient's
+    trace id, the ``betas`` in ``anthropic-beta``, the beta keywords checked before sending; the
+    official client (the control) gives the same types. The rest of ``beta`` is passed through."""
+    official = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0)
+    control = official.beta.messages.create(model=MODEL, max_tokens=4, messages=ASK, betas=["b-1"])
+    official.close()
+
+    http, seen = _recording(drive)
+    c = _face(drive, server, http_client=http)
+    m = drive(c.beta.messages.create(model=MODEL, max_tokens=4, messages=ASK, betas=["b-1", "b-2"],
+                                     speed=anthropic.omit, system=anthropic.omit))
+    assert type(m) is type(control) is anthropic.types.beta.BetaMessage
+    assert type(m.content[0]) is type(control.content[0]) and m.content[0].text and m.trace_id
+    assert m._request_id and m.usage.output_tokens == control.usage.output_tokens == 4
+    assert seen[-1].url.path == "/v1/messages" and seen[-1].headers["anthropic-beta"] == "b-1,b-2"
+    assert b"speed" not in seen[-1].content  # an omitted keyword is not sent
+    events = drive.iterate(drive(c.beta.messages.create(model=MODEL, max_tokens=8, messages=ASK, stream=True)))
+    assert [type(e).__name__ for e in events[:2]] == ["BetaRawMessageStartEvent", "BetaRawContentBlockStartEvent"]
+    assert "".join(e.delta.text for e in events if e.type == "content_block_delta")
+    @anthropic.beta_tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    forced = {"type": "tool", "name": "weather"}  # a @beta_tool function goes as its entry
+    used = drive(c.beta.messages.create(model=MODEL, max_tokens=64, messages=ASK, tools=[weather], tool_choice=forced))
+    assert used.content[0].type == "tool_use" and isinstance(used.content[0].input["city"], str)
+    raw = drive(c.beta.messages.with_raw_response.create(model=MODEL, max_tokens=4, messages=ASK))
+    assert isinstance(raw.parse(), anthropic.types.beta.BetaMessage) and raw.headers["request-id"]
+    sent = len(seen)
+    with pytest.raises(TypeError, match=r"'speeed'.*did you mean 'speed'"):
+        drive(c.beta.messages.create(model=MODEL, max_tokens=4, messages=ASK, speeed="fast"))
+    assert len(seen) == sent  # nothing sent
+    c = _face(drive, server)  # (the pass-through takes no httpx client: anthropic 2.x sends with httpx2)
+    assert drive(c.beta.messages.count_tokens(model=MODEL, messages=ASK)).input_tokens  # passed through
+    assert c.beta.messages.batches.__class__.__module__.startswith("anthropic.resources.beta")  # the official one
+    assert c.beta is c.beta
+
+
+@pytest.mark.parametrize(("kw", "refused"), [
+    ({"max_tokens": 21_334}, True),  # over 10 minutes at an hour per 128k tokens
+    ({"max_tokens": 21_333}, False),
+    ({"max_tokens": 9_000, "model": "claude-opus-4-0"}, True),  # over the model's non-streaming limit
+    ({"max_tokens": 64_000, "stream": True}, False),
+    ({"max_tokens": 64_000, "timeout": 900.0}, False),  # a timeout of the call's own
+    ({"max_tokens": 64_000, "client_timeout": 900.0}, False),  # not the default timeout
+])
+def test_a_long_whole_answer_is_refused_as_the_official_client_refuses_it(
+        drive: Drive, kw: dict[str, Any], refused: bool) -> None:
+    """A whole answer that may take over 10 minutes, with the default timeout: the official
+    ValueError before sending (pydantic-ai streams the call when it sees it); otherwise sent
+    (here to a closed port: a connection error). The official client is the control."""
+    kw = dict(kw)
+    options: dict[str, Any] = {"base_url": "http://127.0.0.1:9", "api_key": KEY, "max_retries": 0}
+    if "client_timeout" in kw:
+        options["timeout"] = kw.pop("client_timeout")
+    call = {"model": MODEL, "messages": ASK, **kw}
+    outcomes = []
+    for face in (drive.client(anthropic, face="Anthropic", **options), drive.client(llmclient, face="Anthropic", **options)):
+        with pytest.raises((ValueError, anthropic.APIConnectionError)) as caught:
+            drive(face.messages.create(**call))
+        outcomes.append((type(caught.value) is ValueError, "Streaming is required" in str(caught.value)))
+    assert outcomes[0] == outcomes[1] == (refused, refused)

@@ -53,8 +53,9 @@ def framework_python(name: str, requirements: list[str]) -> Path:
 
 def run_scenarios(python: Path, script: str, *args: str, timeout: float = 300) -> dict[str, Any]:
     """``frameworks/<script>`` in that venv, llmclient from this checkout; its JSON output."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "k"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
     env.pop("OPENAI_BASE_URL", None)
+    env.pop("ANTHROPIC_BASE_URL", None)
     out = subprocess.run([str(python), str(SCRIPTS / script), *args], capture_output=True, text=True,
                          timeout=timeout, env=env, cwd=str(ROOT), check=False)
     if out.returncode != 0:
