@@ -38,8 +38,17 @@ from .records import (
 if TYPE_CHECKING:
     from ._scenario import Context
 
-__all__ = ["DRIVERS", "anthropic_root", "classify_error", "llmclient_client", "make_driver", "messages_body",
-           "message_usage", "official_client", "parse_server_timing"]
+__all__ = [
+    "DRIVERS",
+    "anthropic_root",
+    "classify_error",
+    "llmclient_client",
+    "make_driver",
+    "message_usage",
+    "messages_body",
+    "official_client",
+    "parse_server_timing",
+]
 
 DRIVERS = ("fresh-connection", "openai", "llmclient")
 APIS = ("openai", "anthropic")

@@ -79,7 +79,7 @@ def main(spec: dict[str, Any]) -> None:
     # Everyone starts together (processes take different times to import their client).
     time.sleep(max(0.0, spec["start_at"] - time.time()))
     deadline = spec["start_at"] + spec["duration_s"]
-    out = []
+    out: list[dict[str, Any]] = []
     while time.time() < deadline:
         messages, max_tokens = next(calls)
         before = seen_429[0]

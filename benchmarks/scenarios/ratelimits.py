@@ -137,6 +137,11 @@ def overload_goal(official: dict[str, Any], candidate: dict[str, Any]) -> dict[s
     return {"share_529": share, "attempts_ratio": attempts, "p99_ratio": p99, **checks, "met": all(checks.values())}
 
 
+def _arms(summary: dict[str, Any], api: str) -> dict[str, Arm]:
+    """The arms of the variants run; the official client's is the run's API's (``anthropic``)."""
+    return {name: Arm(api) if name == "openai" else ARMS[name] for name in summary}
+
+
 def jain(values: list[float]) -> float | None:
     """Jain's fairness index: 1 when every worker got the same, 1/n when one got everything."""
     if not values or not any(values):
@@ -401,7 +406,7 @@ class RateLimits:
         # decide); the full pass on that and on the p99 as before.
         if "openai" not in summary:  # BENCH_RATELIMITS_VARIANTS without the baseline: figures only
             return ScenarioResult.of(self, variants, rows=[], notes=notes, series={"ratelimits": summary},
-                                     arms={name: ARMS[name] for name in summary})
+                                     arms=_arms(summary, ctx.api))
         rows: list[Row | Rate] = []
         for variant in ("llmclient/shared", "llmclient/auto", "llmclient/local"):
             if variant not in summary:
@@ -422,7 +427,7 @@ class RateLimits:
                          statistic="p99", technique="llmclient's defaults, processes sharing a key (p99)"),
                      Row("rate limits (p99): openai -> llmclient pacing per process", "openai", "llmclient/local",
                          statistic="p99", technique="rate-limit pacing per process (p99)")]
-        arms = {name: ARMS[name] for name in summary}
+        arms = _arms(summary, ctx.api)
         return ScenarioResult.of(self, variants, rows=rows, notes=notes, series={"ratelimits": summary},
                                  arms=arms)
 
