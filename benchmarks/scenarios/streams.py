@@ -50,7 +50,8 @@ A subset (the full run takes about 30 minutes on 2 cores): ``BENCH_STREAMS_APIS`
 of :data:`APIS`) and ``BENCH_STREAMS_MIXES`` (of the mixes' names) restrict the run (``messages`` is the one API of
 ``--api anthropic``), e.g.
 ``BENCH_STREAMS_APIS=responses BENCH_STREAMS_MIXES=clean,cut20 python -m benchmarks --full
---scenarios streams`` (:func:`subset`).
+--scenarios streams`` (:func:`subset`); ``BENCH_STREAMS_N`` sets the streams per client and mix
+(:func:`streams_per_mix`).
 """
 
 from __future__ import annotations
@@ -347,7 +348,7 @@ class Streams:
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 85)
-        n = QUICK_STREAMS if ctx.quick else 200  # 200 a side: what a p99 needs (harness.stats.min_samples)
+        n = streams_per_mix(ctx.quick, os.environ.get("BENCH_STREAMS_N"))
         # The unfaulted baseline serves the p99 comparison, which only a full run can estimate.
         mixes: tuple[tuple[str, float], ...] = (QUICK_MIX,) if ctx.quick else MIXES
         apis, mixes = subset(os.environ.get("BENCH_STREAMS_APIS"), os.environ.get("BENCH_STREAMS_MIXES"),
@@ -380,6 +381,18 @@ class Streams:
                                  notes=_notes(n, max_tokens, summary),
                                  series={"summary": summary, "idle_s": IDLE_S,
                                          "official_read_s": OFFICIAL_READ_S}, arms=arms)
+
+
+def streams_per_mix(quick: bool, raw: str | None) -> int:
+    """Pure: streams per client and mix: ``BENCH_STREAMS_N`` (a whole number, at least
+    :data:`QUICK_STREAMS`), else :data:`QUICK_STREAMS` in the quick pass and 200 in the full one
+    (200 a side: what a p99 needs, ``harness.stats.min_samples``). A bad value is a ValueError
+    naming it."""
+    if not raw:
+        return QUICK_STREAMS if quick else 200
+    if not raw.strip().isdigit() or int(raw) < QUICK_STREAMS:
+        raise ValueError(f"BENCH_STREAMS_N={raw!r}: a whole number of streams, at least {QUICK_STREAMS}")
+    return int(raw)
 
 
 def subset(apis: str | None, mixes: str | None, available: Sequence[tuple[str, float]],

@@ -29,7 +29,13 @@ from benchmarks.scenarios.ratelimits import (
     overload_goal,
 )
 from benchmarks.scenarios.replicas import usage_hit_rate
-from benchmarks.scenarios.streams import PING_STALL_MS, plan_faults, stream_apis, subset
+from benchmarks.scenarios.streams import (
+    PING_STALL_MS,
+    plan_faults,
+    stream_apis,
+    streams_per_mix,
+    subset,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +63,9 @@ def test_messages_streams_get_the_messages_routes_faults() -> None:
     chat = plan_faults(200, 0.20, 0.02, "chat", random.Random(1), overload_rate=0.02)
     assert {chat.kind(i) for i in chat.faults} == {"reset_after", "stall_after"}
     assert subset(None, None, [("clean", 0.0)], stream_apis("anthropic"))[0] == ("messages",)
+    assert (streams_per_mix(True, None), streams_per_mix(False, ""), streams_per_mix(False, "50")) == (6, 200, 50)
+    with pytest.raises(ValueError, match="BENCH_STREAMS_N='2'"):
+        streams_per_mix(False, "2")
     with pytest.raises(ValueError, match="unknown API 'chat' \\(one of messages\\)"):
         subset("chat", None, [("clean", 0.0)], stream_apis("anthropic"))
 
