@@ -423,10 +423,12 @@ class RateLimits:
                 rows.append(Row("rate limits (p99): openai -> llmclient pacing shared (Redis)", "openai",
                                 "llmclient/shared", statistic="p99",
                                 technique="rate-limit pacing shared through Redis (p99)"))
-            rows += [Row("rate limits (p99): openai -> llmclient defaults (auto)", "openai", "llmclient/auto",
-                         statistic="p99", technique="llmclient's defaults, processes sharing a key (p99)"),
-                     Row("rate limits (p99): openai -> llmclient pacing per process", "openai", "llmclient/local",
-                         statistic="p99", technique="rate-limit pacing per process (p99)")]
+            # only for the variants run (BENCH_RATELIMITS_VARIANTS may leave some out)
+            rows += [row for row in (
+                Row("rate limits (p99): openai -> llmclient defaults (auto)", "openai", "llmclient/auto",
+                    statistic="p99", technique="llmclient's defaults, processes sharing a key (p99)"),
+                Row("rate limits (p99): openai -> llmclient pacing per process", "openai", "llmclient/local",
+                    statistic="p99", technique="rate-limit pacing per process (p99)")) if row.candidate in summary]
         arms = _arms(summary, ctx.api)
         return ScenarioResult.of(self, variants, rows=rows, notes=notes, series={"ratelimits": summary},
                                  arms=arms)
