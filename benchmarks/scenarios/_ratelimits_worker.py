@@ -46,7 +46,7 @@ MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 
 def _client(spec: dict[str, Any], seen_429: list[int]) -> Any:
     """The variant's client, made by the harness's builders (the drivers' baseline and face)."""
-    from benchmarks.harness.drivers import llmclient_client, official_client
+    from ..harness.drivers import llmclient_client, official_client
 
     api, variant, url, key = spec.get("api", "openai"), spec["variant"], spec["base_url"], spec["api_key"]
     verify = spec.get("verify") or True  # the reference server's CA, when it speaks TLS
