@@ -137,6 +137,16 @@ def overload_goal(official: dict[str, Any], candidate: dict[str, Any]) -> dict[s
     return {"share_529": share, "attempts_ratio": attempts, "p99_ratio": p99, **checks, "met": all(checks.values())}
 
 
+def whole_run(per_worker: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Pure: every call a variant's workers made, the warm-up and the calls that ended after
+    the measured seconds included (those the steady state leaves out): how many, how many the
+    server's access log named, and what it answered them, attempt by attempt."""
+    calls = [c for w in per_worker for c in w]
+    logged = [c for c in calls if "statuses" in c]
+    answers = Counter(str(code) for c in logged for code in c["statuses"])
+    return {"calls": len(calls), "logged_calls": len(logged), "answers": dict(sorted(answers.items()))}
+
+
 def _arms(summary: dict[str, Any], api: str) -> dict[str, Arm]:
     """The arms of the variants run; the official client's is the run's API's (``anthropic``)."""
     return {name: Arm(api) if name == "openai" else ARMS[name] for name in summary}
@@ -353,6 +363,7 @@ class RateLimits:
         for variant, (per_worker, t_from, t_to, t0) in runs.items():
             attach_statuses(per_worker, seen)
             summary[variant] = _summarise(per_worker, t_from, t_to, limit_per_s)
+            summary[variant]["whole_run"] = whole_run(per_worker)
             variants[variant] = _records(variant, per_worker, t_from, t_to, t0)
         notes = [f"{workers} processes per variant sharing one key, closed loop ({THINK_S:g} s think), "
                  f"demand ~{demand_per_s:.0f} tokens/s against a limit of {limit_per_s:.0f} tokens/s "
