@@ -232,32 +232,17 @@ class _Counting:
 
 def _make(api: str, client: str, base_url: str, api_key: str, counting: _Counting) -> Any:
     """The client, as an app makes it: defaults everywhere but the key and the URL (and, for
-    the official client, a request hook that counts its attempts)."""
+    the official client, a request hook that counts its attempts); made by the harness's
+    builders, as the suite's drivers make theirs."""
+    from .harness.drivers import llmclient_client, official_client
+
     is_async = client.endswith("-async")
-    if api == "anthropic":
-        root = base_url.rstrip("/").removesuffix("/v1")  # the SDK adds /v1/messages
-        if official_of(client):
-            import anthropic
-
-            if is_async:
-                return anthropic.AsyncAnthropic(base_url=root, api_key=api_key, http_client=anthropic.DefaultAsyncHttpxClient(
-                    event_hooks={"request": [counting.ahit]}))
-            return anthropic.Anthropic(base_url=root, api_key=api_key, http_client=anthropic.DefaultHttpxClient(
-                event_hooks={"request": [counting.hit]}))
-        import llmclient
-
-        return (llmclient.AsyncAnthropic if is_async else llmclient.Anthropic)(base_url=root, api_key=api_key)
     if official_of(client):
-        import openai
-
-        if is_async:
-            return openai.AsyncOpenAI(base_url=base_url, api_key=api_key,
-                                      http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [counting.ahit]}))
-        return openai.OpenAI(base_url=base_url, api_key=api_key,
-                             http_client=openai.DefaultHttpxClient(event_hooks={"request": [counting.hit]}))
-    import llmclient
-
-    return (llmclient.AsyncOpenAI if is_async else llmclient.OpenAI)(base_url=base_url, api_key=api_key)
+        module = __import__(api)
+        http_client = getattr(module, "DefaultAsyncHttpxClient" if is_async else "DefaultHttpxClient")(
+            event_hooks={"request": [counting.ahit if is_async else counting.hit]})
+        return official_client(api, base_url, api_key, sync=not is_async, http_client=http_client)
+    return llmclient_client(api, base_url, api_key, sync=not is_async)
 
 
 def _call(api: str, c: Any, model: str, max_tokens: int, rid: str) -> Any:

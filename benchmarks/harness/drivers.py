@@ -38,7 +38,17 @@ from .records import (
 if TYPE_CHECKING:
     from ._scenario import Context
 
-__all__ = ["DRIVERS", "classify_error", "make_driver", "parse_server_timing"]
+__all__ = [
+    "DRIVERS",
+    "anthropic_root",
+    "classify_error",
+    "llmclient_client",
+    "make_driver",
+    "message_usage",
+    "messages_body",
+    "official_client",
+    "parse_server_timing",
+]
 
 DRIVERS = ("fresh-connection", "openai", "llmclient")
 APIS = ("openai", "anthropic")
@@ -165,6 +175,28 @@ def _message_event_tokens(event: Any, tokens: int | None) -> int | None:
         if isinstance(value, int):
             return value
     return tokens
+
+
+# Anthropic's usage fields of the prompt (docs.claude.com/en/docs/build-with-claude/prompt-caching,
+# read 2026-12): input_tokens + cache_creation_input_tokens + cache_read_input_tokens = the prompt.
+_PROMPT_USAGE = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def message_usage(event: Any, seen: dict[str, int]) -> dict[str, int]:
+    """The prompt's usage fields of a Messages answer so far: a whole ``Message``'s ``usage``, a
+    stream's ``message_start`` (its ``message.usage``) or ``message_delta`` (cumulative usage),
+    folded into ``seen``; other events leave it as it is. Pure."""
+    kind = getattr(event, "type", None)
+    usage = getattr(event, "usage", None)
+    if kind == "message_start":
+        usage = getattr(getattr(event, "message", None), "usage", None)
+    elif kind not in ("message", "message_delta"):
+        return seen
+    for name in _PROMPT_USAGE:
+        value = getattr(usage, name, None)
+        if isinstance(value, int):
+            seen[name] = value
+    return seen
 
 
 class _Timer:
@@ -374,18 +406,8 @@ def _phase_breakdown(stamps: Mapping[str, float]) -> dict[str, float]:
 
 
 def _openai(ctx: Context, variant: str) -> Driver:
-    try:
-        import openai
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the official client is missing: pip install 'llmclient[bench]'") from exc
-    def build() -> Any:
-        kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key}
-        if ctx.verify is not True:
-            # Only the CA bundle differs from the defaults (the reference server's own CA).
-            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ctx.verify)
-        return openai.AsyncOpenAI(**kwargs)
-
-    client = _lazy_client(ctx, build)
+    _require("openai", "the official client is missing: pip install 'llmclient[bench]'")
+    client = _lazy_client(ctx, lambda: official_client("openai", ctx.base_url, ctx.api_key, ctx.verify))
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)
@@ -419,6 +441,52 @@ def _openai(ctx: Context, variant: str) -> Driver:
     return send
 
 
+def _require(package: str, hint: str) -> None:
+    """A clear error naming what to install when ``package`` is missing (at the driver's making)."""
+    try:
+        importlib.import_module(package)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError(hint) from exc
+
+
+def official_client(api: str, base_url: str, api_key: str, verify: str | bool = True, /, *,
+                    sync: bool = False, http_client: Any = None, **options: Any) -> Any:
+    """The official client of ``api`` as an app makes it: ``openai.(Async)OpenAI`` or
+    ``anthropic.(Async)Anthropic`` (given ``base_url`` as the suite has it, ending in ``/v1``: the
+    Messages API's root for the latter), its defaults but ``options`` (``timeout``,
+    ``max_retries`` ...). Only the CA bundle differs from the defaults where ``verify`` names the
+    reference server's own CA; ``http_client`` (one of the package's ``Default*HttpxClient``,
+    e.g. with event hooks) replaces the default pool. The one builder every driver, scenario and
+    worker uses, so the baseline is the same client everywhere."""
+    if api not in APIS:
+        raise ValueError(f"unknown API {api!r}; known: {', '.join(APIS)}")
+    module = importlib.import_module(api)  # the official package is named as its API here
+    if http_client is None and verify is not True:
+        http_client = getattr(module, "DefaultHttpxClient" if sync else "DefaultAsyncHttpxClient")(verify=verify)
+    if http_client is not None:
+        options["http_client"] = http_client
+    name = {"openai": "OpenAI", "anthropic": "Anthropic"}[api]
+    url = anthropic_root(base_url) if api == "anthropic" else base_url
+    return getattr(module, name if sync else f"Async{name}")(base_url=url, api_key=api_key, **options)
+
+
+def llmclient_client(api: str, base_url: str, api_key: str, verify: str | bool = True, /, *,
+                     sync: bool = False, **options: Any) -> Any:
+    """llmclient's face for ``api`` (``(Async)OpenAI`` or ``(Async)Anthropic``) with its
+    constructor ``options`` (``pacing``, ``stream_idle_timeout``, a ``base_url`` of its own such as
+    ``Replicas(...)`` ..., which replaces ``base_url``); ``base_url`` as the suite has it (the Messages API's root for
+    anthropic). Imported by name: llmclient is optional for the harness (the suite reports it
+    "not available" when it is missing) and typed loosely here on purpose."""
+    if api not in APIS:
+        raise ValueError(f"unknown API {api!r}; known: {', '.join(APIS)}")
+    name = {"openai": "OpenAI", "anthropic": "Anthropic"}[api]
+    kwargs: dict[str, Any] = {"base_url": anthropic_root(base_url) if api == "anthropic" else base_url,
+                              "api_key": api_key, **options}
+    if verify is not True:
+        kwargs.setdefault("verify", verify)
+    return getattr(importlib.import_module("llmclient"), name if sync else f"Async{name}")(**kwargs)
+
+
 def _lazy_client(ctx: Context, build: Callable[[], Any]) -> Callable[[], Any]:
     """A driver's client, built on its first request (an import and a pool nobody uses cost
     nothing) and closed with the suite (``ctx.closers``)."""
@@ -435,36 +503,30 @@ def _lazy_client(ctx: Context, build: Callable[[], Any]) -> Callable[[], Any]:
 
 def _anthropic(ctx: Context, variant: str) -> Driver:
     """The official ``anthropic.AsyncAnthropic`` with its defaults (the Messages face's baseline)."""
-    try:
-        import anthropic
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the official anthropic client is missing: pip install anthropic") from exc
-    def build() -> Any:
-        kwargs: dict[str, Any] = {"base_url": anthropic_root(ctx.base_url), "api_key": ctx.api_key}
-        if ctx.verify is not True:
-            # Only the CA bundle differs from the defaults (the reference server's own CA).
-            kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ctx.verify)
-        return anthropic.AsyncAnthropic(**kwargs)
-
-    client = _lazy_client(ctx, build)
+    _require("anthropic", "the official anthropic client is missing: pip install anthropic")
+    client = _lazy_client(ctx, lambda: official_client("anthropic", ctx.base_url, ctx.api_key, ctx.verify))
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)
         headers = {"traceparent": traceparent(timer.trace_id), **request.headers}
         try:
             body = _create_kwargs(messages_body(request, ctx.model))
+            seen: dict[str, int] = {}
             if request.stream:
                 stream = await client().messages.create(extra_headers=headers, **body)
                 tokens = None
                 async for event in stream:
                     timer.content(_message_text(event))
                     tokens = _message_event_tokens(event, tokens)
-                return timer.record(status=200, output_tokens=tokens or timer.chunks or None)
+                    message_usage(event, seen)
+                return timer.record(status=200, output_tokens=tokens or timer.chunks or None,
+                                    prompt_tokens=seen.get("input_tokens"), extra=dict(seen))
             raw = await client().messages.with_raw_response.create(extra_headers=headers, **body)
             message = await raw.parse()  # the async client's parse is a coroutine
             usage = message.usage
             return timer.record(
                 status=raw.status_code, output_tokens=usage.output_tokens, prompt_tokens=usage.input_tokens,
+                extra=message_usage(message, seen),
                 breakdown={f"server.{k}": v for k, v in
                            parse_server_timing(raw.headers.get("server-timing")).items()})
         except Exception as exc:
@@ -477,31 +539,29 @@ def _llmclient_anthropic(ctx: Context, variant: str, **options: Any) -> Driver:
     """``llmclient.AsyncAnthropic``, with per-call options (``cache=True`` ...)."""
     client_options = options.pop("client_options", {})
 
-    def build() -> Any:
-        kwargs: dict[str, Any] = {"base_url": anthropic_root(ctx.base_url), "api_key": ctx.api_key, **client_options}
-        if ctx.verify is not True:
-            kwargs.setdefault("verify", ctx.verify)
-        return importlib.import_module("llmclient").AsyncAnthropic(**kwargs)
-
-    client = _lazy_client(ctx, build)
+    client = _lazy_client(ctx, lambda: llmclient_client("anthropic", ctx.base_url, ctx.api_key, ctx.verify,
+                                                        **client_options))
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)
         try:
             body = _create_kwargs(messages_body(request, ctx.model))
             response = await client().messages.create(extra_headers=dict(request.headers), **body, **options)
-            tokens = prompt = None
+            tokens = None
+            seen: dict[str, int] = {}
             if request.stream:
                 async for event in response:
                     timer.content(_message_text(event))
                     tokens = _message_event_tokens(event, tokens)
+                    message_usage(event, seen)
             else:
-                usage = getattr(response, "usage", None)
-                tokens = getattr(usage, "output_tokens", None)
-                prompt = getattr(usage, "input_tokens", None)
+                tokens = getattr(getattr(response, "usage", None), "output_tokens", None)
+                message_usage(response, seen)
             timer.trace_id = getattr(response, "trace_id", None) or timer.trace_id
-            return timer.record(status=200, output_tokens=tokens or timer.chunks or None, prompt_tokens=prompt,
-                                **_from_call_record(getattr(response, "timings", None)))
+            fields = _from_call_record(getattr(response, "timings", None))
+            fields["extra"] = {**fields.get("extra", {}), **seen}
+            return timer.record(status=200, output_tokens=tokens or timer.chunks or None,
+                                prompt_tokens=seen.get("input_tokens"), **fields)
         except Exception as exc:
             trace_id = getattr(exc, "trace_id", None)
             if trace_id:
@@ -514,15 +574,8 @@ def _llmclient_anthropic(ctx: Context, variant: str, **options: Any) -> Driver:
 def _llmclient(ctx: Context, variant: str, **options: Any) -> Driver:
     client_options = options.pop("client_options", {})
 
-    def build() -> Any:
-        kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key, **client_options}
-        if ctx.verify is not True:
-            kwargs.setdefault("verify", ctx.verify)
-        # Imported by name: llmclient is optional for the harness (the suite reports it "not
-        # available" when it is missing) and typed loosely here on purpose.
-        return importlib.import_module("llmclient").AsyncOpenAI(**kwargs)
-
-    client = _lazy_client(ctx, build)
+    client = _lazy_client(ctx, lambda: llmclient_client("openai", ctx.base_url, ctx.api_key, ctx.verify,
+                                                        **client_options))
 
     async def send(request: ChatRequest, scheduled: float | None) -> RequestRecord:
         timer = _Timer(ctx, variant, scheduled)

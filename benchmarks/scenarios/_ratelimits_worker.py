@@ -1,6 +1,9 @@
 """One worker process of the ``ratelimits`` scenario (``python -m
-benchmarks.scenarios._ratelimits_worker SPEC_JSON``): closed-loop chat calls of mixed sizes
-until a deadline, through one client variant, then one JSON line per call on stdout.
+benchmarks.scenarios._ratelimits_worker SPEC_JSON``): closed-loop calls of mixed sizes
+until a deadline, through one client variant, then one JSON line per call on stdout. ``api`` in
+the spec: ``openai`` (Chat Completions, ``openai.OpenAI`` / ``llmclient.OpenAI``) or ``anthropic``
+(the Messages API, ``anthropic.Anthropic`` / ``llmclient.Anthropic``). Each call carries its own
+``x-request-id`` (``rid`` in its line), so the server's access log tells what each attempt got.
 
 Variants: ``openai`` (the official client, defaults), ``llmclient`` (pacing off),
 ``llmclient/auto`` (the default: pacing once refused, alone on the key), ``llmclient/local`` (pacing=True, this process's own view), ``llmclient/shared`` (pacing=True,
@@ -36,40 +39,60 @@ def _cost(messages: list[dict[str, str]], max_tokens: int) -> int:
     return -(-chars // 4) + max_tokens  # what the reference server counts
 
 
-def main(spec: dict[str, Any]) -> None:
-    variant, url, key = spec["variant"], spec["base_url"], spec["api_key"]
-    verify = spec.get("verify") or True  # the reference server's CA, when it speaks TLS
-    seen_429 = [0]
-    if variant == "openai":
-        import httpx
-        import openai
+# The model each API's route of the reference server answers as (its Messages route knows the
+# Claude names; the chat route takes any).
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 
-        def hook(response: httpx.Response) -> None:
+
+def _client(spec: dict[str, Any], seen_429: list[int]) -> Any:
+    """The variant's client, made by the harness's builders (the drivers' baseline and face)."""
+    from ..harness.drivers import llmclient_client, official_client
+
+    api, variant, url, key = spec.get("api", "openai"), spec["variant"], spec["base_url"], spec["api_key"]
+    verify = spec.get("verify") or True  # the reference server's CA, when it speaks TLS
+    if variant == "openai":  # the official client of the run's API, a response hook counting 429s
+        import importlib
+
+        def hook(response: Any) -> None:
             if response.status_code == 429:
                 seen_429[0] += 1
 
-        http_client: Any = httpx.Client(verify=verify, event_hooks={"response": [hook]})
-        client: Any = openai.OpenAI(base_url=url, api_key=key, http_client=http_client,
-                                    max_retries=spec["max_retries"])
-    else:
-        import llmclient
+        http_client = importlib.import_module(api).DefaultHttpxClient(verify=verify, event_hooks={"response": [hook]})
+        return official_client(api, url, key, verify, sync=True, http_client=http_client,
+                               max_retries=spec["max_retries"])
+    pacing: Any = {"llmclient": False, "llmclient/auto": "auto"}.get(variant, True)
+    redis = spec.get("redis") if variant == "llmclient/shared" else None
+    return llmclient_client(api, url, key, verify, sync=True, pacing=pacing, redis=redis,
+                            max_retries=spec["max_retries"])
 
-        pacing: Any = {"llmclient": False, "llmclient/auto": "auto"}.get(variant, True)
-        redis = spec.get("redis") if variant == "llmclient/shared" else None
-        client = llmclient.OpenAI(base_url=url, api_key=key, pacing=pacing, redis=redis, verify=verify,
-                                  max_retries=spec["max_retries"])
+
+def main(spec: dict[str, Any]) -> None:
+    variant, api = spec["variant"], spec.get("api", "openai")
+    seen_429 = [0]
+    client = _client(spec, seen_429)
+    model = MODELS[api]
+    # The official package's types (llmclient's faces answer with them) imported before the
+    # start, as the official client's were by making it: an import inside the measured seconds
+    # (about 1.5 s for anthropic on this machine) is no part of pacing.
+    __import__(api)
     calls = _calls(spec["seed"])
     # Everyone starts together (processes take different times to import their client).
     time.sleep(max(0.0, spec["start_at"] - time.time()))
     deadline = spec["start_at"] + spec["duration_s"]
-    out = []
+    out: list[dict[str, Any]] = []
     while time.time() < deadline:
         messages, max_tokens = next(calls)
         before = seen_429[0]
         t0 = time.time()
         status, retries, error = 200, 0, None
+        rid = f"{spec['api_key']}-w{spec.get('worker', 0)}-{len(out)}"  # the server's access log names every attempt by it
         try:
-            r = client.chat.completions.create(model="gpt-4o-mini", messages=messages, max_tokens=max_tokens)
+            if api == "anthropic":
+                r = client.messages.create(model=model, messages=messages, max_tokens=max_tokens,
+                                           extra_headers={"x-request-id": rid})
+            else:
+                r = client.chat.completions.create(model=model, messages=messages, max_tokens=max_tokens,
+                                                   extra_headers={"x-request-id": rid})
             retries = int(getattr(getattr(r, "timings", None), "retries", 0) or 0)
         except Exception as exc:  # the client gave up (its retries spent): a failed call
             status = int(getattr(exc, "status_code", 0) or 0)
@@ -79,7 +102,7 @@ def main(spec: dict[str, Any]) -> None:
         refused = seen_429[0] - before if variant == "openai" else (retries if retries >= 0 else 0)
         if variant != "openai" and error is not None and status == 429:
             refused = spec["max_retries"] + 1  # every attempt was refused
-        out.append({"t0": t0, "t1": t1, "status": status, "error": error, "refused": refused,
+        out.append({"t0": t0, "t1": t1, "status": status, "error": error, "refused": refused, "rid": rid,
                     "cost": _cost(messages, max_tokens)})
         time.sleep(spec["think_s"])
     client.close()

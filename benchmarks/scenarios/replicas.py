@@ -45,6 +45,15 @@ server of one model, whose context must hold the ~6.4k-token ``long`` prompts), 
 slow and killed replica (not ours to break); hit rates come from vLLM's
 ``vllm:prefix_cache_{hits,queries}_total`` where ``/metrics`` has them.
 
+On the Messages API (``--api anthropic``) the same fleet serves ``POST /v1/messages`` through
+``llmclient.AsyncAnthropic(base_url=Replicas(roots, policy=...))`` (the system prompt goes in
+``system``, which prefix affinity hashes first, as Anthropic's prompt cache orders a prompt).
+There each answer's usage says what the replica's prefix cache served
+(``cache_read_input_tokens``, out of ``input_tokens + cache_creation_input_tokens +
+cache_read_input_tokens``), so each run reports that hit rate as the client saw it beside the one
+read from ``/metrics``. No official-client arm: the official clients take one base URL, so
+round-robin (what a load balancer in front of them does) is the baseline on either API.
+
 Subsets: ``BENCH_REPLICAS_LOADS=0.8``, ``BENCH_REPLICAS_WORKLOADS=long``,
 ``BENCH_REPLICAS_FAULTS=0`` (without the slow and killed replica). The quick pass runs the
 ``chat`` workload only at 50% of its knee (from 8 and 16 calls per replica), 32 calls per run,
@@ -67,6 +76,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..harness._scenario import Arm, Context, NotAvailable, Rate, RequestRecord, Row, ScenarioResult
+from ..harness.drivers import anthropic_root
 from ..harness.load import (
     poisson_arrivals,
     readable_text,
@@ -397,13 +407,28 @@ def usage_summary(wall_s: float, engines_before: list[dict[str, float]], engines
             "machine_cpu": machine, "cores": cores}
 
 
+def usage_hit_rate(records: list[RequestRecord]) -> float | None:
+    """Pure: the prompt-cache hit rate the answers' usage reports (the Messages API's
+    ``cache_read_input_tokens`` over the prompt's tokens, input + cache creation + cache read,
+    over the answered calls that carry them); None when none does (Chat Completions here)."""
+    read = total = 0
+    for r in records:
+        if not r.ok or "cache_read_input_tokens" not in r.extra:
+            continue
+        read += int(r.extra["cache_read_input_tokens"])
+        total += sum(int(r.extra.get(k) or 0) for k in
+                     ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
+    return read / total if total else None
+
+
 class ReplicaRouting:
     name = "replicas"
+    apis = ("openai", "anthropic")
     description = (f"{REPLICAS} replicas, multi-turn sessions over shared system prompts (Zipf), "
                    "open loop at 50% and 80% of the fleet's knee: round-robin vs least-loaded "
                    "vs llmclient's prefix affinity")
     requires = ("llmclient",)  # and the embedded server (spawn_server) or --base-url URL1,URL2,...
-    quick_s = 24  # measured: 4 replicas, a 2-step knee ladder, 3 runs of 48 calls
+    quick_s = {"openai": 24, "anthropic": 24}  # measured: 4 replicas, a 2-step knee ladder, 3 runs of 48 calls
 
     def run(self, ctx: Context) -> ScenarioResult:
         own = not ctx.replica_urls  # replicas this run starts, else the user's
@@ -437,7 +462,9 @@ class ReplicaRouting:
         series: dict[str, Any] = {"replicas": fleet_n, "profile": profile, "runs": {}, "workloads": {}}
         try:
             with contextlib.ExitStack() as stack:
-                urls = [stack.enter_context(ctx.routed(server)) for server in servers]
+                # the face's URLs: the Messages API's roots (the official way to give anthropic's)
+                face_url = anthropic_root if ctx.api == "anthropic" else str
+                urls = [face_url(stack.enter_context(ctx.routed(server))) for server in servers]
                 sub = ctx.derive(verify=servers[0].ca_path or ctx.verify)
                 systems = [readable_text(SYSTEM_WORDS, random.Random(ctx.seed * 1000 + k))
                            for k in range(SYSTEM_PROMPTS)]
@@ -504,7 +531,8 @@ class ReplicaRouting:
                             records[variant] = out
                             known = all(e["known"] for e in usage.engines)
                             series["runs"][variant] = {**_run_summary(out, before, after, urls, ideal, rate, known),
-                                                       "workload": workload, "usage": used}
+                                                       "workload": workload, "usage": used,
+                                                       "usage_hit_rate": usage_hit_rate(out)}
                         pct = f"{round(load * 100)}%{suffix}"
                         series["runs"][f"prefix@{pct}"]["turns"] = turn_split(
                             records[f"round_robin@{pct}"], records[f"prefix@{pct}"], prompts, seed=pct)
@@ -520,7 +548,7 @@ class ReplicaRouting:
                     slow = start_replicas(1, profile, spawn=ctx.spawn_server, cert_from=servers[0],
                                           extra_args=("--cold-start-s", "0", "--faults", f"straggler={SLOW}"))[0]
                     servers.append(slow)
-                    fleet = [*urls[:REPLICAS - 1], stack.enter_context(ctx.routed(slow))]
+                    fleet = [*urls[:REPLICAS - 1], face_url(stack.enter_context(ctx.routed(slow)))]
                     for policy in ("round_robin", "prefix"):
                         variant = f"{policy}+slow"
                         ctx.progress(f"  replicas: {variant}, {n} calls at {rate:.1f} req/s, one replica "
@@ -664,7 +692,9 @@ def _notes(series: dict[str, Any], n: int) -> list[str]:
         hits = (f"prefix-cache hit rate {run['hit_rate']:.0%} ({run['hit_vs_ideal']:.0%} of the ideal {ideal:.0%})"
                 if run["hit_rate"] is not None else
                 "prefix-cache hit rate not reported (no vLLM or reference-server counters in /metrics)")
-        notes.append(f"{variant}: {hits}, calls per replica {run['per_replica']}, {run['failed']} failed; "
+        seen = run.get("usage_hit_rate")
+        said = "" if seen is None else f" (the answers' cache_read_input_tokens: {seen:.0%})"
+        notes.append(f"{variant}: {hits}{said}, calls per replica {run['per_replica']}, {run['failed']} failed; "
                      f"{_usage_note(run['usage'])}")
         if run.get("turns") and (line := _turns_note(variant, run["turns"])):
             notes.append(line)

@@ -30,18 +30,38 @@ is a lower bound there), the longest stretch without a new token after the first
 (``frozen_ms``), llmclient's own resumes, and of them the early ones (a silent background stream
 resumed beside its connection before the idle limit, ``early_won``).
 
+On the Messages API (``--api anthropic``) the same loop runs Messages streams (``messages``),
+``anthropic.AsyncAnthropic`` against ``llmclient.AsyncAnthropic`` (built by the harness's
+``official_client`` / ``llmclient_client``, the drivers' builders), with the faults the reference
+server's Messages route has: a cut is a reset mid-answer (``reset_after``) or, every other one, the
+``event: error`` with ``overloaded_error`` the API sends when it is overloaded mid-answer
+(``error_after``); a stall is a ping-only stall (``pings_after``: the content stops, an ``event:
+ping`` goes on every :data:`PING_MS` ms for :data:`PING_STALL_MS` ms, then the stream goes on: the
+official client's read timeout never fires, every ping resets it; llmclient's watchdog does not
+count a ping as progress); and in the full pass :data:`OVERLOAD_RATE` of the streams are refused
+with a 529 ``overloaded_error`` before they start (``Retry-After: 1``; both clients retry it). A
+stream llmclient gives up on raises with what arrived as ``.partial``; recorded per answer:
+``partial_kept``, the failed attempts whose ``.partial`` text is what the app was shown. What does
+not apply there: background Responses streams (the Messages API keeps no events to resume from)
+and chat continuation (``stream_resume="continue"`` is for Chat Completions: the Messages API has
+no continuation fields), so the ``messages`` streams run ``anthropic`` and ``llmclient`` only.
+
 A subset (the full run takes about 30 minutes on 2 cores): ``BENCH_STREAMS_APIS`` (comma-separated,
-of :data:`APIS`) and ``BENCH_STREAMS_MIXES`` (of the mixes' names) restrict the run, e.g.
+of :data:`APIS`) and ``BENCH_STREAMS_MIXES`` (of the mixes' names) restrict the run (``messages`` is the one API of
+``--api anthropic``), e.g.
 ``BENCH_STREAMS_APIS=responses BENCH_STREAMS_MIXES=clean,cut20 python -m benchmarks --full
---scenarios streams`` (:func:`subset`).
+--scenarios streams`` (:func:`subset`); ``BENCH_STREAMS_N`` sets the streams per client and mix
+(:func:`streams_per_mix`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,14 +88,27 @@ STALL_RATE = 0.02
 # Mixes: (name, share of streams reset mid-answer). Stalls come on top in the faulted ones.
 MIXES = (("clean", 0.0), ("cut5", 0.05), ("cut20", 0.20))
 APIS = ("responses", "chat")
+MESSAGES_APIS = ("messages",)  # --api anthropic: the Messages API's streams
+# The Messages API's faults (see the module docstring): the ping-only stall's length and rhythm,
+# longer than the official client's read timeout to show that a ping resets it; the share of
+# streams a 529 refuses before they start (the full pass's faulted mixes).
+PING_MS = 250
+PING_STALL_MS = 8000
+OVERLOAD_RATE = 0.02
 # The quick pass: per API, 6 streams of which 5 are reset mid-answer and none stall (a stall
 # costs the official client its whole read timeout), judged on a count: how many cut streams
 # were finished without the app starting over. 5 a side decides it; a p99 needs 200.
 QUICK_STREAMS = 6
 QUICK_MIX = ("cut5of6", 5 / QUICK_STREAMS)
 # Events before the first text: chat sends its role chunk; a Responses stream four events
-# (created, in_progress, output_item.added, content_part.added).
-_LEAD = {"chat": 1, "responses": 4}
+# (created, in_progress, output_item.added, content_part.added); a Messages stream three
+# (message_start, content_block_start, ping).
+_LEAD = {"chat": 1, "responses": 4, "messages": 3}
+
+
+def stream_apis(api: str) -> tuple[str, ...]:
+    """The stream APIs a run of ``--api api`` covers (pure)."""
+    return MESSAGES_APIS if api == "anthropic" else APIS
 
 
 @dataclass(frozen=True)
@@ -91,21 +124,33 @@ class Plan:
 
 
 def plan_faults(n: int, cut_rate: float, stall_rate: float, api: str, rng: random.Random,
-                max_tokens: int = MAX_TOKENS) -> Plan:
+                max_tokens: int = MAX_TOKENS, overload_rate: float = 0.0) -> Plan:
     """Pure: ``round(cut_rate * n)`` resets and ``round(stall_rate * n)`` stalls (at least one of
     each when the rate is above zero, so a quick pass measures both), at points drawn uniformly
     over the stream's events (role chunk or opening events included: a cut before content is a
-    case too)."""
+    case too). On ``messages`` every other cut is an ``overloaded_error`` event instead of a
+    reset, a stall is a ping-only one, and ``overload_rate`` of the streams (at least one, above
+    zero, in a faulted mix) are refused with a 529 before they start."""
     cuts = max(1, round(cut_rate * n)) if cut_rate > 0 else 0
     stalls = max(1, round(stall_rate * n)) if cut_rate > 0 and stall_rate > 0 else 0
-    if cuts + stalls > n:
-        raise ValueError(f"{cuts} cuts and {stalls} stalls do not fit in {n} requests")
-    chosen = rng.sample(range(n), cuts + stalls)
+    overloads = max(1, round(overload_rate * n)) if api == "messages" and cut_rate > 0 and overload_rate > 0 else 0
+    if cuts + stalls + overloads > n:
+        raise ValueError(f"{cuts} cuts, {stalls} stalls and {overloads} 529s do not fit in {n} requests")
+    chosen = rng.sample(range(n), cuts + stalls + overloads)
     last = max_tokens + _LEAD[api]
     faults = {}
     for j, i in enumerate(chosen):
-        item = "reset_after" if j < cuts else "stall_after"
-        faults[i] = f"{item}={rng.randint(1, last)};once={{once}}"
+        if j >= cuts + stalls:
+            faults[i] = "status=529;once={once}"
+            continue
+        at = rng.randint(1, last)
+        if api != "messages":
+            item = "reset_after" if j < cuts else "stall_after"
+            faults[i] = f"{item}={at};once={{once}}"
+        elif j < cuts:
+            faults[i] = f"{'reset_after' if j % 2 == 0 else 'error_after'}={at};once={{once}}"
+        else:
+            faults[i] = f"pings_after={at};ping_ms={PING_MS};resume_ms={PING_STALL_MS};once={{once}}"
     return Plan(faults)
 
 
@@ -125,6 +170,19 @@ class _Answer:
         self.attempts = 0
         self.resumes = 0
         self.early_won = 0
+        self.shown = ""        # the current attempt's text, as the app was shown it
+        self.partials = 0      # failed attempts whose ``.partial`` carried the text shown
+        self.partial_lost = 0  # failed attempts with text shown but a ``.partial`` without it
+
+    def partial(self, exc: BaseException) -> None:
+        """A failed attempt: whether its error's ``.partial`` (llmclient's) holds what was shown."""
+        text = getattr(getattr(exc, "partial", None), "text", None)
+        if not self.shown or text is None:
+            return
+        if text == self.shown:
+            self.partials += 1
+        else:
+            self.partial_lost += 1
 
     def token(self) -> None:
         now = time.perf_counter()
@@ -138,6 +196,7 @@ class _Answer:
     def retry(self) -> None:
         self.twice += self.tokens
         self.tokens = 0
+        self.shown = ""
 
     def record(self, fault: str | None, error: str | None) -> RequestRecord:
         now = time.perf_counter()
@@ -148,10 +207,17 @@ class _Answer:
             ttft_ms=None if self.first is None else (self.first - self.t0) * 1000.0,
             extra={"fault": fault, "attempts": self.attempts, "tokens_twice": self.twice,
                    "frozen_ms": self.frozen * 1000.0, "resumes": self.resumes,
-                   "early_won": self.early_won})
+                   "early_won": self.early_won, "partial_kept": self.partials,
+                   "partial_lost": self.partial_lost})
 
 
 def _text_and_end(api: str, item: Any) -> tuple[str | None, bool]:
+    if api == "messages":
+        kind = getattr(item, "type", None)
+        if kind == "content_block_delta":
+            text = getattr(getattr(item, "delta", None), "text", None)
+            return (text if isinstance(text, str) else None), False
+        return None, kind == "message_stop"
     if api == "responses":
         kind = getattr(item, "type", None)
         # response.incomplete is a whole answer too: the one that reached max_output_tokens.
@@ -182,11 +248,13 @@ def _app_driver(ctx: Context, api: str, variant: str, open_stream: OpenStream) -
                     text, end = _text_and_end(api, item)
                     if text:
                         answer.token()
+                        answer.shown += text
                     complete = complete or end
                 timings = getattr(stream, "timings", None)
                 answer.resumes += int(getattr(timings, "resumes", 0) or 0)
                 answer.early_won += int(getattr(timings, "early_resumes_won", 0) or 0)
             except Exception as exc:
+                answer.partial(exc)
                 timings = getattr(exc, "timings", None)
                 answer.resumes += int(getattr(timings, "resumes", 0) or 0)
                 answer.early_won += int(getattr(timings, "early_resumes_won", 0) or 0)
@@ -211,7 +279,12 @@ def _prompt(request: ChatRequest) -> str:
 
 
 def _opener(client: Any, api: str, model: str, **options: Any) -> OpenStream:
+    from ..harness.drivers import _create_kwargs, messages_body
+
     async def open_stream(request: ChatRequest, headers: dict[str, str]) -> Any:
+        if api == "messages":  # the drivers' Messages body: temperature in extra_body (anthropic 2.17)
+            body = _create_kwargs(messages_body(dataclasses.replace(request, extra_body={"temperature": 0}), model))
+            return await client.messages.create(extra_headers=headers, **body, **options)
         if api == "responses":
             return await client.responses.create(
                 model=model, input=_prompt(request), max_output_tokens=request.max_tokens,
@@ -224,29 +297,25 @@ def _opener(client: Any, api: str, model: str, **options: Any) -> OpenStream:
 
 
 def _official(ctx: Context, api: str, variant: str) -> Any:
-    import openai
+    from ..harness.drivers import official_client
 
-    client = openai.AsyncOpenAI(
-        base_url=ctx.base_url, api_key=ctx.api_key,
-        timeout=OFFICIAL_READ_S,  # read (and connect) timeout
-        http_client=openai.DefaultAsyncHttpxClient(verify=ctx.verify) if ctx.verify is not True else None)
+    # read (and connect) timeout: OFFICIAL_READ_S
+    client = official_client(ctx.api, ctx.base_url, ctx.api_key, ctx.verify, timeout=OFFICIAL_READ_S)
     ctx.closers.append(client.close)
     return _app_driver(ctx, api, variant, _opener(client, api, ctx.model))
 
 
 def _llmclient(ctx: Context, api: str, variant: str, **options: Any) -> Any:
-    import llmclient
+    from ..harness.drivers import llmclient_client
 
-    kwargs: dict[str, Any] = {"base_url": ctx.base_url, "api_key": ctx.api_key,
-                              "stream_idle_timeout": IDLE_S}
-    if ctx.verify is not True:
-        kwargs["verify"] = ctx.verify
-    client = llmclient.AsyncOpenAI(**kwargs)
+    client = llmclient_client(ctx.api, ctx.base_url, ctx.api_key, ctx.verify, stream_idle_timeout=IDLE_S)
     ctx.closers.append(client.close)
     return _app_driver(ctx, api, variant, _opener(client, api, ctx.model, **options))
 
 
 def _variants(ctx: Context, api: str, mix: str) -> dict[str, Any]:
+    # The official client's variant is named "openai/..." on either API (the report names it
+    # "anthropic/..." on the Messages API: ScenarioResult.official_named).
     out = {f"openai/{api}/{mix}": _official(ctx, api, f"openai/{api}/{mix}"),
            f"llmclient/{api}/{mix}": _llmclient(ctx, api, f"llmclient/{api}/{mix}")}
     if api == "chat" and _continues():
@@ -267,19 +336,23 @@ def _continues() -> bool:
 # ---- the scenario ------------------------------------------------------------------------------
 class Streams:
     name = "streams"
+    apis = ("openai", "anthropic")
     description = ("5%/20% of streams reset mid-answer and 2% stalled (background Responses and "
-                   "chat): complete answers, time to a complete answer, tokens generated twice; "
+                   "chat; on --api anthropic Messages streams, the stalls ping-only, 2% refused with "
+                   "529): complete answers, time to a complete answer, tokens generated twice; "
                    "official client + app retry loop vs llmclient")
     requires = ("llmclient", "openai", "faults", "spawn_server")
-    quick_s = 26  # measured: 2 APIs x 7 rounds (one warm-up) x 2-3 clients, 5 cuts each
+    # measured: openai: 2 APIs x 7 rounds (one warm-up) x 2-3 clients, 5 cuts each;
+    # anthropic: Messages streams, 7 rounds x 2 clients, 5 cuts
+    quick_s = {"openai": 26, "anthropic": 12}
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 85)
-        n = QUICK_STREAMS if ctx.quick else 200  # 200 a side: what a p99 needs (harness.stats.min_samples)
+        n = streams_per_mix(ctx.quick, os.environ.get("BENCH_STREAMS_N"))
         # The unfaulted baseline serves the p99 comparison, which only a full run can estimate.
         mixes: tuple[tuple[str, float], ...] = (QUICK_MIX,) if ctx.quick else MIXES
         apis, mixes = subset(os.environ.get("BENCH_STREAMS_APIS"), os.environ.get("BENCH_STREAMS_MIXES"),
-                             mixes)
+                             mixes, stream_apis(ctx.api))
         stall_rate = 0.0 if ctx.quick else STALL_RATE
         max_tokens = QUICK_MAX_TOKENS if ctx.quick else MAX_TOKENS
         server = ctx.spawn_fault_server("streams")
@@ -291,7 +364,8 @@ class Streams:
                                  model=server.model(ctx.api_key) or ctx.model)
                 for api in apis:
                     for mix, rate in mixes:
-                        plan = plan_faults(n, rate, stall_rate, api, rng, max_tokens)
+                        plan = plan_faults(n, rate, stall_rate, api, rng, max_tokens,
+                                           0.0 if ctx.quick else OVERLOAD_RATE)
                         requests = _requests(sub, n, plan, rng, max_tokens)
                         ctx.progress(f"  streams/{api}/{mix}: {n} streams per client, "
                                      f"{len(plan.faults)} faulted")
@@ -299,25 +373,39 @@ class Streams:
         finally:
             server.stop()
         summary = summarise(records)
-        arms = {f"openai/{api}": Arm("openai") for api in apis}
+        arms = {f"openai/{api}": Arm(ctx.api) for api in apis}
         arms.update({f"llmclient/{api}": Arm("llmclient") for api in apis})
-        arms["llmclient+continue/chat"] = Arm("llmclient", {"stream_resume": "continue"})
+        if "chat" in apis:
+            arms["llmclient+continue/chat"] = Arm("llmclient", {"stream_resume": "continue"})
         return ScenarioResult.of(self, records, rows=_rows(records, mixes, quick=ctx.quick),
                                  notes=_notes(n, max_tokens, summary),
                                  series={"summary": summary, "idle_s": IDLE_S,
                                          "official_read_s": OFFICIAL_READ_S}, arms=arms)
 
 
-def subset(apis: str | None, mixes: str | None,
-           available: Sequence[tuple[str, float]]) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
+def streams_per_mix(quick: bool, raw: str | None) -> int:
+    """Pure: streams per client and mix: ``BENCH_STREAMS_N`` (a whole number, at least
+    :data:`QUICK_STREAMS`), else :data:`QUICK_STREAMS` in the quick pass and 200 in the full one
+    (200 a side: what a p99 needs, ``harness.stats.min_samples``). A bad value is a ValueError
+    naming it."""
+    if not raw:
+        return QUICK_STREAMS if quick else 200
+    if not raw.strip().isdigit() or int(raw) < QUICK_STREAMS:
+        raise ValueError(f"BENCH_STREAMS_N={raw!r}: a whole number of streams, at least {QUICK_STREAMS}")
+    return int(raw)
+
+
+def subset(apis: str | None, mixes: str | None, available: Sequence[tuple[str, float]],
+           known: tuple[str, ...] = APIS) -> tuple[tuple[str, ...], tuple[tuple[str, float], ...]]:
     """Pure: the APIs and mixes a run covers (``BENCH_STREAMS_APIS`` / ``BENCH_STREAMS_MIXES``,
-    comma-separated; unset or empty: all). An unknown name raises ``ValueError`` naming it."""
-    chosen_apis = tuple(a.strip() for a in (apis or "").split(",") if a.strip()) or APIS
+    comma-separated; unset or empty: all of ``known``, the run's stream APIs). An unknown name
+    raises ``ValueError`` naming it."""
+    chosen_apis = tuple(a.strip() for a in (apis or "").split(",") if a.strip()) or known
     names = [m for m, _ in available]
     chosen = [m.strip() for m in (mixes or "").split(",") if m.strip()] or names
     for api in chosen_apis:
-        if api not in APIS:
-            raise ValueError(f"BENCH_STREAMS_APIS: unknown API {api!r} (one of {', '.join(APIS)})")
+        if api not in known:
+            raise ValueError(f"BENCH_STREAMS_APIS: unknown API {api!r} (one of {', '.join(known)})")
     for mix in chosen:
         if mix not in names:
             raise ValueError(f"BENCH_STREAMS_MIXES: unknown mix {mix!r} (one of {', '.join(names)})")
@@ -344,7 +432,7 @@ def summarise(records: Mapping[str, Sequence[RequestRecord]]) -> dict[str, dict[
 
     out = {}
     for variant, recs in records.items():
-        stalled = [r.extra.get("frozen_ms", 0.0) for r in recs if r.extra.get("fault") == "stall_after"]
+        stalled = [r.extra.get("frozen_ms", 0.0) for r in recs if r.extra.get("fault") in ("stall_after", "pings_after")]
         done = [r.latency_ms for r in recs if r.ok]
         faulted = [r.latency_ms for r in recs if r.ok and r.extra.get("fault")]
         out[variant] = {
@@ -356,6 +444,9 @@ def summarise(records: Mapping[str, Sequence[RequestRecord]]) -> dict[str, dict[
             "app_retries": sum(max(0, int(r.extra.get("attempts", 1)) - 1) for r in recs),
             "resumes": sum(int(r.extra.get("resumes", 0)) for r in recs),
             "early_won": sum(int(r.extra.get("early_won", 0)) for r in recs),
+            "partial_kept": sum(int(r.extra.get("partial_kept", 0)) for r in recs),
+            "partial_lost": sum(int(r.extra.get("partial_lost", 0)) for r in recs),
+            "faults": dict(sorted(Counter(str(r.extra.get("fault")) for r in recs if r.extra.get("fault")).items())),
             "stall_frozen_ms": sorted(round(v) for v in stalled),
         }
     return out
@@ -372,7 +463,8 @@ def finished_first_time(record: RequestRecord) -> bool | None:
 # What each candidate's claim is called, per API.
 _TECHNIQUES = {("llmclient", "responses"): "resumed background streams",
                ("llmclient", "chat"): "cut chat streams, llmclient's defaults",
-               ("llmclient+continue", "chat"): "chat continuation"}
+               ("llmclient+continue", "chat"): "chat continuation",
+               ("llmclient", "messages"): "cut Messages streams, llmclient's defaults"}
 
 
 def _rows(records: Mapping[str, Sequence[RequestRecord]],
@@ -381,8 +473,8 @@ def _rows(records: Mapping[str, Sequence[RequestRecord]],
     starting over (a rate, both passes), and in the full pass the time to a complete answer at
     p50/p95/p99 against the official client's and against llmclient's unfaulted run."""
     rows: list[Row | Rate] = []
-    for api in APIS:
-        short = "bg" if api == "responses" else "chat"
+    for api in (*APIS, *MESSAGES_APIS):
+        short = {"responses": "bg", "chat": "chat", "messages": "messages"}[api]
         for mix, rate in mixes:
             if rate <= 0:
                 continue
@@ -422,7 +514,8 @@ def _notes(n: int, max_tokens: int, summary: Mapping[str, Mapping[str, Any]]) ->
                      f"max {s['max_ms']} ms; faulted streams p50 {s['faulted_p50_ms']} ms), "
                      f"{s['tokens_twice']} tokens generated twice, {s['app_retries']} app retries, "
                      f"{s['resumes']} llmclient resumes ({s['early_won']} early); stalled streams froze "
-                     f"{frozen}")
+                     f"{frozen}; faults {s['faults'] or '-'}; failed attempts whose .partial held the text "
+                     f"shown: {s['partial_kept']} (without it: {s['partial_lost']})")
     return notes
 
 

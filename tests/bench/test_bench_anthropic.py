@@ -43,12 +43,13 @@ def test_only_the_scenarios_that_apply_run_and_one_named_that_does_not_is_an_err
     scenarios, errors = discover()
     assert not errors
     anthropic = {s.name for s in for_api(scenarios, "anthropic", named=False)}
-    assert {"connection", "concurrency", "http1", "coldstart", "cache", "tail", "pingstall"} <= anthropic
-    assert not {"streams", "agents", "images", "speculative"} & anthropic  # written for chat only
+    assert {"connection", "concurrency", "http1", "coldstart", "cache", "tail", "pingstall",
+            "streams", "replicas", "ratelimits"} <= anthropic
+    assert not {"agents", "images", "speculative"} & anthropic  # written for chat only
     assert "pingstall" not in {s.name for s in for_api(scenarios, "openai", named=False)}
     by_name = {s.name: s for s in scenarios}
-    with pytest.raises(ValueError, match=r"not for --api anthropic: streams \(they run with --api openai\)"):
-        for_api([by_name["connection"], by_name["streams"]], "anthropic", named=True)
+    with pytest.raises(ValueError, match=r"not for --api anthropic: agents \(they run with --api openai\)"):
+        for_api([by_name["connection"], by_name["agents"]], "anthropic", named=True)
 
 
 def test_the_official_client_is_named_for_the_api_everywhere_a_scenario_wrote_openai() -> None:
