@@ -13,6 +13,8 @@ import orjson
 
 from .logprobs import MAX_COMPLETION_LOGPROBS, MAX_TOP_LOGPROBS
 
+MAX_TOOL_CALLS = 16  # this server's cap on ``n_tool_calls`` (toolcalls.py; OpenAI documents none)
+
 __all__ = [
     "ChatParams",
     "CompletionParams",
@@ -329,8 +331,6 @@ def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str, tuple[To
 
 def _tool_call_count(body: dict[str, Any]) -> int | None:
     """``n_tool_calls``: a whole number 1-16, not with ``parallel_tool_calls: false`` above 1."""
-    from .toolcalls import MAX_TOOL_CALLS
-
     value = body.get("n_tool_calls")
     if value is None:
         return None

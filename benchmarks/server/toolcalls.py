@@ -32,11 +32,10 @@ from typing import Any
 
 import orjson
 
-from ._validate import ToolChoice
+from ._validate import MAX_TOOL_CALLS, ToolChoice
 
 __all__ = ["MAX_TOOL_CALLS", "CallSpec", "ToolCallWriter", "call_id"]
 
-MAX_TOOL_CALLS = 16  # this server's cap on ``n_tool_calls`` (OpenAI documents none)
 _DEFAULT_WORD = "value"  # as tool_arguments fills a scalar it has no word for
 
 
