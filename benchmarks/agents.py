@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .harness.drivers import llmclient_client, official_client
+
 RESPONSES_ARMS = ("official-http", "official-ws", "llmclient-http", "llmclient-ws")
 CHAT_ARMS = ("official-chat", "llmclient-chat")
 ARMS = RESPONSES_ARMS + CHAT_ARMS
@@ -430,20 +432,10 @@ def _close_quietly(conn: Any) -> None:
 
 
 def make_client(arm: str, base_url: str, verify: str | bool = True, api_key: str = "bench-key") -> Any:
-    """The arm's client; ``verify``: a CA bundle for the reference server's TLS."""
-    lib = arm.split("-")[0]
-    if lib == "official":
-        import openai
-
-        extra: dict[str, Any] = {}
-        if verify is not True:
-            extra["http_client"] = openai.DefaultHttpxClient(verify=verify)
-        return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, **extra)
-    import llmclient
-
-    if verify is True:
-        return llmclient.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
-    return llmclient.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, verify=verify)
+    """The arm's sync client, no retries (a lost task is counted, not retried); ``verify``: a CA
+    bundle for the reference server's TLS. Built by the suite's one builder (``harness/drivers``)."""
+    build = official_client if arm.split("-")[0] == "official" else llmclient_client
+    return build("openai", base_url, api_key, verify, sync=True, max_retries=0)
 
 
 def ws_options(arm: str, verify: str | bool) -> dict[str, Any]:
