@@ -160,6 +160,12 @@ def anthropic_headers(api_key: str | None, auth_token: str | None, is_async: boo
     return merge_custom(headers, custom)
 
 
+def _is_official_timeout(value: object) -> bool:
+    """Whether ``value`` is an ``httpx2.Timeout`` (anthropic 2.x's ``anthropic.Timeout``), told by
+    its shape so that httpx2 is not imported: a ``Timeout`` with ``as_dict()``."""
+    return type(value).__name__ == "Timeout" and callable(getattr(value, "as_dict", None))
+
+
 def official_timeout(value: Any) -> Any:
     """A ``timeout=`` as llmclient's calls take it: the official client's own ``anthropic.Timeout``
     (anthropic 2.x's is ``httpx2.Timeout``, which code written for it passes, as pydantic-ai does
@@ -167,9 +173,8 @@ def official_timeout(value: Any) -> Any:
     None, ``httpx.Timeout``, and what the config then refuses). Pure: httpx2 is not imported."""
     if isinstance(value, httpx.Timeout):
         return value
-    as_dict = getattr(value, "as_dict", None)
-    if type(value).__name__ == "Timeout" and callable(as_dict):
-        return httpx.Timeout(**as_dict())
+    if _is_official_timeout(value):
+        return httpx.Timeout(**value.as_dict())
     return value
 
 
@@ -181,8 +186,7 @@ class AnthropicTimeout(httpx.Timeout):
     whole first; llmclient's default is the official one, so it must compare equal."""
 
     def __eq__(self, other: object) -> bool:
-        as_dict = getattr(other, "as_dict", None)
-        if not isinstance(other, httpx.Timeout) and not (type(other).__name__ == "Timeout" and callable(as_dict)):
+        if not isinstance(other, httpx.Timeout) and not _is_official_timeout(other):
             return NotImplemented
         return self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
 
