@@ -238,10 +238,8 @@ def _make(api: str, client: str, base_url: str, api_key: str, counting: _Countin
 
     is_async = client.endswith("-async")
     if official_of(client):
-        module = __import__(api)
-        http_client = getattr(module, "DefaultAsyncHttpxClient" if is_async else "DefaultHttpxClient")(
-            event_hooks={"request": [counting.ahit if is_async else counting.hit]})
-        return official_client(api, base_url, api_key, sync=not is_async, http_client=http_client)
+        return official_client(api, base_url, api_key, sync=not is_async,
+                               event_hooks={"request": [counting.ahit if is_async else counting.hit]})
     return llmclient_client(api, base_url, api_key, sync=not is_async)
 
 

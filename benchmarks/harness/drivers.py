@@ -450,21 +450,22 @@ def _require(package: str, hint: str) -> None:
 
 
 def official_client(api: str, base_url: str, api_key: str, verify: str | bool = True, /, *,
-                    sync: bool = False, http_client: Any = None, **options: Any) -> Any:
+                    sync: bool = False, event_hooks: Mapping[str, list[Any]] | None = None,
+                    **options: Any) -> Any:
     """The official client of ``api`` as an app makes it: ``openai.(Async)OpenAI`` or
     ``anthropic.(Async)Anthropic`` (given ``base_url`` as the suite has it, ending in ``/v1``: the
     Messages API's root for the latter), its defaults but ``options`` (``timeout``,
     ``max_retries`` ...). Only the CA bundle differs from the defaults where ``verify`` names the
-    reference server's own CA; ``http_client`` (one of the package's ``Default*HttpxClient``,
-    e.g. with event hooks) replaces the default pool. The one builder every driver, scenario and
+    reference server's own CA; ``event_hooks`` (httpx's: a hook counting attempts or 429s) go on
+    the package's own ``Default*HttpxClient``, so the pool stays the default one. The one builder every driver, scenario and
     worker uses, so the baseline is the same client everywhere."""
     if api not in APIS:
         raise ValueError(f"unknown API {api!r}; known: {', '.join(APIS)}")
     module = importlib.import_module(api)  # the official package is named as its API here
-    if http_client is None and verify is not True:
-        http_client = getattr(module, "DefaultHttpxClient" if sync else "DefaultAsyncHttpxClient")(verify=verify)
-    if http_client is not None:
-        options["http_client"] = http_client
+    if verify is not True or event_hooks:
+        default = getattr(module, "DefaultHttpxClient" if sync else "DefaultAsyncHttpxClient")
+        options["http_client"] = default(**({} if verify is True else {"verify": verify}),
+                                         **({"event_hooks": event_hooks} if event_hooks else {}))
     name = {"openai": "OpenAI", "anthropic": "Anthropic"}[api]
     url = anthropic_root(base_url) if api == "anthropic" else base_url
     return getattr(module, name if sync else f"Async{name}")(base_url=url, api_key=api_key, **options)

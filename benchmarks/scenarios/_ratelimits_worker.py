@@ -51,14 +51,11 @@ def _client(spec: dict[str, Any], seen_429: list[int]) -> Any:
     api, variant, url, key = spec.get("api", "openai"), spec["variant"], spec["base_url"], spec["api_key"]
     verify = spec.get("verify") or True  # the reference server's CA, when it speaks TLS
     if variant == "openai":  # the official client of the run's API, a response hook counting 429s
-        import importlib
-
         def hook(response: Any) -> None:
             if response.status_code == 429:
                 seen_429[0] += 1
 
-        http_client = importlib.import_module(api).DefaultHttpxClient(verify=verify, event_hooks={"response": [hook]})
-        return official_client(api, url, key, verify, sync=True, http_client=http_client,
+        return official_client(api, url, key, verify, sync=True, event_hooks={"response": [hook]},
                                max_retries=spec["max_retries"])
     pacing: Any = {"llmclient": False, "llmclient/auto": "auto"}.get(variant, True)
     redis = spec.get("redis") if variant == "llmclient/shared" else None
