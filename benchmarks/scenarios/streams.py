@@ -41,10 +41,11 @@ official client's read timeout never fires, every ping resets it; llmclient's wa
 count a ping as progress); and in the full pass :data:`OVERLOAD_RATE` of the streams are refused
 with a 529 ``overloaded_error`` before they start (``Retry-After: 1``; both clients retry it). A
 stream llmclient gives up on raises with what arrived as ``.partial``; recorded per answer:
-``partial_kept``, the failed attempts whose ``.partial`` text is what the app was shown. What does
-not apply there: background Responses streams (the Messages API keeps no events to resume from)
-and chat continuation (``stream_resume="continue"`` is for Chat Completions: the Messages API has
-no continuation fields), so the ``messages`` streams run ``anthropic`` and ``llmclient`` only.
+``partial_kept``, the failed attempts whose ``.partial`` text is what the app was shown. A
+Messages stream cut before content is sent again by llmclient's defaults; one cut in its text
+goes on with ``stream_resume="continue"`` (the partial text as a prefill, the final assistant
+turn the Messages API writes on from), the third client. What does not apply there: background
+Responses streams (the Messages API keeps no events to resume from).
 
 A subset (the full run takes about 30 minutes on 2 cores): ``BENCH_STREAMS_APIS`` (comma-separated,
 of :data:`APIS`) and ``BENCH_STREAMS_MIXES`` (of the mixes' names) restrict the run (``messages`` is the one API of
@@ -318,19 +319,20 @@ def _variants(ctx: Context, api: str, mix: str) -> dict[str, Any]:
     # "anthropic/..." on the Messages API: ScenarioResult.official_named).
     out = {f"openai/{api}/{mix}": _official(ctx, api, f"openai/{api}/{mix}"),
            f"llmclient/{api}/{mix}": _llmclient(ctx, api, f"llmclient/{api}/{mix}")}
-    if api == "chat" and _continues():
+    if api in ("chat", "messages") and _continues(api):
         name = f"llmclient+continue/{api}/{mix}"
         out[name] = _llmclient(ctx, api, name, stream_resume="continue")
     return out
 
 
-def _continues() -> bool:
-    """Whether this llmclient offers chat continuation (``stream_resume="continue"``)."""
+def _continues(api: str) -> bool:
+    """Whether this llmclient offers continuation (``stream_resume="continue"``) on ``api``:
+    chat, or Messages prefills (``resume.messages_seam``, from the same release)."""
     try:
         from llmclient.pipeline import resume
     except ImportError:
         return False
-    return hasattr(resume, "continuation_body")
+    return hasattr(resume, "messages_seam" if api == "messages" else "continuation_body")
 
 
 # ---- the scenario ------------------------------------------------------------------------------
@@ -343,8 +345,8 @@ class Streams:
                    "official client + app retry loop vs llmclient")
     requires = ("llmclient", "openai", "faults", "spawn_server")
     # measured: openai: 2 APIs x 7 rounds (one warm-up) x 2-3 clients, 5 cuts each;
-    # anthropic: Messages streams, 7 rounds x 2 clients, 5 cuts
-    quick_s = {"openai": 26, "anthropic": 12}
+    # anthropic: Messages streams, 7 rounds x 3 clients (the third continues), 5 cuts
+    quick_s = {"openai": 26, "anthropic": 17}
 
     def run(self, ctx: Context) -> ScenarioResult:
         rng = random.Random(ctx.seed + 85)
@@ -375,8 +377,9 @@ class Streams:
         summary = summarise(records)
         arms = {f"openai/{api}": Arm(ctx.api) for api in apis}
         arms.update({f"llmclient/{api}": Arm("llmclient") for api in apis})
-        if "chat" in apis:
-            arms["llmclient+continue/chat"] = Arm("llmclient", {"stream_resume": "continue"})
+        for api in apis:
+            if any(name.startswith(f"llmclient+continue/{api}/") for name in records):
+                arms[f"llmclient+continue/{api}"] = Arm("llmclient", {"stream_resume": "continue"})
         return ScenarioResult.of(self, records, rows=_rows(records, mixes, quick=ctx.quick),
                                  notes=_notes(n, max_tokens, summary),
                                  series={"summary": summary, "idle_s": IDLE_S,
@@ -464,7 +467,8 @@ def finished_first_time(record: RequestRecord) -> bool | None:
 _TECHNIQUES = {("llmclient", "responses"): "resumed background streams",
                ("llmclient", "chat"): "cut chat streams, llmclient's defaults",
                ("llmclient+continue", "chat"): "chat continuation",
-               ("llmclient", "messages"): "cut Messages streams, llmclient's defaults"}
+               ("llmclient", "messages"): "cut Messages streams, llmclient's defaults",
+               ("llmclient+continue", "messages"): "Messages continuation (prefill)"}
 
 
 def _rows(records: Mapping[str, Sequence[RequestRecord]],

@@ -60,13 +60,21 @@ class _Choice:
 class PartialTracker:
     """Follows one stream's chunks or events; ``answer()`` is the partial answer so far."""
 
-    __slots__ = ("_choices", "events", "last_sequence_number", "response_id")
+    __slots__ = ("_choices", "blocks", "events", "last_sequence_number", "other_content", "response_id",
+                 "stopped")
 
     def __init__(self) -> None:
         self.events = 0
         self._choices: dict[int, _Choice] = {}
         self.response_id: str | None = None
         self.last_sequence_number: int | None = None
+        # Anthropic's Messages stream: each content block's type by index (its
+        # ``content_block_start`` delivered), the blocks stopped, and whether anything but text
+        # came (a tool use's input, a thinking block: content an app may have shown, that no
+        # prefill can hand back).
+        self.blocks: dict[int, str] = {}
+        self.stopped: set[int] = set()
+        self.other_content = False
 
     def chunk(self, obj: dict[str, Any], choices: Any) -> None:
         """A Chat Completions or Completions chunk, and its ``choices`` (read once, by the
@@ -96,12 +104,15 @@ class PartialTracker:
 
     def has_content(self) -> bool:
         """Whether any text or tool call arrived (what an app may already have shown)."""
-        return any(s.parts or s.tools for s in self._choices.values())
+        return self.other_content or any(s.parts or s.tools for s in self._choices.values())
 
     def continuable(self) -> bool:
         """Whether the answer so far can be continued as an assistant prefix: one choice, with
-        text and no tool call (a tool call's arguments cannot be handed back half-written)."""
-        if set(self._choices) != {0}:
+        text and no tool call (a tool call's arguments cannot be handed back half-written); on
+        a Messages stream, one text block, still open, and nothing else."""
+        if set(self._choices) != {0} or self.other_content:
+            return False
+        if self.blocks and (self.blocks != {0: "text"} or self.stopped):
             return False
         state = self._choices[0]
         return bool(state.parts) and not state.tools and state.finish is None
@@ -128,12 +139,14 @@ class PartialTracker:
                 state = self._choices[0] = _Choice()
             state.parts.append(obj["delta"])
         elif kind == "content_block_delta":  # Anthropic's Messages stream: its text so far
-            delta = obj.get("delta")
-            if isinstance(delta, dict) and isinstance(delta.get("text"), str):
-                state = self._choices.get(0)
-                if state is None:
-                    state = self._choices[0] = _Choice()
-                state.parts.append(delta["text"])
+            self.events -= 1  # content_delta counts it
+            self.content_delta(obj)
+        elif kind == "content_block_start":
+            self._block_start(obj)
+        elif kind == "content_block_stop":
+            index = obj.get("index")
+            if isinstance(index, int):
+                self.stopped.add(index)
         elif kind == "message_start" and self.response_id is None and isinstance(obj.get("message"), dict):
             mid = obj["message"].get("id")
             if isinstance(mid, str):
@@ -158,6 +171,19 @@ class PartialTracker:
                 if state is None:
                     state = self._choices[0] = _Choice()
                 state.parts.append(text)
+            else:  # input_json_delta, thinking_delta, signature_delta, citations_delta
+                self.other_content = True
+
+    def _block_start(self, obj: dict[str, Any]) -> None:
+        """An Anthropic ``content_block_start``: its type kept; a block that is not an empty text
+        block (a tool use names its tool, a thinking block opens) is content already."""
+        block = obj.get("content_block")
+        index = obj.get("index")
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(index, int) and isinstance(kind, str):
+            self.blocks[index] = kind
+        if kind != "text" or (isinstance(block, dict) and block.get("text")):
+            self.other_content = True
 
     def answer(self) -> PartialAnswer:
         choices = {i: PartialChoice(i, "".join(s.parts), [s.tools[k] for k in sorted(s.tools)], s.finish)

@@ -24,6 +24,18 @@ after the seam is a new draw. A server that does not know the fields refuses the
 and the error is raised with the partial answer attached; a server that ignores them would start
 a new answer after the prefix, so declare ``"continue"`` only for servers that implement it.
 
+Anthropic's Messages stream goes on the same ways. One that fails before any content (a reset,
+an ``error`` event such as ``overloaded_error``, a stall) is sent again within ``max_retries``;
+the events the app already has (``message_start``, the empty text block's
+``content_block_start``) are not delivered twice. One cut inside its text answer continues with
+``stream_resume="continue"``: the Messages API reads a final assistant turn as a prefill and
+writes on from it (Anthropic's docs, "Prefill Claude's response", read 2026-12-08), so the
+request goes again with the partial text as that turn. The API refuses a prefill that ends in
+white space, so the turn is the text without its trailing white space, and the same white space
+at the head of the continuation is dropped (the app has it). Not after a tool use or a thinking
+block (a half-written tool input cannot be handed back; extended thinking takes no prefill), nor
+for a request whose own last turn is a prefill.
+
 Early resume. A resume of a background stream only READS the server's event log: it generates
 nothing twice. So a background stream silent for longer than its own rhythm explains
 (:func:`early_resume_after`: a high quantile of its inter-event gaps times a factor, floored at
@@ -41,16 +53,16 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..wire.codec import RESPONSES_PATH
+from ..wire.codec import MESSAGES_PATH, RESPONSES_PATH
 
 __all__ = ["CHAT_PATH", "CONTINUE_FIELDS", "EARLY_RESUME_CAP", "EARLY_RESUME_CAP_S", "EARLY_RESUME_FACTOR",
            "EARLY_RESUME_FLOOR_S", "EARLY_RESUME_MIN_GAPS", "EARLY_RESUME_QUANTILE", "EARLY_RESUME_SPARSE_FACTOR", "MAX_RESUMES",
            "RESENDABLE_PATHS", "STREAM_RESUME_MODES", "check_early_resume", "check_stream_resume",
-           "continuable", "continuation_body", "early_resume_after", "next_step", "out_of_order",
-           "resendable", "resumable", "resume_delay"]
+           "continuable", "continuation_body", "early_resume_after", "messages_seam", "next_step",
+           "out_of_order", "resendable", "resumable", "resume_delay"]
 
 CHAT_PATH = "/chat/completions"
-RESENDABLE_PATHS = frozenset({CHAT_PATH, "/completions"})
+RESENDABLE_PATHS = frozenset({CHAT_PATH, "/completions", MESSAGES_PATH})
 # ``stream_resume``: "auto" resumes background Responses streams and re-sends chat streams that
 # showed nothing; "continue" also continues a chat stream cut after content.
 STREAM_RESUME_MODES = ("auto", "continue")
@@ -87,23 +99,40 @@ def check_stream_resume(value: object) -> str:
 def continuable(mode: str, method: str, path: str, body: dict[str, Any] | None, stream: bool) -> bool:
     """Whether a call's stream may be continued after content: it opted in, it is a streamed
     chat request with one choice (``n`` > 1 would need one continuation per choice) and its
-    body does not already use the continuation fields itself."""
-    if mode != "continue" or not stream or method != "POST" or path != CHAT_PATH or body is None:
+    body does not already use the continuation fields itself; or a streamed Messages request
+    without extended thinking whose last turn is the user's (not a prefill of its own)."""
+    if mode != "continue" or not stream or method != "POST" or body is None:
+        return False
+    if path == MESSAGES_PATH:
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled"):
+            return False
+        turns = body.get("messages")
+        return isinstance(turns, list) and bool(turns) and isinstance(turns[-1], dict) \
+            and turns[-1].get("role") == "user"
+    if path != CHAT_PATH:
         return False
     if body.get("n") not in (None, 1):
         return False
     return not any(key in body for key in CONTINUE_FIELDS)
 
 
-def continuation_body(body: dict[str, Any], text: str, shown: int) -> dict[str, Any] | None:
-    """The request that continues a chat answer cut after ``text`` (``shown`` content chunks,
+def continuation_body(body: dict[str, Any], text: str, shown: int, path: str = CHAT_PATH) -> dict[str, Any] | None:
+    """The request that continues an answer cut after ``text`` (``shown`` content chunks,
     each taken as one token: what the server generated so far), or None when it cannot be
     continued: nothing to go on from, or no token left of ``max_tokens`` /
-    ``max_completion_tokens`` (the rest of the answer gets what the first part left)."""
+    ``max_completion_tokens`` (the rest of the answer gets what the first part left). Chat: the
+    text as an open assistant message with vLLM's fields; Messages (``path``): the text without
+    its trailing white space as the final assistant turn, a prefill (:func:`messages_seam`)."""
+    if path == MESSAGES_PATH:
+        text = text.rstrip()
     if not text:
         return None
-    out = {**body, "messages": [*body["messages"], {"role": "assistant", "content": text}],
-           **CONTINUE_FIELDS}
+    if path == MESSAGES_PATH:
+        out = {**body, "messages": [*body["messages"], {"role": "assistant", "content": text}]}
+    else:
+        out = {**body, "messages": [*body["messages"], {"role": "assistant", "content": text}],
+               **CONTINUE_FIELDS}
     for key in ("max_tokens", "max_completion_tokens"):
         limit = body.get(key)
         if isinstance(limit, int) and not isinstance(limit, bool):
@@ -111,6 +140,13 @@ def continuation_body(body: dict[str, Any], text: str, shown: int) -> dict[str, 
                 return None
             out[key] = limit - shown
     return out
+
+
+def messages_seam(text: str) -> str:
+    """The white space a Messages continuation's prefill leaves off the end of ``text`` (the
+    API refuses a prefill that ends in it): dropped from the head of the continuation, where
+    the model writes it again, as the app has it already."""
+    return text[len(text.rstrip()):]
 
 
 def next_step(*, resumes: int, final: bool, resume_from: tuple[str, int] | None, can_resend: bool,

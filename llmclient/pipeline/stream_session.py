@@ -43,7 +43,14 @@ from ..wire.codec import (
     has_token,
 )
 from .partial import PartialTracker
-from .resume import MAX_RESUMES, continuation_body, early_resume_after, next_step, out_of_order
+from .resume import (
+    MAX_RESUMES,
+    continuation_body,
+    early_resume_after,
+    messages_seam,
+    next_step,
+    out_of_order,
+)
 from .watchdog import stall_message, stalled
 
 if TYPE_CHECKING:
@@ -71,9 +78,9 @@ class StreamSession:
     """One stream's state, as its iterator drives it."""
 
     __slots__ = ("_chunks", "_end", "_events", "_expect_seq", "_final", "_had_event", "_keepalives", "_make",
-                 "_messages", "_on_complete", "_partial", "_response", "_skip_opening", "call", "can_continue",
-                 "can_resend", "can_resume", "complete", "decoder", "early", "gaps", "idle", "last_event", "request",
-                 "request_id", "resumes", "trace_id")
+                 "_messages", "_on_complete", "_partial", "_response", "_seam", "_skip_opening", "call",
+                 "can_continue", "can_resend", "can_resume", "complete", "cut_by_event", "decoder", "early", "gaps",
+                 "idle", "last_event", "pending", "request", "request_id", "resumes", "trace_id")
 
     def __init__(self, call: Call, decoder: StreamDecoder, response: httpx.Response,
                  make: Callable[[dict[str, Any]], Any],
@@ -102,6 +109,13 @@ class StreamSession:
         self._keepalives = False
         self.can_resume, self.can_resend, self.can_continue = can_resume, can_resend, can_continue
         self._skip_opening = False  # a re-sent stream's role chunk: its twin was delivered
+        self._seam = ""  # a Messages continuation: the white space its prefill left off (resume.messages_seam)
+        # A Messages ``error`` event that says the server failed mid-answer (overloaded_error,
+        # api_error): a cut, that may be sent again or continued (``next_step``) as a reset is.
+        self.cut_by_event = False
+        # An error event's error, raised once the events before it in the same read are
+        # delivered (the official client yields them first too).
+        self.pending: APIError | None = None
         self.resumes = 0
         self._expect_seq: int | None = None
         self._final = False  # an error no resume can mend (events out of order, resume refused)
@@ -129,6 +143,8 @@ class StreamSession:
         answer), and the events as the app gets them; raises the stream's error for an error
         event or a stall."""
         if self._messages and not self.early and self._expect_seq is None:
+            if self._skip_opening:
+                objs = self._skip_messages_opening(objs)
             return self._handle_messages(objs)
         self._progress(objs)
         if self._events:
@@ -204,14 +220,18 @@ class StreamSession:
                 partial.events += 1  # counted as it came (the stall message's count), nothing more
                 continue
             else:
-                if kind == "error":
+                if kind == "error" or (kind is None and obj.get("error")):
                     # a status error of the 200 answer, with the event as its body, as the official
-                    # client's stream raises it (anthropic ``_streaming.py``)
+                    # client's stream raises it (anthropic ``_streaming.py``); a bare
+                    # ``{"error": ...}`` (a proxy's) an APIError. Raised after the events before it.
                     self._tick(True)
-                    raise self.annotate(APIStatusError(_error_message(obj), response=self._response, body=obj))
-                if kind is None and obj.get("error"):
-                    self._tick(True)
-                    raise self.annotate(APIError(_error_message(obj), body=obj))
+                    self.cut_by_event = kind == "error" and _server_failure(obj)
+                    err = self.annotate(APIStatusError(_error_message(obj), response=self._response, body=obj)
+                                        if kind == "error" else APIError(_error_message(obj), body=obj))
+                    if not out:
+                        raise err
+                    self.pending = err
+                    return out
                 if kind == MESSAGE_END_EVENT or kind in RESPONSE_END_EVENTS:
                     self._end = kind
                 if record.first_token_ms is None and has_token(obj):
@@ -221,6 +241,34 @@ class StreamSession:
                 chunks.append(obj)
             out.append(make(obj))
         self._tick(bool(out))
+        return out
+
+    def _skip_messages_opening(self, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A Messages stream sent again or continued: its opening events the app has already
+        (``message_start``, the ``content_block_start`` of a block it has open) are not
+        delivered twice, and a continuation's head loses the white space its prefill left off.
+        The first other event ends the opening."""
+        out = []
+        blocks = self._partial.blocks
+        for i, obj in enumerate(objs):
+            kind = obj.get("type")
+            if kind in ("message_start", PING_EVENT):
+                if kind == PING_EVENT:
+                    out.append(obj)
+                continue
+            if kind == "content_block_start" and obj.get("index") in blocks:
+                continue
+            self._skip_opening = False
+            seam, self._seam = self._seam, ""
+            if seam and kind == "content_block_delta":
+                trimmed = _trim_seam(obj, seam)
+                if trimmed is None:  # only the white space the app has: the opening goes on
+                    self._skip_opening, self._seam = True, seam[_delta_text_len(obj):]
+                    continue
+                obj = trimmed
+            out.append(obj)
+            out.extend(objs[i + 1:])
+            break
         return out
 
     def _progress(self, objs: list[dict[str, Any]]) -> None:
@@ -322,7 +370,7 @@ class StreamSession:
         retries_left = call.record.retries < call.max_retries
         can_resend = self.can_resend and retries_left
         can_continue = (self.can_continue and retries_left and partial.continuable()
-                        and continuation_body(call.body or {}, *partial.text_so_far()) is not None)
+                        and continuation_body(call.body or {}, *partial.text_so_far(), call.path) is not None)
         step = next_step(resumes=self.resumes, final=self._final, resume_from=resume_from,
                          can_resend=can_resend, content_seen=partial.has_content(),
                          can_continue=can_continue)
@@ -336,7 +384,11 @@ class StreamSession:
         return None
 
     def resume_failed(self, err: APIError, what: str, exc: APIError) -> APIError:
+        """The error raised when the step after ``err`` failed too (``exc``): a cut's, naming
+        both; an error event's (``err`` a status error) as it was, the step's failure its cause."""
         self._final = True
+        if isinstance(err, APIStatusError):
+            return err
         return self._incomplete(f"{err.message}; {what} failed: {exc.message}")
 
     def resumed(self, response: httpx.Response, decoder: StreamDecoder, kind: StepKind,
@@ -354,6 +406,10 @@ class StreamSession:
         else:  # sent again or continued (a retry of the call): its role chunk was delivered already
             record.retries += 1
             self._skip_opening = True
+            if kind == "continue" and self._messages:
+                self._seam = messages_seam(args[0])
+        self.cut_by_event = False
+        self.pending = None
         self.last_event = time.monotonic()
         self._keepalives = False
         self._had_event = False  # the silence before a resume is no gap of the stream's rhythm
@@ -372,6 +428,39 @@ class StreamSession:
                 or partial.response_id is None or partial.last_sequence_number is None:
             return None
         return partial.response_id, partial.last_sequence_number
+
+
+# Anthropic's error types that say the server failed mid-answer (its errors reference, read
+# 2026-12-08: 529 overloaded_error, 500 api_error): the answer stopped as on a cut connection.
+SERVER_FAILURES = frozenset({"overloaded_error", "api_error"})
+
+
+def _server_failure(obj: dict[str, Any]) -> bool:
+    err = obj.get("error")
+    return isinstance(err, dict) and err.get("type") in SERVER_FAILURES
+
+
+def _delta_text_len(obj: dict[str, Any]) -> int:
+    delta = obj.get("delta")
+    text = delta.get("text") if isinstance(delta, dict) else None
+    return len(text) if isinstance(text, str) else 0
+
+
+def _trim_seam(obj: dict[str, Any], seam: str) -> dict[str, Any] | None:
+    """A continuation's first text delta without the white space the app has already (``seam``,
+    or as much of its head as the delta holds), or None when that is all the delta is."""
+    delta = obj.get("delta")
+    text = delta.get("text") if isinstance(delta, dict) else None
+    if not isinstance(text, str):
+        return obj
+    n = 0
+    while n < len(text) and n < len(seam) and text[n] == seam[n]:
+        n += 1
+    if n == 0:
+        return obj
+    if n == len(text):
+        return None
+    return {**obj, "delta": {**delta, "text": text[n:]}}  # type: ignore[dict-item]
 
 
 def _opening_only(chunk: dict[str, Any]) -> bool:

@@ -130,11 +130,16 @@ def test_the_three_run_on_the_messages_api_and_report_what_they_measured(tmp_pat
     assert all(s["skipped"] is None for s in by.values()), {n: s["skipped"] for n, s in by.items()}
 
     # streams: Messages streams (error events are planned for them only), the official anthropic
-    # client beside llmclient; every answer whole in the app loop; llmclient's cut streams keep
-    # what they showed as .partial
+    # client beside llmclient's defaults and its continuation; every answer whole in the app
+    # loop; llmclient's cut streams keep what they showed as .partial; continued ones finish
     streams = by["streams"]["records"]
-    assert set(streams) == {"anthropic/messages/cut5of6", "llmclient/messages/cut5of6"}
+    assert set(streams) == {"anthropic/messages/cut5of6", "llmclient/messages/cut5of6",
+                            "llmclient+continue/messages/cut5of6"}
     assert by["streams"]["arms"]["anthropic/messages"]["client"] == "anthropic"
+    assert by["streams"]["arms"]["llmclient+continue/messages"]["options"] == {"stream_resume": "continue"}
+    continued = streams["llmclient+continue/messages/cut5of6"]
+    assert all(r["extra"]["attempts"] == 1 for r in continued), continued  # no app retry: each went on
+    assert sum(r["extra"]["resumes"] for r in continued) == 5
     for variant, recs in streams.items():
         assert len(recs) == 6 and all(r["status"] == 200 for r in recs), (variant, recs)
         assert {r["extra"]["fault"] for r in recs if r["extra"]["fault"]} <= {"reset_after", "error_after"}
@@ -143,9 +148,11 @@ def test_the_three_run_on_the_messages_api_and_report_what_they_measured(tmp_pat
     cut = streams["llmclient/messages/cut5of6"]
     assert sum(r["extra"]["partial_kept"] for r in cut) >= 1 and sum(r["extra"]["partial_lost"] for r in cut) == 0
     assert sum(r["extra"]["partial_kept"] for r in streams["anthropic/messages/cut5of6"]) == 0  # no .partial there
-    (row,) = by["streams"]["rows"]
-    assert row["label"].startswith("streams messages 5 of 6 cut: anthropic+retry -> llmclient")
+    row, cont = by["streams"]["rows"]
+    assert row["label"].startswith("streams messages 5 of 6 cut: anthropic+retry -> llmclient,")
+    assert cont["label"].startswith("streams messages 5 of 6 cut: anthropic+retry -> llmclient+continue")
     assert (row["baseline_trials"], row["candidate_trials"]) == (5, 5)
+    assert (cont["candidate_events"], cont["candidate_trials"]) == (5, 5)
     assert "streams messages 5 of 6 cut" in out
 
     # replicas: the Messages face over Replicas of roots; the answers' usage says what the

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from ... import _official
-from ..._errors import APIError, APITimeoutError, IncompleteStreamError
+from ..._errors import APIError, APIStatusError, APITimeoutError, IncompleteStreamError
 from ..._logging import current_trace_id
 from ..._synchronization import asleep
 from ...features import otel as _otel
@@ -108,13 +108,18 @@ class AsyncStream(Generic[_T]):
                             async for raw in self.response.stream:  # type: ignore[union-attr]
                                 for item in session.feed(raw):
                                     yield item
+                                if session.pending is not None:  # an error event after the events it ends
+                                    raise session.pending
                     except httpx.TransportError as exc:
                         raise session.transport_error(exc) from exc
                     except APIError as exc:  # a malformed chunk: the call's trace id, as every APIError
                         raise session.annotate(exc)  # noqa: B904 (the same error, annotated)
                     session.finish(getattr(self.response.stream, "bytes_received", 0))
                     return
-                except (IncompleteStreamError, APITimeoutError) as err:
+                except (IncompleteStreamError, APITimeoutError, APIStatusError) as err:
+                    # an error event is a cut only where it says the server failed mid-answer
+                    if isinstance(err, APIStatusError) and not session.cut_by_event:
+                        raise
                     step = session.next_step()
                     if step is None:
                         raise

@@ -102,7 +102,7 @@ class Decode:
         """A chat stream cut after content, continued from its partial answer (``stream_resume=
         "continue"``, ``pipeline.resume``): the same call, its body with ``text`` as the
         assistant's prefix; the same record and trace."""
-        body = continuation_body(call.body or {}, text, shown)
+        body = continuation_body(call.body or {}, text, shown, call.path)
         assert body is not None  # the stream asked only after continuation_body said it can
         again = dataclasses.replace(call, body=body, content=None, route=None)
         response = await self._again(again)
