@@ -5,6 +5,7 @@ reference server.
     python -m benchmarks.agents                       # starts the server (profile h100-8b)
     python -m benchmarks.agents --tasks 6 --turns 6,20 --arms official-http,llmclient-ws
     python -m benchmarks.agents --arms official-chat,llmclient-chat --call-tokens 32
+    python -m benchmarks.agents --arms official-runner,llmclient-runner   # openai-agents' Runner
 
 A task (drawn per task index from ``--seed``, the same for every arm): a shared system prompt
 (``--system-words`` words, a few thousand tokens, sent as ``instructions`` every turn as agents
@@ -33,7 +34,14 @@ run) and starts each tool as ``stream.tool_calls()`` hands its call over, while 
 writes the next. Per chat task also: the tools' head start (each tool's start before its
 stream ended, summed), the wait from each stream's end to its turn's last tool result, how many
 tools started before the model began the turn's last call (by order), warm-ups sent
-(``speculation_stats()``), prompt and cached tokens (the server's usage). The
+(``speculation_stats()``), prompt and cached tokens (the server's usage). The same chat task
+through openai-agents' ``Runner`` (:func:`run_runner`): ``official-runner`` and
+``llmclient-runner``, ``Runner.run`` over ``OpenAIChatCompletionsModel`` handed the official
+``AsyncOpenAI`` or llmclient's, nothing else different (``agents_runner.py``, run in
+openai-agents' own venv, which pins its own ``openai``: made on first use, from PyPI); the
+model's calls are the reference server's ``tool_call_plan`` (the task's drawn calls per tool
+turn, then text), the tools async sleeps of the drawn latencies; both must end on the same final
+output. The
 arms take turns per task (AB AB), all in this process, so load from elsewhere hits each alike.
 Per task: task time, time to first token of each turn, client CPU (``time.process_time()``
 over the task: tools sleep, so it is the client's work), and the server's modelled reload
@@ -61,7 +69,9 @@ from .harness.drivers import llmclient_client, official_client
 
 RESPONSES_ARMS = ("official-http", "official-ws", "llmclient-http", "llmclient-ws")
 CHAT_ARMS = ("official-chat", "llmclient-chat")
-ARMS = RESPONSES_ARMS + CHAT_ARMS
+# The chat task through openai-agents' Runner (agents_runner.py, in openai-agents' own venv).
+RUNNER_ARMS = ("official-runner", "llmclient-runner")
+ARMS = RESPONSES_ARMS + CHAT_ARMS + RUNNER_ARMS
 CALL_TOKENS = 32  # a chat tool call's argument tokens (the server writes them at its token rate)
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "gpt-4o-mini"
@@ -136,6 +146,8 @@ def runner(arm: str) -> Any:
     """The function that runs a task on ``arm``."""
     if arm in CHAT_ARMS:
         return run_chat
+    if arm in RUNNER_ARMS:
+        return run_runner
     return run_ws if arm.endswith("-ws") else run_http
 
 
@@ -416,12 +428,76 @@ def run_chat(client: Any, task: Task, arm: str, tokens: int, call_tokens: int = 
     return out
 
 
-def different_finals(results: list[TaskResult]) -> list[int]:
-    """Task numbers (by order within each arm) whose chat arms ended on different final messages
-    (pure; the arms' greedy answers to the same conversation must agree)."""
-    theirs = [r.final for r in results if r.arm == "official-chat"]
-    ours = [r.final for r in results if r.arm == "llmclient-chat"]
+def different_finals(results: list[TaskResult], pair: tuple[str, str] = CHAT_ARMS) -> list[int]:
+    """Task numbers (by order within each arm) whose two arms of ``pair`` (the chat arms, or the
+    Runner arms) ended on different final messages (pure; greedy answers to the same
+    conversation must agree)."""
+    theirs = [r.final for r in results if r.arm == pair[0]]
+    ours = [r.final for r in results if r.arm == pair[1]]
     return [i for i, (a, b) in enumerate(zip(theirs, ours, strict=False)) if a != b]
+
+
+# -- the same task through openai-agents' Runner -----------------------------------------------
+class RunnerProcess:
+    """An arm's openai-agents process (``agents_runner.py`` in openai-agents' venv, llmclient from
+    here on its ``PYTHONPATH``): one client for every task, as an app's; a task a line in, a
+    result a line out. The venv is made on first use (``harness/venvs``: minutes, from PyPI)."""
+
+    def __init__(self, arm: str, base_url: str, model: str = MODEL, verify: str | bool = True) -> None:
+        import os
+        import subprocess
+
+        from .harness.venvs import OPENAI_AGENTS, framework_python, llmclient_path
+
+        python = framework_python("openai-agents", OPENAI_AGENTS)
+        env = {**os.environ, "PYTHONPATH": llmclient_path()}
+        for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+            env.pop(name, None)
+        self.arm = arm
+        self._proc = subprocess.Popen(
+            [str(python), str(Path(__file__).with_name("agents_runner.py")), base_url,
+             arm.split("-")[0], model, *([verify] if isinstance(verify, str) else [])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+
+    def run(self, task: Task, tokens: int) -> dict[str, Any]:
+        proc = self._proc
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(runner_task(task, tokens)) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.arm}: the openai-agents process ended (exit {proc.wait()})")
+        out: dict[str, Any] = json.loads(line)
+        return out
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except Exception:
+            self._proc.kill()
+            self._proc.wait()
+
+
+def runner_task(task: Task, tokens: int) -> dict[str, Any]:
+    """A task as ``agents_runner.py`` reads it (pure)."""
+    return {"turns": task.turns, "tools": [list(t) for t in task.tools], "system": task.system,
+            "question": task.question, "results": [list(r) for r in task.results], "tokens": tokens}
+
+
+def run_runner(proc: RunnerProcess, task: Task, arm: str, tokens: int, **_: Any) -> TaskResult:
+    """One task through ``Runner.run`` in the arm's openai-agents process. Raises when the Runner
+    raised, or made other calls than the task drew (a lost task)."""
+    got = proc.run(task, tokens)
+    if "error" in got:
+        raise RuntimeError(f"{arm}: {got['error']}")
+    if got["calls"] != task.turns or got["tools_run"] != sum(len(t) for t in task.tools):
+        raise RuntimeError(f"{arm}: {got['calls']} model calls and {got['tools_run']} tool runs; the task drew "
+                           f"{task.turns} turns and {sum(len(t) for t in task.tools)} calls")
+    out = TaskResult(arm, got["task_s"], got["cpu_s"])
+    out.final = got["final"]
+    return out
 
 
 def _close_quietly(conn: Any) -> None:
@@ -434,6 +510,8 @@ def _close_quietly(conn: Any) -> None:
 def make_client(arm: str, base_url: str, verify: str | bool = True, api_key: str = "bench-key") -> Any:
     """The arm's sync client, no retries (a lost task is counted, not retried); ``verify``: a CA
     bundle for the reference server's TLS. Built by the suite's one builder (``harness/drivers``)."""
+    if arm in RUNNER_ARMS:  # its own process, its own client (agents_runner.py)
+        return RunnerProcess(arm, base_url, verify=verify)
     build = official_client if arm.split("-")[0] == "official" else llmclient_client
     return build("openai", base_url, api_key, verify, sync=True, max_retries=0)
 
@@ -462,7 +540,7 @@ def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:
             "tasks": len(mine),
             "task_p50_s": statistics.median(times),
             "task_p95_s": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
-            "ttft_median_ms": statistics.median(t for r in mine for t in r.ttft_ms),
+            "ttft_median_ms": statistics.median(t for r in mine for t in r.ttft_ms) if arm not in RUNNER_ARMS else 0.0,
             "cpu_per_task_ms": statistics.median(r.cpu_s for r in mine) * 1000.0,
             "reload_per_task_ms": statistics.median(r.reload_ms for r in mine),
         }
@@ -479,8 +557,9 @@ def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:
         for theirs in ("official-http", "official-ws"):
             if ours in rows and theirs in rows:
                 ratios[f"{theirs}/{ours}"] = rows[theirs]["task_p50_s"] / rows[ours]["task_p50_s"]
-    if "official-chat" in rows and "llmclient-chat" in rows:
-        ratios["official-chat/llmclient-chat"] = rows["official-chat"]["task_p50_s"] / rows["llmclient-chat"]["task_p50_s"]
+    for theirs, ours in (CHAT_ARMS, RUNNER_ARMS):
+        if theirs in rows and ours in rows:
+            ratios[f"{theirs}/{ours}"] = rows[theirs]["task_p50_s"] / rows[ours]["task_p50_s"]
     return {"arms": rows, "ratios": ratios}
 
 
@@ -499,7 +578,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="chat arms' tool results (the whole conversation is resent: 150 words overflow "
                         "h100-8b's 8,192-token window in long tasks)")
     p.add_argument("--seed", type=int, default=44)
-    p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--arms", default=",".join(RESPONSES_ARMS + CHAT_ARMS),
+                   help="comma-separated, of: " + ", ".join(ARMS) + " (the Runner arms run in openai-agents' own "
+                        "venv, made on first use from PyPI: name them to run them)")
     p.add_argument("--out", default=str(ROOT / "results" / "agents.json"))
     args = p.parse_args(argv)
     arms = args.arms.split(",")
@@ -527,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
             for arm in (arms if i % 2 == 0 else arms[::-1]):  # AB BA: neither always goes first
                 run = runner(arm)
                 extra = {"call_tokens": args.call_tokens} if arm in CHAT_ARMS else {}
-                r = run(clients[arm], chat if arm in CHAT_ARMS else task, arm, args.tokens, **extra)
+                r = run(clients[arm], chat if arm in CHAT_ARMS + RUNNER_ARMS else task, arm, args.tokens, **extra)
                 results.append(r)
                 print(f"task {i + 1}/{args.tasks} ({task.turns} turns): {arm:<15} {r.task_s:7.2f} s "
                       f"cpu {r.cpu_s * 1000:7.1f} ms reload {r.reload_ms:7.1f} ms", file=sys.stderr, flush=True)
@@ -548,13 +629,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"warm-ups/task {row['warmups_per_task']:4.1f}  cached prompt share {row['cached_share']:.2f}")
     for name, value in summary["ratios"].items():
         print(f"ratio {name:<30} {value:6.3f}")
-    differ = different_finals(results)
+    differ = different_finals(results) + different_finals(results, RUNNER_ARMS)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": vars(args), "summary": summary,
                                "tasks": [r.__dict__ for r in results]}, indent=2))
     if differ:
-        print(f"the chat arms' final messages differ on tasks {[i + 1 for i in differ]}", file=sys.stderr)
+        print(f"the chat (or Runner) arms' final messages differ on tasks {sorted({i + 1 for i in differ})}",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -38,11 +38,19 @@ Three parts:
   message (the notes count the pairs whose final messages differ: none should). Tool results of
   ``CHAT_RESULT_WORDS`` words, so the whole conversation fits the profile's context window.
 
+* ``runner``: the chat tasks through openai-agents' ``Runner.run`` (``agents.run_runner``): its
+  ``OpenAIChatCompletionsModel`` handed the official ``AsyncOpenAI`` (``official-runner``) or
+  llmclient's (``llmclient-runner``), nothing else different, each arm a process in
+  openai-agents' own venv (it pins its own ``openai``; made on first use from PyPI,
+  ``harness/venvs``); the model's calls the reference server's ``tool_call_plan``, the tools
+  async sleeps of the drawn latencies; paired by task; the final outputs must agree.
+
 Full pass only: one task takes 6-15 s on wan (a chat task 10-20 s), so four arms cannot give
 the five pairs a p50 needs within the quick pass's share, nor can the two chat arms (the quick
 pass has 22 s of its 300 left, one chat pair takes 20-40 s). ``BENCH_AGENTS_TASKS``,
 ``BENCH_AGENTS_TURNS`` ("6,8", the time and chat parts), ``BENCH_AGENTS_CUT_TASKS``,
-``BENCH_AGENTS_CHAT_TASKS`` and ``BENCH_AGENTS_PARTS`` ("time", "cut", "chat") size a run.
+``BENCH_AGENTS_CHAT_TASKS``, ``BENCH_AGENTS_RUNNER_TASKS`` and ``BENCH_AGENTS_PARTS`` ("time",
+"cut", "chat", "runner") size a run.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ import os
 import random
 import secrets
 import statistics
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -73,8 +82,9 @@ CUT_TURNS = (2, 4)
 # output token (53-56 for 64 tokens, counted 2026-12-07), so a cut is drawn over the head and the
 # first 3/4 of the tokens' worth of events: always inside the first response, mid-answer.
 HEAD_EVENTS = 4
-PARTS = ("time", "cut", "chat")
+PARTS = ("time", "cut", "chat", "runner")
 CHAT_TASKS = 10            # paired chat tasks per arm (full pass): a p50 from 10 pairs
+RUNNER_TASKS = 10          # paired openai-agents Runner tasks per arm (full pass)
 # A chat tool result's words: the chat loop resends the whole conversation (the calls' JSON too),
 # and the suite's profile (h100-8b) has an 8,192-token context window: with 150-word results 14
 # of 40 drawn tasks of 6-12 turns overflow it, with 60 the largest last prompt is 7,473 tokens
@@ -92,6 +102,7 @@ class Settings:
     cut_tasks: int
     parts: tuple[str, ...]
     chat_tasks: int = CHAT_TASKS
+    runner_tasks: int = RUNNER_TASKS
 
 
 def settings(env: dict[str, str] | None = None) -> Settings:
@@ -120,7 +131,7 @@ def settings(env: dict[str, str] | None = None) -> Settings:
             raise ValueError(f"BENCH_AGENTS_PARTS: unknown part(s) {unknown}; known: {', '.join(PARTS)}")
     return Settings(number("BENCH_AGENTS_TASKS", TASKS), turns,
                     number("BENCH_AGENTS_CUT_TASKS", CUT_TASKS), parts,
-                    number("BENCH_AGENTS_CHAT_TASKS", CHAT_TASKS))
+                    number("BENCH_AGENTS_CHAT_TASKS", CHAT_TASKS), number("BENCH_AGENTS_RUNNER_TASKS", RUNNER_TASKS))
 
 
 def plan_cuts(n: int, share: float, tokens: int, rng: random.Random) -> dict[int, int]:
@@ -148,6 +159,8 @@ def _record(ctx: Context, variant: str, started: float, result: agents.TaskResul
 
 
 def _chat_extra(result: agents.TaskResult) -> dict[str, Any]:
+    if result.arm in agents.RUNNER_ARMS:
+        return {"final": result.final}
     if result.arm not in agents.CHAT_ARMS:
         return {}
     return {"tool_head_start_ms": result.early_ms, "tool_wait_ms": result.tool_wait_ms,
@@ -196,6 +209,27 @@ def _chat(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[
     return records
 
 
+def _runner(ctx: Context, s: Settings) -> dict[str, list[RequestRecord]]:
+    """The chat task through openai-agents' ``Runner.run``, the official ``AsyncOpenAI`` against
+    llmclient's handed to its ``OpenAIChatCompletionsModel`` (``agents.RunnerProcess``: each arm
+    a process of its own in openai-agents' venv), paired by task as the chat part."""
+    arms = list(agents.RUNNER_ARMS)
+    procs = {arm: agents.RunnerProcess(arm, ctx.base_url, verify=ctx.verify) for arm in arms}
+    records: dict[str, list[RequestRecord]] = {arm: [] for arm in arms}
+    try:
+        for arm in arms:  # a warm-up task each (imports, connections), not counted
+            _one(ctx, procs[arm], arm, agents.draw_task(ctx.seed, -1, (2, 2), 50, 10), arm)
+        for i in range(s.runner_tasks):
+            task = agents.draw_task(ctx.seed + 44, i, s.turns, SYSTEM_WORDS, CHAT_RESULT_WORDS)
+            for arm in (arms if i % 2 == 0 else arms[::-1]):
+                ctx.progress(f"  agents/runner: task {i + 1}/{s.runner_tasks} ({task.turns} turns): {arm}")
+                records[arm].append(_one(ctx, procs[arm], arm, task, arm))
+    finally:
+        for proc in procs.values():
+            proc.close()
+    return records
+
+
 def chat_split(records: dict[str, list[RequestRecord]]) -> dict[str, dict[str, float]]:
     """Per chat arm, medians over its finished tasks (pure): the streams' time (each turn's
     request to its stream's end, summed per task), the median TTFT, the tools' head start (each
@@ -219,9 +253,10 @@ def chat_split(records: dict[str, list[RequestRecord]]) -> dict[str, dict[str, f
     return out
 
 
-def different_finals(records: dict[str, list[RequestRecord]]) -> int:
-    """Paired chat tasks whose final messages differ between the arms (pure; both finished)."""
-    pairs = zip(records.get("official-chat", []), records.get("llmclient-chat", []), strict=False)
+def different_finals(records: dict[str, list[RequestRecord]], pair: tuple[str, str] = agents.CHAT_ARMS) -> int:
+    """Paired tasks whose final messages differ between the two arms of ``pair`` (the chat
+    arms, or the Runner arms; pure; both finished)."""
+    pairs = zip(records.get(pair[0], []), records.get(pair[1], []), strict=False)
     return sum(a.ok and b.ok and a.extra.get("final") != b.extra.get("final") for a, b in pairs)
 
 
@@ -299,6 +334,7 @@ class Agents:
         wanted = (agents.RESPONSES_ARMS if "time" in s.parts else ()) + (agents.CHAT_ARMS if "chat" in s.parts else ())
         clients = {arm: agents.make_client(arm, ctx.base_url, ctx.verify, api_key) for arm in wanted}
         variants: dict[str, list[RequestRecord]] = {}
+        skipped: list[str] = []
         try:
             if "time" in s.parts:
                 variants.update(_time(ctx, s, clients))
@@ -306,6 +342,13 @@ class Agents:
                 variants.update(_cut(ctx, s))
             if "chat" in s.parts:
                 variants.update(_chat(ctx, s, clients))
+            if "runner" in s.parts:
+                try:
+                    variants.update(_runner(ctx, s))
+                except (OSError, subprocess.SubprocessError) as exc:  # its venv could not be made
+                    if s.parts == ("runner",):
+                        raise NotAvailable(f"openai-agents' venv could not be made: {exc}") from exc
+                    skipped.append(f"runner part skipped: openai-agents' venv could not be made ({exc})")
         finally:
             for client in clients.values():
                 client.close()
@@ -375,6 +418,20 @@ class Agents:
                          f"(n_tool_calls, {agents.CALL_TOKENS} argument tokens each, written at its token rate); "
                          f"final messages that differ between the arms: {differ}; client CPU per task (median): "
                          + ", ".join(f"{a} {v:.0f} ms" for a, v in cpu.items()))
+        if "official-runner" in variants:
+            differ = different_finals(variants, agents.RUNNER_ARMS)
+            cpu = {a: statistics.median(r.extra["cpu_ms"] for r in variants[a] if r.ok)
+                   for a in agents.RUNNER_ARMS if any(r.ok for r in variants[a])}
+            for stat in ("p50", "p95"):
+                rows.append(Row(f"agents: openai-agents Runner task time {stat}, official client -> llmclient's",
+                                "official-runner", "llmclient-runner", statistic=stat,
+                                technique=f"agents: openai-agents Runner with llmclient's client, task {stat}"))
+            notes.append(f"runner part: {s.runner_tasks} chat tasks of {s.turns[0]}-{s.turns[1]} turns through "
+                         "openai-agents' Runner.run (OpenAIChatCompletionsModel handed each client; its own venv "
+                         "and openai), the calls the server's tool_call_plan; final outputs that differ between "
+                         f"the arms: {differ}; client CPU per task (median, the Runner's included): "
+                         + ", ".join(f"{a} {v:.0f} ms" for a, v in cpu.items()))
+        notes += skipped
         if "llmclient-ws" in variants:
             # the same tasks, as an app change: moving the loop from HTTP calls to the WebSocket
             # mode (against the official HTTP arm); against the official WebSocket arm a drop-in
@@ -384,6 +441,8 @@ class Agents:
                 "llmclient-ws/app": Arm("llmclient", {"responses.connect()": "the tool loop on the WebSocket mode"}),
                 "official-ws/cut": Arm("openai"), "llmclient-ws/cut": Arm("llmclient"),
                 "official-chat": Arm("openai"),
+                "official-runner": Arm("openai", {"openai-agents": "Runner.run"}),
+                "llmclient-runner": Arm("llmclient", {"openai-agents": "Runner.run"}),
                 "llmclient-chat": Arm("llmclient", {"prefetch": "prefix",
                                                     "stream.tool_calls()": "each tool started when its call is complete"})}
         return ScenarioResult.of(self, variants, rows=rows, notes=notes, series=series, arms=arms)

@@ -309,6 +309,16 @@ def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str, tuple[To
                                  f"tools[{i}].function.parameters")
         by_name[name] = params
     text = "tools: " + orjson.dumps(tools).decode() + "\n"
+    planned = _planned_calls(body)
+    if planned is not None:
+        if count is not None or choice not in (None, "auto"):
+            raise InvalidRequest("'tool_call_plan' is for 'tool_choice' auto, without 'n_tool_calls'",
+                                 "tool_call_plan")
+        if planned == 0:  # the plan is done: the answer is text
+            return None, False, text, ()
+        names = list(by_name)
+        calls = tuple(ToolChoice(names[k % len(names)], by_name[names[k % len(names)]]) for k in range(planned))
+        return ToolChoice(names[0], by_name[names[0]]), True, text, calls
     if choice in (None, "none", "auto"):
         if count is not None:
             raise InvalidRequest("'n_tool_calls' needs a 'tool_choice' that forces a call ('required' "
@@ -327,6 +337,24 @@ def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str, tuple[To
                              "'tools'", "tool_choice")
     forced = ToolChoice(name, by_name[name])
     return forced, False, text, (forced,) * (count or 0)
+
+
+def _planned_calls(body: dict[str, Any]) -> int | None:
+    """``tool_call_plan`` (this server's extension, a scripted agent's model): a list of whole
+    numbers 1-16, the calls of each tool turn in order. The turn is told by the conversation:
+    with ``t`` assistant messages carrying ``tool_calls`` already, the answer writes ``plan[t]``
+    calls (as ``n_tool_calls`` with ``"required"`` does), and once the plan is done, text (0).
+    None without the field. So a framework that sends one set of settings every turn (an agents
+    SDK's ``ModelSettings(extra_body=...)``) gets a drawn number of calls per turn."""
+    plan = body.get("tool_call_plan")
+    if plan is None:
+        return None
+    if not isinstance(plan, list) or not all(_is_int(v) and 1 <= v <= MAX_TOOL_CALLS for v in plan):
+        raise InvalidRequest(f"'tool_call_plan' must be a list of whole numbers from 1 to {MAX_TOOL_CALLS}, "
+                             f"got {plan!r}", "tool_call_plan")
+    done = sum(1 for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant"
+               and m.get("tool_calls"))
+    return int(plan[done]) if done < len(plan) else 0
 
 
 def _tool_call_count(body: dict[str, Any]) -> int | None:

@@ -40,8 +40,9 @@ def test_a_tiny_run_of_every_arm_completes(tmp_path) -> None:
     assert agents.main(["--profile", "zero", "--tasks", "2", "--turns", "2,3", "--system-words", "50",
                         "--result-words", "10", "--tokens", "16", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert {t["arm"] for t in data["tasks"]} == set(agents.ARMS)
-    assert len(data["tasks"]) == 2 * len(agents.ARMS)
+    here = set(agents.RESPONSES_ARMS + agents.CHAT_ARMS)  # the Runner arms need their venv: tests/interop
+    assert {t["arm"] for t in data["tasks"]} == here
+    assert len(data["tasks"]) == 2 * len(here)
     assert all(len(t["ttft_ms"]) >= 2 for t in data["tasks"])
 
 
@@ -141,3 +142,17 @@ def test_llmclient_starts_tools_while_the_model_writes_the_next_and_warms_the_ne
     assert ours.early_ms > 0 and theirs.early_ms == 0
     assert ours.warmups >= 1 and theirs.warmups == 0                 # the next turn was warmed
     assert ours.prompt_tokens == theirs.prompt_tokens > 0            # the same prompts, by the server's usage
+
+
+# -- openai-agents' Runner (its process runs in tests/interop/test_agents_runner.py) -----------
+def test_the_runner_task_carries_the_drawn_calls_and_each_call_finds_its_slot() -> None:
+    from benchmarks import agents_runner
+
+    task = _chat_task()
+    sent = agents.runner_task(task, 24)
+    assert sent["tools"] == [[60, 90, 120], [60, 60]] and sent["tokens"] == 24 and sent["turns"] == 3
+    assert agents_runner.plan(sent["tools"]) == [3, 2]
+    assert [agents_runner.call_slot(sent["tools"], n) for n in range(5)] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]
+    with pytest.raises(IndexError, match="more tool calls than the task drew"):
+        agents_runner.call_slot(sent["tools"], 5)
+    assert agents.runner("official-runner") is agents.run_runner

@@ -15,13 +15,15 @@ from typing import Any
 
 import pytest
 
+from benchmarks.harness import venvs
+
 from .framework_venvs import framework_python, run_scenarios
 
 pytestmark = pytest.mark.interop
 
 INSTRUCTOR = ["instructor==1.17.0"]
 PYDANTIC_AI = ["pydantic-ai-slim[openai]==2.78.0"]
-OPENAI_AGENTS = ["openai-agents==0.24.0"]
+OPENAI_AGENTS = venvs.OPENAI_AGENTS  # the agents benchmark runs the same
 # llama-index-llms-openai wants openai<3 (the main environment has 3.x): llmclient must import
 # and run against the 2.x classes there.
 LLAMA_INDEX = ["llama-index-llms-openai==0.8.3", "llama-index-llms-openai-like==0.8.1", "openai<3"]

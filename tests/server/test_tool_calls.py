@@ -118,3 +118,33 @@ def test_a_count_without_a_forced_call_is_a_400(ref_server) -> None:
         with pytest.raises(openai.BadRequestError, match="n_tool_calls' needs"):
             c.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=8,
                                       extra_body={"n_tool_calls": 2}, **kw)
+
+
+def test_a_plan_gives_each_tool_turn_its_calls_then_text(ref_server) -> None:
+    """``tool_call_plan``: the same settings every turn (as an agents SDK sends them), the calls of
+    the turn told by the conversation's earlier tool-call turns, then a text answer."""
+    c = _client(ref_server)
+    messages: list = list(MESSAGES)
+    counts, reasons = [], []
+    for _ in range(4):
+        choice = c.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, max_tokens=24,
+                                           temperature=0, extra_body={"tool_call_plan": [2, 3, 1]}).choices[0]
+        calls = choice.message.tool_calls or []
+        counts.append(len(calls))
+        reasons.append(choice.finish_reason)
+        messages += [choice.message.model_dump(exclude_none=True),
+                     *({"role": "tool", "tool_call_id": t.id, "content": "ok"} for t in calls)]
+    assert counts == [2, 3, 1, 0] and reasons[:3] == ["tool_calls"] * 3 and reasons[3] != "tool_calls"
+    assert choice.message.content
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    ({"tool_call_plan": [0]}, "tool_call_plan' must be a list of whole numbers from 1 to 16"),
+    ({"tool_call_plan": 2}, "must be a list"),
+    ({"tool_call_plan": [2], "n_tool_calls": 2}, "without 'n_tool_calls'"),
+    ({"tool_call_plan": [2], "tool_choice": "required"}, "tool_choice' auto"),
+])
+def test_a_bad_plan_is_a_400_naming_it(ref_server, extra, match) -> None:
+    with pytest.raises(openai.BadRequestError, match=match):
+        _client(ref_server).chat.completions.create(model=MODEL, messages=MESSAGES, tools=TOOLS, max_tokens=8,
+                                                    extra_body=extra)
