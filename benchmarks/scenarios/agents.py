@@ -194,40 +194,37 @@ def _time(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[
     return records
 
 
+def _paired(ctx: Context, part: str, arms: tuple[str, ...], tasks: int, turns: tuple[int, int],
+            clients: dict[str, Any]) -> dict[str, list[RequestRecord]]:
+    """The chat tasks through two arms, paired by task (the order flipped per task), after a
+    warm-up task each (imports, connections) that is not counted."""
+    records: dict[str, list[RequestRecord]] = {arm: [] for arm in arms}
+    for arm in arms:
+        _one(ctx, clients[arm], arm, agents.draw_task(ctx.seed, -1, (2, 2), 50, 10), arm)
+    for i in range(tasks):
+        task = agents.draw_task(ctx.seed + 44, i, turns, SYSTEM_WORDS, CHAT_RESULT_WORDS)
+        for arm in (arms if i % 2 == 0 else arms[::-1]):
+            ctx.progress(f"  agents/{part}: task {i + 1}/{tasks} ({task.turns} turns): {arm}")
+            records[arm].append(_one(ctx, clients[arm], arm, task, arm))
+    return records
+
+
 def _chat(ctx: Context, s: Settings, clients: dict[str, Any]) -> dict[str, list[RequestRecord]]:
     """The chat-completions tool loop, official against llmclient (warm-up and early tools),
     paired by task as the time part."""
-    arms = list(agents.CHAT_ARMS)
-    records: dict[str, list[RequestRecord]] = {arm: [] for arm in arms}
-    for arm in arms:  # a warm-up task each, not counted
-        _one(ctx, clients[arm], arm, agents.draw_task(ctx.seed, -1, (2, 2), 50, 10), arm)
-    for i in range(s.chat_tasks):
-        task = agents.draw_task(ctx.seed + 44, i, s.turns, SYSTEM_WORDS, CHAT_RESULT_WORDS)
-        for arm in (arms if i % 2 == 0 else arms[::-1]):
-            ctx.progress(f"  agents/chat: task {i + 1}/{s.chat_tasks} ({task.turns} turns): {arm}")
-            records[arm].append(_one(ctx, clients[arm], arm, task, arm))
-    return records
+    return _paired(ctx, "chat", agents.CHAT_ARMS, s.chat_tasks, s.turns, clients)
 
 
 def _runner(ctx: Context, s: Settings) -> dict[str, list[RequestRecord]]:
     """The chat task through openai-agents' ``Runner.run``, the official ``AsyncOpenAI`` against
     llmclient's handed to its ``OpenAIChatCompletionsModel`` (``agents.RunnerProcess``: each arm
     a process of its own in openai-agents' venv), paired by task as the chat part."""
-    arms = list(agents.RUNNER_ARMS)
-    procs = {arm: agents.RunnerProcess(arm, ctx.base_url, verify=ctx.verify) for arm in arms}
-    records: dict[str, list[RequestRecord]] = {arm: [] for arm in arms}
+    procs = {arm: agents.RunnerProcess(arm, ctx.base_url, verify=ctx.verify) for arm in agents.RUNNER_ARMS}
     try:
-        for arm in arms:  # a warm-up task each (imports, connections), not counted
-            _one(ctx, procs[arm], arm, agents.draw_task(ctx.seed, -1, (2, 2), 50, 10), arm)
-        for i in range(s.runner_tasks):
-            task = agents.draw_task(ctx.seed + 44, i, s.turns, SYSTEM_WORDS, CHAT_RESULT_WORDS)
-            for arm in (arms if i % 2 == 0 else arms[::-1]):
-                ctx.progress(f"  agents/runner: task {i + 1}/{s.runner_tasks} ({task.turns} turns): {arm}")
-                records[arm].append(_one(ctx, procs[arm], arm, task, arm))
+        return _paired(ctx, "runner", agents.RUNNER_ARMS, s.runner_tasks, s.turns, procs)
     finally:
         for proc in procs.values():
             proc.close()
-    return records
 
 
 def chat_split(records: dict[str, list[RequestRecord]]) -> dict[str, dict[str, float]]:
