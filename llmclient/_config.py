@@ -132,7 +132,12 @@ def check_base_url(value: object) -> httpx.URL | Replicas:
         return Replicas(value)
     if not isinstance(value, (str, httpx.URL)):
         raise TypeError(f"base_url must be a URL, a list of URLs or llmclient.Replicas, got {value!r}")
-    url = httpx.URL(str(value).rstrip("/") + "/")
+    url = httpx.URL(value)
+    # as the official clients' _enforce_trailing_slash: the path (not the query) ends in a slash;
+    # a bare origin stays as written (its path is "/")
+    path, separator, query = url.raw_path.partition(b"?")
+    if not path.endswith(b"/"):
+        url = url.copy_with(raw_path=path + b"/" + separator + query)
     if url.scheme not in ("http", "https"):
         raise ValueError(f"base_url must be an http:// or https:// URL, got {str(value)!r}")
     return url

@@ -210,3 +210,17 @@ def test_without_openai_nothing_changes(ref_server: Any) -> None:
     assert seen["modules"] == ["builtins", "llmclient"]
     assert seen["answer"].startswith("llmclient") and seen["status"] == 404
     assert seen["typo"] == "sent"  # without openai there is no signature to check against: as before
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9", "http://127.0.0.1:9/", "http://127.0.0.1:9/v1",
+                                 "https://host/api/v1/", "http://127.0.0.1:9/v1?api-version=1", "https://host/v1//"])
+def test_base_url_is_kept_as_the_official_clients_keep_it(url: str) -> None:
+    """A bare origin stays as written (its path is "/"), any other path gets one trailing slash
+    before the query, as the official clients' ``_enforce_trailing_slash`` does (openai 3.x;
+    anthropic 2.17 puts it after the query, which llmclient does not copy)."""
+    assert str(llmclient.OpenAI(base_url=url, api_key="k").base_url) == \
+        str(openai.OpenAI(base_url=url, api_key="k").base_url)
+    anthropic = pytest.importorskip("anthropic")
+    if "?" not in url:
+        assert str(llmclient.Anthropic(base_url=url, api_key="k").base_url) == \
+            str(anthropic.Anthropic(base_url=url, api_key="k").base_url)
