@@ -256,8 +256,9 @@ class StreamSession:
                 if kind == PING_EVENT:
                     out.append(obj)
                 continue
-            if kind == "content_block_start" and obj.get("index") in blocks:
-                continue
+            index = obj.get("index")
+            if kind == "content_block_start" and isinstance(index, int) and _block_type(obj) == blocks.get(index):
+                continue  # the block the app has open (of the same type: a re-sent answer may differ)
             self._skip_opening = False
             seam, self._seam = self._seam, ""
             if seam and kind == "content_block_delta":
@@ -438,6 +439,12 @@ SERVER_FAILURES = frozenset({"overloaded_error", "api_error"})
 def _server_failure(obj: dict[str, Any]) -> bool:
     err = obj.get("error")
     return isinstance(err, dict) and err.get("type") in SERVER_FAILURES
+
+
+def _block_type(obj: dict[str, Any]) -> str | None:
+    block = obj.get("content_block")
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _delta_text_len(obj: dict[str, Any]) -> int:
