@@ -77,3 +77,15 @@ def test_non_ascii_values_read_as_httpx_reads_them() -> None:
 def test_bytes_keys_fail_as_they_do_in_httpx() -> None:
     ours, theirs = _pair()
     assert _read(ours, b"x-a") == _read(theirs, b"x-a")
+
+
+def test_the_response_keeps_them() -> None:
+    """httpx.Response(headers=) copies into a plain httpx.Headers: make_response hands its own on."""
+    from types import SimpleNamespace
+
+    from llmclient.transport.http2.common import make_response
+
+    response = make_response(SimpleNamespace(headers=PAIRS, id=1), httpx.ByteStream(b"{}"))  # type: ignore[arg-type]
+    assert isinstance(response.headers, AnswerHeaders)
+    assert response.status_code == 200 and response.http_version == "HTTP/2"
+    _same(response.headers, _pair()[1])

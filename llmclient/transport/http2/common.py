@@ -176,12 +176,13 @@ def response_headers(headers: list[tuple[bytes, bytes]]) -> httpx.Headers | list
 def make_response(stream: Stream, body: Any) -> httpx.Response:
     headers = stream.headers or []
     status = int(headers[0][1])
-    return httpx.Response(
-        status,
-        headers=response_headers(headers),
-        stream=body,
-        extensions={"http_version": b"HTTP/2", "stream_id": stream.id},
-    )
+    answer = response_headers(headers)
+    if not isinstance(answer, AnswerHeaders):
+        return httpx.Response(status, headers=answer, stream=body,
+                              extensions={"http_version": b"HTTP/2", "stream_id": stream.id})
+    response = httpx.Response(status, stream=body, extensions={"http_version": b"HTTP/2", "stream_id": stream.id})
+    response.headers = answer  # httpx.Response(headers=) would copy them into a plain httpx.Headers
+    return response
 
 
 def origin(url: httpx.URL) -> tuple[str, int, bool]:
