@@ -86,19 +86,25 @@ def build_request(call: Call, forms: HeaderForms, on_trace: Any) -> httpx.Reques
     return request
 
 
+def _form(name: Any, value: Any) -> tuple[bytes, bytes, bytes]:
+    """httpx's form of one header: for str name and value what httpx.Headers makes (each
+    encoded as ASCII, a UnicodeEncodeError where one is not), without building a Headers for
+    the two or three headers a call adds (its trace context, its idempotency key); anything
+    else as httpx makes it."""
+    if type(name) is str and type(value) is str:
+        raw = name.encode("ascii")
+        return raw, raw.lower(), value.encode("ascii")
+    form: tuple[bytes, bytes, bytes] = httpx.Headers([(name, value)])._list[0]
+    return form
+
+
 def _request_headers(forms: HeaderForms, headers: dict[str, str], url: httpx.URL, method: str,
                      content: bytes | None) -> httpx.Headers:
     """``headers`` as httpx.Headers, with the Host and Content-Length httpx would add."""
     triples: list[Any] = []
-    fresh: list[tuple[int, tuple[str, str]]] = []
     for pair in headers.items():
         form = forms.get(pair)
-        if form is None:
-            fresh.append((len(triples), pair))
-        triples.append(form)
-    if fresh:
-        for (at, _), form in zip(fresh, httpx.Headers([pair for _, pair in fresh])._list, strict=True):
-            triples[at] = form
+        triples.append(_form(*pair) if form is None else form)
     if "host" not in headers and url.host:
         triples.insert(0, (b"Host", b"host", url.netloc))
     if "content-length" not in headers and "transfer-encoding" not in headers and (
