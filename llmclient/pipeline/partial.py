@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PartialAnswer", "PartialChoice", "PartialTracker"]
+__all__ = ["PartialAnswer", "PartialChoice", "PartialTracker", "block_type"]
 
 
 @dataclass
@@ -127,20 +127,20 @@ class PartialTracker:
         return {i: s.finish is not None for i, s in self._choices.items()}
 
     def event(self, obj: dict[str, Any]) -> None:
-        """A Responses API event."""
+        """A Responses API event, or an Anthropic Messages one."""
+        kind = obj.get("type")
+        if kind == "content_block_delta":  # Anthropic's Messages stream: its text so far
+            self.content_delta(obj)
+            return
         self.events += 1
         seq = obj.get("sequence_number")
         if isinstance(seq, int):
             self.last_sequence_number = seq
-        kind = obj.get("type")
         if kind == "response.output_text.delta" and isinstance(obj.get("delta"), str):
             state = self._choices.get(0)
             if state is None:
                 state = self._choices[0] = _Choice()
             state.parts.append(obj["delta"])
-        elif kind == "content_block_delta":  # Anthropic's Messages stream: its text so far
-            self.events -= 1  # content_delta counts it
-            self.content_delta(obj)
         elif kind == "content_block_start":
             self._block_start(obj)
         elif kind == "content_block_stop":
@@ -177,18 +177,24 @@ class PartialTracker:
     def _block_start(self, obj: dict[str, Any]) -> None:
         """An Anthropic ``content_block_start``: its type kept; a block that is not an empty text
         block (a tool use names its tool, a thinking block opens) is content already."""
-        block = obj.get("content_block")
+        kind = block_type(obj)
         index = obj.get("index")
-        kind = block.get("type") if isinstance(block, dict) else None
-        if isinstance(index, int) and isinstance(kind, str):
+        if isinstance(index, int) and kind is not None:
             self.blocks[index] = kind
-        if kind != "text" or (isinstance(block, dict) and block.get("text")):
+        if kind != "text" or obj["content_block"].get("text"):
             self.other_content = True
 
     def answer(self) -> PartialAnswer:
         choices = {i: PartialChoice(i, "".join(s.parts), [s.tools[k] for k in sorted(s.tools)], s.finish)
                    for i, s in sorted(self._choices.items())}
         return PartialAnswer(self.events, choices, self.response_id, self.last_sequence_number)
+
+
+def block_type(obj: dict[str, Any]) -> str | None:
+    """The type of the block an Anthropic ``content_block_start`` opens (None: not said)."""
+    block = obj.get("content_block")
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _merge_tools(tools: dict[int, dict[str, Any]], fragments: list[Any]) -> None:

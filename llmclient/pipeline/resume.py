@@ -124,15 +124,14 @@ def continuation_body(body: dict[str, Any], text: str, shown: int, path: str = C
     ``max_completion_tokens`` (the rest of the answer gets what the first part left). Chat: the
     text as an open assistant message with vLLM's fields; Messages (``path``): the text without
     its trailing white space as the final assistant turn, a prefill (:func:`messages_seam`)."""
-    if path == MESSAGES_PATH:
+    messages = path == MESSAGES_PATH
+    if messages:
         text = text.rstrip()
     if not text:
         return None
-    if path == MESSAGES_PATH:
-        out = {**body, "messages": [*body["messages"], {"role": "assistant", "content": text}]}
-    else:
-        out = {**body, "messages": [*body["messages"], {"role": "assistant", "content": text}],
-               **CONTINUE_FIELDS}
+    out = {**body, "messages": [*body["messages"], {"role": "assistant", "content": text}]}
+    if not messages:
+        out.update(CONTINUE_FIELDS)
     for key in ("max_tokens", "max_completion_tokens"):
         limit = body.get(key)
         if isinstance(limit, int) and not isinstance(limit, bool):

@@ -42,7 +42,7 @@ from ..wire.codec import (
     RESPONSES_PATH,
     has_token,
 )
-from .partial import PartialTracker
+from .partial import PartialTracker, block_type
 from .resume import (
     MAX_RESUMES,
     continuation_body,
@@ -252,21 +252,20 @@ class StreamSession:
         blocks = self._partial.blocks
         for i, obj in enumerate(objs):
             kind = obj.get("type")
-            if kind in ("message_start", PING_EVENT):
-                if kind == PING_EVENT:
-                    out.append(obj)
+            if kind == PING_EVENT:  # a keep-alive: handled as any
+                out.append(obj)
+                continue
+            if kind == "message_start":
                 continue
             index = obj.get("index")
-            if kind == "content_block_start" and isinstance(index, int) and _block_type(obj) == blocks.get(index):
+            if kind == "content_block_start" and isinstance(index, int) and block_type(obj) == blocks.get(index):
                 continue  # the block the app has open (of the same type: a re-sent answer may differ)
-            self._skip_opening = False
-            seam, self._seam = self._seam, ""
-            if seam and kind == "content_block_delta":
-                trimmed = _trim_seam(obj, seam)
+            if self._seam and kind == "content_block_delta":
+                trimmed, self._seam = _trim_seam(obj, self._seam)
                 if trimmed is None:  # only the white space the app has: the opening goes on
-                    self._skip_opening, self._seam = True, seam[_delta_text_len(obj):]
                     continue
                 obj = trimmed
+            self._skip_opening, self._seam = False, ""
             out.append(obj)
             out.extend(objs[i + 1:])
             break
@@ -441,33 +440,22 @@ def _server_failure(obj: dict[str, Any]) -> bool:
     return isinstance(err, dict) and err.get("type") in SERVER_FAILURES
 
 
-def _block_type(obj: dict[str, Any]) -> str | None:
-    block = obj.get("content_block")
-    kind = block.get("type") if isinstance(block, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
-def _delta_text_len(obj: dict[str, Any]) -> int:
-    delta = obj.get("delta")
-    text = delta.get("text") if isinstance(delta, dict) else None
-    return len(text) if isinstance(text, str) else 0
-
-
-def _trim_seam(obj: dict[str, Any], seam: str) -> dict[str, Any] | None:
+def _trim_seam(obj: dict[str, Any], seam: str) -> tuple[dict[str, Any] | None, str]:
     """A continuation's first text delta without the white space the app has already (``seam``,
-    or as much of its head as the delta holds), or None when that is all the delta is."""
+    or as much of its head as the delta holds): (the delta, or None when that is all it is; the
+    white space still to drop from the next one)."""
     delta = obj.get("delta")
     text = delta.get("text") if isinstance(delta, dict) else None
     if not isinstance(text, str):
-        return obj
+        return obj, ""
     n = 0
     while n < len(text) and n < len(seam) and text[n] == seam[n]:
         n += 1
     if n == 0:
-        return obj
+        return obj, ""
     if n == len(text):
-        return None
-    return {**obj, "delta": {**delta, "text": text[n:]}}  # type: ignore[dict-item]
+        return None, seam[n:]
+    return {**obj, "delta": {**delta, "text": text[n:]}}, ""  # type: ignore[dict-item]
 
 
 def _opening_only(chunk: dict[str, Any]) -> bool:

@@ -59,10 +59,12 @@ def test_the_continuation_is_a_prefill_without_trailing_white_space() -> None:
 
 def test_the_seam_drops_only_the_white_space_the_app_has() -> None:
     delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " and deep"}}
-    assert _trim_seam(delta, " ")["delta"]["text"] == "and deep"
-    assert _trim_seam(delta, "\n") is delta  # the model wrote other white space: kept
+    trimmed, rest = _trim_seam(delta, " ")
+    assert trimmed["delta"]["text"] == "and deep" and rest == ""
+    kept, rest = _trim_seam(delta, "\n")
+    assert kept is delta and rest == ""  # the model wrote other white space: kept
     only = {**delta, "delta": {"type": "text_delta", "text": " "}}
-    assert _trim_seam(only, "  ") is None
+    assert _trim_seam(only, "  ") == (None, " ")  # all of it the app's: the rest from the next delta
 
 
 def _events(*objs: dict[str, Any]) -> PartialTracker:
