@@ -130,11 +130,16 @@ def _reload(server_timing: str | None) -> float:
     return 0.0
 
 
+def tool_results(task: Task, turn: int) -> list[str]:
+    """What the tools of tool turn ``turn`` return, in the calls' order (pure): every arm hands
+    the model the same text."""
+    return [f"tool result {k}: {text}" for k, text in enumerate(task.results[turn])]
+
+
 def _inputs(task: Task, turn: int) -> Any:
     if turn == 0:
         return task.question
-    return [{"role": "user", "content": f"tool result {i}: {text}"}
-            for i, text in enumerate(task.results[turn - 1])]
+    return [{"role": "user", "content": text} for text in tool_results(task, turn - 1)]
 
 
 def _tools(task: Task, turn: int) -> None:
@@ -265,8 +270,8 @@ def tool_messages(task: Task, turn: int, calls: list[dict[str, Any]]) -> list[di
     want = len(task.results[turn])
     if len(calls) != want:
         raise RuntimeError(f"turn {turn + 1}: the answer made {len(calls)} tool calls, the task drew {want}")
-    return [{"role": "tool", "tool_call_id": call["id"], "content": f"tool result {k}: {task.results[turn][k]}"}
-            for k, call in enumerate(calls)]
+    return [{"role": "tool", "tool_call_id": call["id"], "content": text}
+            for call, text in zip(calls, tool_results(task, turn), strict=True)]
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -483,7 +488,8 @@ class RunnerProcess:
 def runner_task(task: Task, tokens: int) -> dict[str, Any]:
     """A task as ``agents_runner.py`` reads it (pure)."""
     return {"turns": task.turns, "tools": [list(t) for t in task.tools], "system": task.system,
-            "question": task.question, "results": [list(r) for r in task.results], "tokens": tokens}
+            "question": task.question, "results": [tool_results(task, turn) for turn in range(len(task.tools))],
+            "tokens": tokens}
 
 
 def run_runner(proc: RunnerProcess, task: Task, arm: str, tokens: int, **_: Any) -> TaskResult:
@@ -492,9 +498,10 @@ def run_runner(proc: RunnerProcess, task: Task, arm: str, tokens: int, **_: Any)
     got = proc.run(task, tokens)
     if "error" in got:
         raise RuntimeError(f"{arm}: {got['error']}")
-    if got["calls"] != task.turns or got["tools_run"] != sum(len(t) for t in task.tools):
+    drawn = sum(len(t) for t in task.tools)
+    if got["calls"] != task.turns or got["tools_run"] != drawn:
         raise RuntimeError(f"{arm}: {got['calls']} model calls and {got['tools_run']} tool runs; the task drew "
-                           f"{task.turns} turns and {sum(len(t) for t in task.tools)} calls")
+                           f"{task.turns} turns and {drawn} calls")
     out = TaskResult(arm, got["task_s"], got["cpu_s"])
     out.final = got["final"]
     return out
@@ -530,7 +537,7 @@ def ws_options(arm: str, verify: str | bool) -> dict[str, Any]:
 def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:
     """Per arm: task time p50/p95, median TTFT, CPU and modelled reload per task; ratios of the
     medians (an official arm's over llmclient's: above 1 is llmclient faster)."""
-    rows: dict[str, dict[str, float]] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for arm in arms:
         mine = [r for r in results if r.arm == arm]
         if not mine:
@@ -540,7 +547,8 @@ def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:
             "tasks": len(mine),
             "task_p50_s": statistics.median(times),
             "task_p95_s": times[min(len(times) - 1, round(0.95 * (len(times) - 1)))],
-            "ttft_median_ms": statistics.median(t for r in mine for t in r.ttft_ms) if arm not in RUNNER_ARMS else 0.0,
+            # None where the arm saw no token (the Runner's whole calls)
+            "ttft_median_ms": statistics.median(ttft) if (ttft := [t for r in mine for t in r.ttft_ms]) else None,
             "cpu_per_task_ms": statistics.median(r.cpu_s for r in mine) * 1000.0,
             "reload_per_task_ms": statistics.median(r.reload_ms for r in mine),
         }
@@ -561,6 +569,10 @@ def summarize(results: list[TaskResult], arms: list[str]) -> dict[str, Any]:
         if theirs in rows and ours in rows:
             ratios[f"{theirs}/{ours}"] = rows[theirs]["task_p50_s"] / rows[ours]["task_p50_s"]
     return {"arms": rows, "ratios": ratios}
+
+
+def _ms(value: float | None) -> str:
+    return "      -" if value is None else f"{value:7.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -620,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(results, arms)
     for arm, row in summary["arms"].items():
         print(f"{arm:<15} task p50 {row['task_p50_s']:6.2f} s  p95 {row['task_p95_s']:6.2f} s  "
-              f"ttft {row['ttft_median_ms']:7.1f} ms  cpu/task {row['cpu_per_task_ms']:7.1f} ms  "
+              f"ttft {_ms(row['ttft_median_ms'])} ms  cpu/task {row['cpu_per_task_ms']:7.1f} ms  "
               f"modelled reload/task {row['reload_per_task_ms']:7.1f} ms")
         if arm in CHAT_ARMS:
             print(f"{'':<15} tools' head start/task {row['tool_head_start_per_task_ms']:7.0f} ms  "

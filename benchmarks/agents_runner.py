@@ -6,8 +6,9 @@ It imports nothing of ``benchmarks`` (the venv has none of the suite's packages)
     python agents_runner.py BASE_URL official|llmclient MODEL [CA_BUNDLE]
 
 It reads one task a line on stdin (JSON: ``turns``, ``tools`` (each tool turn's drawn latencies,
-ms), ``system``, ``question``, ``results``, ``tokens``) and writes one result a line on stdout
-(JSON: ``task_s``, ``cpu_s``, ``calls`` (model calls), ``tools_run``, ``final``, or ``error``).
+ms), ``system``, ``question``, ``results`` (each tool's return text), ``tokens``) and writes one
+result a line on stdout (JSON: ``task_s``, ``cpu_s``, ``calls`` (model calls), ``tools_run``,
+``final``, or ``error``).
 The client lives for the whole process, as an app's does: one connection pool for every task.
 
 A task as an app writes it with openai-agents: an ``Agent`` with the shared system prompt as its
@@ -52,7 +53,8 @@ def call_slot(tools: list[list[int]], n: int) -> tuple[int, int]:
 
 
 class _Task:
-    """One task's tools: the n-th call made sleeps the n-th drawn latency and returns its result."""
+    """One task's tools: the n-th call made sleeps the n-th drawn latency and returns its result
+    (the text ``benchmarks.agents.tool_results`` made, as every arm's tools return it)."""
 
     def __init__(self, task: dict[str, Any]) -> None:
         self.tools: list[list[int]] = task["tools"]
@@ -63,7 +65,7 @@ class _Task:
         turn, k = call_slot(self.tools, self.made)  # taken before the sleep: the order of the calls
         self.made += 1
         await asyncio.sleep(self.tools[turn][k] / 1000.0)
-        return f"tool result {k}: {self.results[turn][k]}"
+        return self.results[turn][k]
 
 
 def _client(kind: str, base_url: str, ca: str | None) -> Any:
