@@ -316,9 +316,7 @@ def _tools(body: dict[str, Any]) -> tuple[ToolChoice | None, bool, str, tuple[To
                                  "tool_call_plan")
         if planned == 0:  # the plan is done: the answer is text
             return None, False, text, ()
-        names = list(by_name)
-        calls = tuple(ToolChoice(names[k % len(names)], by_name[names[k % len(names)]]) for k in range(planned))
-        return ToolChoice(names[0], by_name[names[0]]), True, text, calls
+        choice, count = "required", planned  # the plan's turn: as n_tool_calls with "required"
     if choice in (None, "none", "auto"):
         if count is not None:
             raise InvalidRequest("'n_tool_calls' needs a 'tool_choice' that forces a call ('required' "
