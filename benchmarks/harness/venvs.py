@@ -11,6 +11,7 @@ interop tests (``tests/interop/framework_venvs.py``) and the agents benchmark's 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -67,10 +68,11 @@ def framework_python(name: str, requirements: list[str]) -> Path:
     return python
 
 
+@functools.cache
 def llmclient_path() -> str:
     """A folder that holds this llmclient and nothing else (a link to its package), for a venv's
     ``PYTHONPATH``: the folder llmclient is installed in also holds this environment's
-    ``openai``, which would shadow the venv's own."""
+    ``openai``, which would shadow the venv's own. One per process (a temporary folder)."""
     folder = Path(tempfile.mkdtemp(prefix="llmclient-path-"))
     (folder / "llmclient").symlink_to(_llmclient_dir(), target_is_directory=True)
     return str(folder)
