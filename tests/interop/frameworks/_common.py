@@ -1,12 +1,20 @@
 """What every framework scenario script shares (each runs in its framework's own venv, with this
-folder first on its path): how a failed scenario is reported, and how an error that a framework
-let out is described for the comparison with the official client's run."""
+folder first on its path): which client package a run hands the framework, how a failed
+scenario is reported, and how an error that a framework let out is described for the comparison
+with the official client's run."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["attempt", "failure", "official_error"]
+__all__ = ["attempt", "client_module", "failure", "official_error"]
+
+
+def client_module(kind: str, official: str) -> Any:
+    """The package whose client a run hands the framework: ``llmclient`` for the ``llmclient``
+    run, else the official one (``openai`` or ``anthropic``)."""
+    return importlib.import_module("llmclient" if kind == "llmclient" else official)
 
 
 def failure(exc: BaseException) -> dict[str, Any]:

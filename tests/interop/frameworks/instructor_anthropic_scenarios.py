@@ -13,7 +13,7 @@ from typing import Any
 
 import anthropic
 import instructor
-from _common import attempt  # this folder: shared by the scenario scripts
+from _common import attempt, client_module  # this folder: shared by the scenario scripts
 from pydantic import BaseModel
 
 MODEL = "claude-haiku-4-5"  # one of the reference server's (benchmarks/server/anthropic.py)
@@ -28,14 +28,6 @@ MODES = ("ANTHROPIC_TOOLS",)
 class Person(BaseModel):
     name: str
     age: int
-
-
-def client_module(kind: str) -> Any:
-    if kind == "llmclient":
-        import llmclient
-
-        return llmclient
-    return anthropic
 
 
 def seen(result: Any) -> dict[str, Any]:
@@ -98,7 +90,7 @@ async def async_scenarios(module: Any, base_url: str) -> dict[str, Any]:
 
 def main() -> None:
     base_url, kind = sys.argv[1], sys.argv[2]
-    module = client_module(kind)
+    module = client_module(kind, "anthropic")
     results: dict[str, Any] = {"instructor": instructor.__version__, "anthropic": anthropic.__version__}
     results.update(sync_scenarios(module, base_url))
     results.update(asyncio.run(async_scenarios(module, base_url)))

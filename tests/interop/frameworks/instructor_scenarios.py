@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 import instructor
-from _common import attempt, failure  # this folder: shared by the scenario scripts
+from _common import attempt, client_module, failure  # this folder: shared by the scenario scripts
 from pydantic import BaseModel
 
 MODEL = "gpt-4o-mini"
@@ -20,16 +20,6 @@ ASK = [{"role": "user", "content": "Invent a person: a name and an age."}]
 class Person(BaseModel):
     name: str
     age: int
-
-
-def client_module(kind: str) -> Any:
-    if kind == "llmclient":
-        import llmclient
-
-        return llmclient
-    import openai
-
-    return openai
 
 
 def seen(result: Any) -> dict[str, Any]:
@@ -83,7 +73,7 @@ async def async_scenarios(module: Any, base_url: str) -> dict[str, Any]:
 
 def main() -> None:
     base_url, kind = sys.argv[1], sys.argv[2]
-    module = client_module(kind)
+    module = client_module(kind, "openai")
     results: dict[str, Any] = {"instructor": instructor.__version__}
     results.update(sync_scenarios(module, base_url))
     results.update(asyncio.run(async_scenarios(module, base_url)))

@@ -16,7 +16,11 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from _common import attempt, official_error  # this folder: shared by the scenario scripts
+from _common import (  # this folder: shared by the scenario scripts
+    attempt,
+    client_module,
+    official_error,
+)
 from agents import (
     Agent,
     ModelSettings,
@@ -40,13 +44,7 @@ def add(a: int, b: int) -> int:
 
 
 def client(kind: str, base_url: str) -> Any:
-    if kind == "llmclient":
-        import llmclient
-
-        return llmclient.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
-    import openai
-
-    return openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
+    return client_module(kind, "openai").AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
 
 
 def agent(kind: str, base_url: str, **kwargs: Any) -> Agent[Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import anthropic
 import pydantic_ai
-from _common import attempt  # this folder: shared by the scenario scripts
+from _common import attempt, client_module  # this folder: shared by the scenario scripts
 from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.models.anthropic import AnthropicModel
@@ -33,11 +33,7 @@ class City(BaseModel):
 
 
 def client(kind: str, base_url: str) -> Any:
-    if kind == "llmclient":
-        import llmclient
-
-        return llmclient.AsyncAnthropic(base_url=base_url, api_key="k", max_retries=0)
-    return anthropic.AsyncAnthropic(base_url=base_url, api_key="k", max_retries=0)
+    return client_module(kind, "anthropic").AsyncAnthropic(base_url=base_url, api_key="k", max_retries=0)
 
 
 def model(given: Any, name: str = MODEL) -> AnthropicModel:

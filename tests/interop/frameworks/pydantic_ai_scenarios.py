@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 import pydantic_ai
+from _common import client_module  # this folder: shared by the scenario scripts
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -18,13 +19,7 @@ MODEL = "gpt-4o-mini"
 
 
 def client(kind: str, base_url: str) -> Any:
-    if kind == "llmclient":
-        import llmclient
-
-        return llmclient.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
-    import openai
-
-    return openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
+    return client_module(kind, "openai").AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
 
 
 def run(kind: str, base_url: str, model: str, headers: dict[str, str]) -> dict[str, Any]:

@@ -13,7 +13,11 @@ import sys
 from typing import Any
 
 import smolagents
-from _common import attempt, official_error  # this folder: shared by the scenario scripts
+from _common import (  # this folder: shared by the scenario scripts
+    attempt,
+    client_module,
+    official_error,
+)
 from smolagents import ChatMessage, OpenAIServerModel, ToolCallingAgent, tool
 from smolagents.models import is_rate_limit_error
 
@@ -33,14 +37,7 @@ def add(a: int, b: int) -> int:
 
 
 def client(kind: str, base_url: str) -> Any:
-    if kind == "llmclient":
-        import llmclient
-
-        handed: Any = llmclient.OpenAI(base_url=base_url, api_key="k", max_retries=0)
-    else:
-        import openai
-
-        handed = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
+    handed = client_module(kind, "openai").OpenAI(base_url=base_url, api_key="k", max_retries=0)
     assert type(handed).__module__.split(".")[0] == kind, type(handed)
     return handed
 
