@@ -136,7 +136,9 @@ def test_a_stream_that_failed_before_content_is_sent_again(drive: Drive, server:
 @pytest.mark.parametrize("fault", ["reset_after=6", "error_after=7", "cut_after=8", "stall_after=6"])
 def test_a_stream_cut_in_its_text_is_continued_from_its_partial(drive: Drive, server: RefServer,  # noqa: F811
                                                                 fault: str) -> None:
-    client = _face(drive, server, stream_resume="continue", stream_idle_timeout=1.0)
+    # the watchdog's limit ends the stalled case; 2 s, so that a busy machine's slow events are
+    # not taken for a stall (a second resume) in the others
+    client = _face(drive, server, stream_resume="continue", stream_idle_timeout=2.0)
     stream = _stream(drive, client, fault)
     events = drive.iterate(stream)
     assert stream.timings.resumes == 1 and stream.timings.retries == 1
